@@ -1,0 +1,87 @@
+// `draftgate probe DIR`: where the decoder layers live, and why every other stack is not it.
+
+#include <iostream>
+#include <map>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/module_tree.h"
+#include "verbs.h"
+
+namespace draftgate::cli {
+namespace {
+
+struct ProbeOptions {
+  std::string dir;
+  bool json = false;
+  bool tree = false;
+};
+
+void print_row(const std::string& key, const std::string& value) {
+  std::cout << key << std::string(key.size() < 13 ? 13 - key.size() : 1, ' ') << value << "\n";
+}
+
+std::string layer_type_summary(const std::vector<std::string>& types) {
+  std::map<std::string, std::vector<std::int64_t>> by_type;
+  for (std::size_t i = 0; i < types.size(); ++i) by_type[types[i]].push_back(static_cast<std::int64_t>(i));
+  std::string s;
+  for (const auto& [type, indices] : by_type) {
+    if (!s.empty()) s += "; ";
+    s += type + " ×" + std::to_string(indices.size()) + " " + layout::format_index_set(indices);
+  }
+  return s;
+}
+
+int run_probe(const ProbeOptions& opt) {
+  const io::Checkpoint ckpt = io::Checkpoint::open(opt.dir);
+  const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
+
+  if (opt.json) {
+    nlohmann::json out = layout::to_json(stack);
+    out["checkpoint"] = ckpt.dir().string();
+    out["metadata_only"] = ckpt.metadata_only();
+    out["num_tensors"] = ckpt.names().size();
+    out["text_config"] = ckpt.config().text_path();
+    out["model_type"] = ckpt.config().model_type();
+    if (opt.tree) out["module_tree"] = layout::render_module_tree(ckpt);
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  print_row("checkpoint", ckpt.dir().string() +
+                              (ckpt.metadata_only() ? "  (metadata-only: index without shards)" : ""));
+  const auto& cfg = ckpt.config();
+  print_row("config", cfg.file() + "  (text config: " +
+                          (cfg.text_path().empty() ? std::string("root") : cfg.text_path()) +
+                          ", model_type " + cfg.model_type() + ")");
+  print_row("tensors", std::to_string(ckpt.names().size()));
+  print_row("decoder", stack.prefix + "  ×" + std::to_string(stack.num_layers));
+  print_row("layer types", layer_type_summary(stack.layer_types));
+  print_row("embed", stack.embed_tokens);
+  print_row("final norm", stack.final_norm);
+  print_row("lm_head", stack.lm_head + (stack.tied_embeddings ? "  (tied to the embedding)" : ""));
+  if (!stack.inline_mtp_layers.empty())
+    print_row("inline MTP", layout::format_index_set(stack.inline_mtp_layers));
+  for (std::size_t i = 0; i < stack.rejected.size(); ++i) {
+    const auto& r = stack.rejected[i];
+    print_row(i == 0 ? "rejected" : "", r.prefix + " [" + std::to_string(r.min_index) + ".." +
+                                             std::to_string(r.max_index) + "] ×" + std::to_string(r.count) +
+                                             ": " + r.reason);
+  }
+  for (std::size_t i = 0; i < stack.notes.size(); ++i) print_row(i == 0 ? "notes" : "", stack.notes[i]);
+  if (opt.tree) std::cout << "\n" << layout::render_module_tree(ckpt);
+  return 0;
+}
+
+}  // namespace
+
+void add_probe(CLI::App& app, VerbRunner* runner) {
+  auto opt = std::make_shared<ProbeOptions>();
+  CLI::App* cmd = app.add_subcommand("probe", "Resolve the decoder stack of a checkpoint (headers only)");
+  cmd->add_option("checkpoint", opt->dir, "Checkpoint directory (config.json + safetensors or index)")
+      ->required();
+  cmd->add_flag("--json", opt->json, "Print one JSON object");
+  cmd->add_flag("--tree", opt->tree, "Also print the module tree with repeated layers collapsed");
+  cmd->callback([opt, runner] { *runner = [opt] { return run_probe(*opt); }; });
+}
+
+}  // namespace draftgate::cli

@@ -1,0 +1,15 @@
+#pragma once
+// One registration function per CLI verb; each adds its subcommand and the callback that runs it. The
+// callback returns the process exit code (0 pass, 1 a check failed, 2 bad input); draftgate::Error thrown from
+// it becomes exit 2 in main.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace draftgate::cli {
+
+using VerbRunner = std::function<int()>;
+
+void add_probe(CLI::App& app, VerbRunner* runner);
+
+}  // namespace draftgate::cli

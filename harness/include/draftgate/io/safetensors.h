@@ -1,0 +1,88 @@
+#pragma once
+// safetensors reader and writer.
+//
+// Format: 8-byte little-endian header length N, N bytes of UTF-8 JSON, then the data buffer. Every header is
+// validated in full before any tensor is handed out (see parse_safetensors_header). Opening a file reads the
+// header only; the data is memory-mapped read-only on first access and views into it are zero-copy.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "draftgate/io/dtype.h"
+
+namespace draftgate::io {
+
+inline constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference reader's cap
+inline constexpr std::size_t kMaxRank = 8;
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0;  // byte offsets into the data buffer, [begin, end)
+  std::uint64_t end = 0;
+
+  std::uint64_t nbytes() const { return end - begin; }
+  std::uint64_t numel() const;
+};
+
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors;  // sorted by name
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_offset = 0;  // 8 + header length: where the data buffer starts in the file
+
+  const TensorInfo* find(std::string_view name) const;
+};
+
+// Validates header JSON against the size of the data buffer that follows it: a JSON object starting with '{';
+// `__metadata__` a string map; no duplicate keys at any depth; known dtypes; rank <= kMaxRank; element counts that
+// do not overflow; byte length = numel x dtype size; offsets inside the buffer with no overlap and no hole.
+// Throws draftgate::Error naming `file`.
+SafetensorsHeader parse_safetensors_header(std::string_view json_text, std::uint64_t data_size,
+                                           const std::string& file);
+
+class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
+ public:
+  // Reads and validates the header; touches no tensor data.
+  static std::shared_ptr<const SafetensorsFile> open(const std::filesystem::path& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  const SafetensorsHeader& header() const { return header_; }
+  std::uint64_t file_size() const { return file_size_; }
+
+  // The tensor's bytes inside the read-only mapping (mapped on first call). Valid while this object lives.
+  std::string_view bytes(const TensorInfo& info) const;
+
+ private:
+  SafetensorsFile(std::filesystem::path path, SafetensorsHeader header, std::uint64_t file_size);
+
+  std::filesystem::path path_;
+  SafetensorsHeader header_;
+  std::uint64_t file_size_ = 0;
+  mutable std::once_flag map_once_;
+  mutable const char* map_ = nullptr;
+};
+
+// A tensor to write: raw little-endian row-major bytes.
+struct TensorBytes {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::string_view bytes;
+};
+
+// Writes a safetensors file atomically (temporary file + rename). Tensors are laid out in name order and the
+// header is space-padded so the data buffer starts 8-byte aligned. Throws draftgate::Error on bad input.
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorBytes>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace draftgate::io

@@ -1,0 +1,152 @@
+#include "draftgate/io/checkpoint.h"
+
+#include <algorithm>
+
+#include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
+
+namespace draftgate::io {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+
+// A shard named by the index must be a plain file name inside the checkpoint directory.
+void check_shard_name(const std::string& shard, const fs::path& index) {
+  const bool plain = !shard.empty() && shard.find('/') == std::string::npos &&
+                     shard.find('\\') == std::string::npos && shard != "." && shard != "..";
+  if (!plain)
+    throw Error(index.string(), "weight_map names shard \"" + shard +
+                                    "\", which is not a plain file name in the checkpoint directory");
+}
+
+// weight_map: tensor name -> shard file name.
+std::map<std::string, std::string> read_weight_map(const fs::path& index) {
+  const json root = read_json_file(index);
+  if (!root.is_object()) throw Error(index.string(), "index is not a JSON object");
+  auto it = root.find("weight_map");
+  if (it == root.end()) throw Error(index.string(), "missing \"weight_map\"");
+  if (!it->is_object()) throw Error(index.string(), "\"weight_map\" is not an object");
+  std::map<std::string, std::string> map;
+  for (const auto& [name, shard] : it->items()) {
+    if (!shard.is_string())
+      throw Error(index.string(), "weight_map entry \"" + name + "\" is not a file name string");
+    check_shard_name(shard.get<std::string>(), index);
+    map.emplace(name, shard.get<std::string>());
+  }
+  if (map.empty()) throw Error(index.string(), "weight_map is empty");
+  return map;
+}
+
+bool is_consolidated(const std::string& file_name) {
+  return file_name.rfind("consolidated", 0) == 0;  // Mistral-native duplicates of the HF shards
+}
+
+}  // namespace
+
+Checkpoint Checkpoint::open(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error(dir.string(), fs::exists(dir, ec) ? "not a directory" : "no such directory",
+                "pass a checkpoint directory holding config.json and safetensors files");
+  Checkpoint ckpt;
+  ckpt.dir_ = dir;
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path, ec))
+    throw Error(config_path.string(), "missing",
+                "a Hugging Face checkpoint directory holds config.json beside its weights");
+  ckpt.config_ = std::make_shared<const ModelConfig>(ModelConfig::load(config_path));
+
+  std::map<std::string, std::string> weight_map;  // name -> shard
+  const fs::path index = dir / kIndexName;
+  if (fs::exists(index, ec)) {
+    weight_map = read_weight_map(index);
+    std::vector<std::string> present, missing;
+    for (const auto& [name, shard] : weight_map) {
+      (void)name;
+      if (ckpt.shards_.count(shard)) continue;
+      if (fs::exists(dir / shard, ec)) {
+        ckpt.shards_.emplace(shard, nullptr);
+      } else if (std::find(missing.begin(), missing.end(), shard) == missing.end()) {
+        missing.push_back(shard);
+      }
+    }
+    if (ckpt.shards_.empty()) {
+      ckpt.metadata_only_ = true;  // names only: structural checks still run
+    } else if (!missing.empty()) {
+      throw Error((dir / missing.front()).string(),
+                  "shard listed in " + std::string(kIndexName) + " is missing (" +
+                      std::to_string(missing.size()) + " of " +
+                      std::to_string(missing.size() + ckpt.shards_.size()) + " shards absent)",
+                  "download every shard, or keep only config.json and the index for structural checks");
+    }
+  } else {
+    std::vector<std::string> files;
+    if (fs::exists(dir / kSingleName, ec)) {
+      files.push_back(kSingleName);
+    } else {
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (e.path().extension() == ".safetensors" && !is_consolidated(name)) files.push_back(name);
+      }
+      std::sort(files.begin(), files.end());
+    }
+    if (files.empty())
+      throw Error(dir.string(), "no model.safetensors.index.json, model.safetensors or *.safetensors",
+                  "is this a Hugging Face checkpoint directory?");
+    for (const auto& f : files) ckpt.shards_.emplace(f, nullptr);
+  }
+
+  for (auto& [shard, file] : ckpt.shards_) file = SafetensorsFile::open(dir / shard);
+
+  if (ckpt.metadata_only_) {
+    for (const auto& [name, shard] : weight_map) ckpt.entries_.emplace(name, Entry{shard, nullptr});
+  } else if (!weight_map.empty()) {
+    for (const auto& [name, shard] : weight_map) {
+      const TensorInfo* info = ckpt.shards_.at(shard)->header().find(name);
+      if (info == nullptr)
+        throw Error(index.string(), "maps \"" + name + "\" to " + shard + ", which has no such tensor");
+      ckpt.entries_.emplace(name, Entry{shard, info});
+    }
+  } else {
+    for (const auto& [shard, file] : ckpt.shards_) {
+      for (const TensorInfo& info : file->header().tensors) {
+        if (!ckpt.entries_.emplace(info.name, Entry{shard, &info}).second)
+          throw Error((dir / shard).string(), "tensor \"" + info.name + "\" also appears in " +
+                                                  ckpt.entries_.at(info.name).shard,
+                      "add a model.safetensors.index.json that says which copy is meant");
+      }
+    }
+  }
+  if (ckpt.entries_.empty()) throw Error(dir.string(), "checkpoint holds no tensors");
+  ckpt.names_.reserve(ckpt.entries_.size());
+  for (const auto& [name, entry] : ckpt.entries_) ckpt.names_.push_back(name);
+  return ckpt;
+}
+
+const TensorInfo* Checkpoint::info(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.info;
+}
+
+const std::shared_ptr<const SafetensorsFile>& Checkpoint::file_of(std::string_view name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end())
+    throw Error(dir_.string(), "checkpoint has no tensor \"" + std::string(name) + "\"");
+  if (metadata_only_)
+    throw Error(dir_.string(), "metadata-only checkpoint (index without shards): tensor \"" +
+                                   std::string(name) + "\" has no data",
+                "download the shards to run checks that need weights");
+  return shards_.at(it->second.shard);
+}
+
+std::vector<std::string> Checkpoint::shard_names() const {
+  std::vector<std::string> names;
+  for (const auto& [shard, file] : shards_) names.push_back(shard);
+  return names;
+}
+
+}  // namespace draftgate::io

@@ -1,0 +1,264 @@
+#include "draftgate/io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "draftgate/error.h"
+#include "draftgate/io/atomic_file.h"
+#include "draftgate/io/json_util.h"
+
+namespace draftgate::io {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+bool mul_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+std::uint64_t as_u64(const json& value, const std::string& file, const std::string& what) {
+  if (!value.is_number_unsigned())
+    throw Error(file, what + " must be a non-negative integer, got " + value.dump());
+  return value.get<std::uint64_t>();
+}
+
+TensorInfo parse_entry(const std::string& name, const json& entry, const std::string& file) {
+  const std::string where = "tensor \"" + name + "\"";
+  if (!entry.is_object()) throw Error(file, where + ": entry is not an object");
+  for (const char* field : {"dtype", "shape", "data_offsets"})
+    if (!entry.contains(field)) throw Error(file, where + ": missing \"" + field + "\"");
+
+  TensorInfo info;
+  info.name = name;
+  const json& dtype = entry["dtype"];
+  if (!dtype.is_string()) throw Error(file, where + ": dtype is not a string");
+  const auto parsed = parse_dtype(dtype.get<std::string>());
+  if (!parsed)
+    throw Error(file, where + ": unsupported dtype \"" + dtype.get<std::string>() + "\"",
+                "supported: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_*");
+  info.dtype = *parsed;
+
+  const json& shape = entry["shape"];
+  if (!shape.is_array()) throw Error(file, where + ": shape is not an array");
+  if (shape.size() > kMaxRank)
+    throw Error(file, where + ": rank " + std::to_string(shape.size()) + " exceeds the limit of " +
+                          std::to_string(kMaxRank));
+  std::uint64_t numel = 1;
+  for (const json& dim : shape) {
+    const std::uint64_t d = as_u64(dim, file, where + ": shape dimension");
+    if (d > static_cast<std::uint64_t>(INT64_MAX) || mul_overflows(numel, d, &numel))
+      throw Error(file, where + ": shape " + shape.dump() + " overflows 64-bit element count");
+    info.shape.push_back(static_cast<std::int64_t>(d));
+  }
+  std::uint64_t expected_bytes = 0;
+  if (mul_overflows(numel, dtype_size(info.dtype), &expected_bytes))
+    throw Error(file, where + ": shape " + shape.dump() + " overflows 64-bit byte count");
+
+  const json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2)
+    throw Error(file, where + ": data_offsets must be [begin, end]");
+  info.begin = as_u64(offsets[0], file, where + ": data_offsets begin");
+  info.end = as_u64(offsets[1], file, where + ": data_offsets end");
+  if (info.end < info.begin)
+    throw Error(file, where + ": data_offsets end " + std::to_string(info.end) + " < begin " +
+                          std::to_string(info.begin));
+  if (info.nbytes() != expected_bytes)
+    throw Error(file, where + ": holds " + std::to_string(info.nbytes()) + " bytes but shape " +
+                          shape.dump() + " x " + std::string(dtype_name(info.dtype)) + " needs " +
+                          std::to_string(expected_bytes));
+  return info;
+}
+
+// Offsets must tile the buffer exactly: sorted by begin, each starts where the previous ended.
+void check_coverage(const std::vector<TensorInfo>& tensors, std::uint64_t data_size,
+                    const std::string& file) {
+  std::vector<const TensorInfo*> by_offset;
+  by_offset.reserve(tensors.size());
+  for (const auto& t : tensors) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  std::uint64_t cursor = 0;
+  const TensorInfo* previous = nullptr;
+  for (const TensorInfo* t : by_offset) {
+    if (t->begin < cursor)
+      throw Error(file, "tensor \"" + t->name + "\" [" + std::to_string(t->begin) + ", " +
+                            std::to_string(t->end) + ") overlaps \"" + previous->name + "\"");
+    if (t->begin > cursor)
+      throw Error(file, "hole in the data buffer: bytes [" + std::to_string(cursor) + ", " +
+                            std::to_string(t->begin) + ") belong to no tensor");
+    if (t->end > data_size)
+      throw Error(file, "tensor \"" + t->name + "\" ends at byte " + std::to_string(t->end) +
+                            " past the data buffer (" + std::to_string(data_size) + " bytes)",
+                  "the file is truncated");
+    cursor = t->end;
+    previous = t;
+  }
+  if (cursor != data_size)
+    throw Error(file, "data buffer has " + std::to_string(data_size - cursor) +
+                          " trailing bytes that belong to no tensor");
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+std::uint64_t TensorInfo::numel() const {
+  std::uint64_t n = 1;
+  for (auto d : shape) n *= static_cast<std::uint64_t>(d);
+  return n;
+}
+
+const TensorInfo* SafetensorsHeader::find(std::string_view name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const TensorInfo& t, std::string_view n) { return t.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+SafetensorsHeader parse_safetensors_header(std::string_view json_text, std::uint64_t data_size,
+                                           const std::string& file) {
+  const auto first = json_text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || json_text[first] != '{')
+    throw Error(file, "header is not a JSON object (it must start with '{')");
+  const json root = parse_json_strict(json_text, file);
+  if (!root.is_object()) throw Error(file, "header is not a JSON object");
+
+  SafetensorsHeader header;
+  for (const auto& [name, entry] : root.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw Error(file, "__metadata__ is not an object");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string())
+          throw Error(file, "__metadata__ value for \"" + key + "\" is not a string");
+        header.metadata.emplace(key, value.get<std::string>());
+      }
+      continue;
+    }
+    if (name.empty()) throw Error(file, "tensor with an empty name");
+    header.tensors.push_back(parse_entry(name, entry, file));
+  }
+  std::sort(header.tensors.begin(), header.tensors.end(),
+            [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+  check_coverage(header.tensors, data_size, file);
+  return header;
+}
+
+SafetensorsFile::SafetensorsFile(fs::path path, SafetensorsHeader header, std::uint64_t file_size)
+    : path_(std::move(path)), header_(std::move(header)), file_size_(file_size) {}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr && map_ != MAP_FAILED) ::munmap(const_cast<char*>(map_), file_size_);
+}
+
+std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& path) {
+  const std::string file = path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(file, "cannot open: " + errno_text());
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(file, "cannot stat: " + errno_text());
+  if (!S_ISREG(st.st_mode)) throw Error(file, "not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < 8)
+    throw Error(file, "file is " + std::to_string(size) +
+                          " bytes, shorter than the 8-byte header length",
+                "the file is truncated or not safetensors");
+
+  unsigned char len_bytes[8];
+  if (::pread(fd, len_bytes, 8, 0) != 8) throw Error(file, "cannot read header length");
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];  // little-endian
+  if (header_len > kMaxHeaderBytes)
+    throw Error(file, "header length " + std::to_string(header_len) + " exceeds the " +
+                          std::to_string(kMaxHeaderBytes) + "-byte limit",
+                "the file is corrupt or not safetensors");
+  if (header_len > size - 8)
+    throw Error(file, "header length " + std::to_string(header_len) + " runs past the end of the " +
+                          std::to_string(size) + "-byte file",
+                "the file is truncated");
+  if (header_len < 2) throw Error(file, "header of " + std::to_string(header_len) + " bytes is empty");
+
+  std::string text(header_len, '\0');
+  std::uint64_t done = 0;
+  while (done < header_len) {
+    const auto n = ::pread(fd, text.data() + done, header_len - done, 8 + done);
+    if (n <= 0) throw Error(file, "cannot read header: " + errno_text());
+    done += static_cast<std::uint64_t>(n);
+  }
+  SafetensorsHeader header = parse_safetensors_header(text, size - 8 - header_len, file);
+  header.data_offset = 8 + header_len;
+  return std::shared_ptr<const SafetensorsFile>(
+      new SafetensorsFile(path, std::move(header), size));
+}
+
+std::string_view SafetensorsFile::bytes(const TensorInfo& info) const {
+  std::call_once(map_once_, [this] {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path_.string(), "cannot open for mapping: " + errno_text());
+    void* p = ::mmap(nullptr, file_size_, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) throw Error(path_.string(), "mmap failed: " + errno_text());
+    map_ = static_cast<const char*>(p);
+  });
+  return {map_ + header_.data_offset + info.begin, static_cast<std::size_t>(info.nbytes())};
+}
+
+void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<const TensorBytes*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const TensorBytes* a, const TensorBytes* b) { return a->name < b->name; });
+
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const TensorBytes& t = *order[i];
+    if (t.name.empty() || t.name == "__metadata__")
+      throw Error(path.string(), "invalid tensor name \"" + t.name + "\"");
+    if (i > 0 && order[i - 1]->name == t.name)
+      throw Error(path.string(), "duplicate tensor name \"" + t.name + "\"");
+    std::uint64_t numel = 1;
+    for (auto d : t.shape) {
+      if (d < 0) throw Error(path.string(), "tensor \"" + t.name + "\" has a negative dimension");
+      numel *= static_cast<std::uint64_t>(d);
+    }
+    if (numel * dtype_size(t.dtype) != t.bytes.size())
+      throw Error(path.string(), "tensor \"" + t.name + "\" has " + std::to_string(t.bytes.size()) +
+                                     " bytes, shape needs " +
+                                     std::to_string(numel * dtype_size(t.dtype)));
+    header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  write_file_atomically(path, [&](std::ostream& out) {
+    unsigned char len_bytes[8];
+    std::uint64_t n = text.size();
+    for (auto& b : len_bytes) {
+      b = static_cast<unsigned char>(n & 0xff);
+      n >>= 8;
+    }
+    out.write(reinterpret_cast<const char*>(len_bytes), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const TensorBytes* t : order)
+      out.write(t->bytes.data(), static_cast<std::streamsize>(t->bytes.size()));
+  });
+}
+
+}  // namespace draftgate::io
