@@ -102,6 +102,17 @@ void render(const Node& node, const std::string& label, int depth, const InfoLoo
     render_children(*n, name, depth, info, out);
     return;
   }
+  // Parameters without known shapes share one line: "q_proj.{qweight, qzeros, scales}".
+  const bool bare_leaves = n->tensor.empty() && n->children.size() >= 2 &&
+                           std::all_of(n->children.begin(), n->children.end(), [&](const auto& kv) {
+                             return kv.second->children.empty() && leaf_text(kv.second->tensor, info).empty();
+                           });
+  if (bare_leaves) {
+    std::string joined;
+    for (const auto& [child, node_ptr] : n->children) joined += (joined.empty() ? "" : ", ") + child;
+    out << std::string(2 * depth, ' ') << name << ".{" << joined << "}\n";
+    return;
+  }
   out << std::string(2 * depth, ' ') << name << leaf_text(n->tensor, info) << "\n";
   render_children(*n, name, depth + 1, info, out);
 }

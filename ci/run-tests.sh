@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs, builds, and runs the whole test suite through ctest. Extra arguments go to ctest
+# (e.g. -L unit, -LE slow).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/install-deps.sh
+bash ci/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
