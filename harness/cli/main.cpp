@@ -8,7 +8,8 @@
 #include "verbs.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"draftgate: gates DFlash drafter training runs against a target checkpoint", "draftgate"};
+  CLI::App app{"draftgate: gates DFlash drafter training runs against a target checkpoint",
+               "draftgate"};
   app.set_version_flag("--version", DRAFTGATE_VERSION);
   app.require_subcommand(1);
   draftgate::cli::VerbRunner runner;

@@ -23,7 +23,8 @@ void print_row(const std::string& key, const std::string& value) {
 
 std::string layer_type_summary(const std::vector<std::string>& types) {
   std::map<std::string, std::vector<std::int64_t>> by_type;
-  for (std::size_t i = 0; i < types.size(); ++i) by_type[types[i]].push_back(static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < types.size(); ++i)
+    by_type[types[i]].push_back(static_cast<std::int64_t>(i));
   std::string s;
   for (const auto& [type, indices] : by_type) {
     if (!s.empty()) s += "; ";
@@ -47,8 +48,9 @@ int run_probe(const ProbeOptions& opt) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  print_row("checkpoint", ckpt.dir().string() +
-                              (ckpt.metadata_only() ? "  (metadata-only: index without shards)" : ""));
+  print_row("checkpoint",
+            ckpt.dir().string() +
+                (ckpt.metadata_only() ? "  (metadata-only: index without shards)" : ""));
   const auto& cfg = ckpt.config();
   print_row("config", cfg.file() + "  (text config: " +
                           (cfg.text_path().empty() ? std::string("root") : cfg.text_path()) +
@@ -64,10 +66,11 @@ int run_probe(const ProbeOptions& opt) {
   for (std::size_t i = 0; i < stack.rejected.size(); ++i) {
     const auto& r = stack.rejected[i];
     print_row(i == 0 ? "rejected" : "", r.prefix + " [" + std::to_string(r.min_index) + ".." +
-                                             std::to_string(r.max_index) + "] ×" + std::to_string(r.count) +
-                                             ": " + r.reason);
+                                            std::to_string(r.max_index) + "] ×" +
+                                            std::to_string(r.count) + ": " + r.reason);
   }
-  for (std::size_t i = 0; i < stack.notes.size(); ++i) print_row(i == 0 ? "notes" : "", stack.notes[i]);
+  for (std::size_t i = 0; i < stack.notes.size(); ++i)
+    print_row(i == 0 ? "notes" : "", stack.notes[i]);
   if (opt.tree) std::cout << "\n" << layout::render_module_tree(ckpt);
   return 0;
 }
@@ -76,8 +79,10 @@ int run_probe(const ProbeOptions& opt) {
 
 void add_probe(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<ProbeOptions>();
-  CLI::App* cmd = app.add_subcommand("probe", "Resolve the decoder stack of a checkpoint (headers only)");
-  cmd->add_option("checkpoint", opt->dir, "Checkpoint directory (config.json + safetensors or index)")
+  CLI::App* cmd =
+      app.add_subcommand("probe", "Resolve the decoder stack of a checkpoint (headers only)");
+  cmd->add_option("checkpoint", opt->dir,
+                  "Checkpoint directory (config.json + safetensors or index)")
       ->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_flag("--tree", opt->tree, "Also print the module tree with repeated layers collapsed");

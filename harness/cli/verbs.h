@@ -1,7 +1,7 @@
 #pragma once
-// One registration function per CLI verb; each adds its subcommand and the callback that runs it. The
-// callback returns the process exit code (0 pass, 1 a check failed, 2 bad input); draftgate::Error thrown from
-// it becomes exit 2 in main.
+// One registration function per CLI verb; each adds its subcommand and the callback that runs it.
+// The callback returns the process exit code (0 pass, 1 a check failed, 2 bad input);
+// draftgate::Error thrown from it becomes exit 2 in main.
 
 #include <CLI/CLI.hpp>
 #include <functional>

@@ -1,8 +1,9 @@
 // `draftgate probe` end to end: real layouts, JSON output, and the exit-code contract on bad input.
 
-#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "run_cli.h"
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 const fs::path kRealLayouts = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/real-layouts";
 
 TEST(ProbeCli, Qwen36VlmJson) {
-  const auto r = run_draftgate("probe " + (kRealLayouts / "qwen36-27b-awq-fantasylord").string() + " --json");
+  const auto r =
+      run_draftgate("probe " + (kRealLayouts / "qwen36-27b-awq-fantasylord").string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const auto j = nlohmann::json::parse(r.out);
@@ -27,7 +29,8 @@ TEST(ProbeCli, Qwen36VlmJson) {
   EXPECT_EQ(j["num_layers"], 64);
   ASSERT_EQ(j["layer_types"].size(), 64u);
   for (int i = 0; i < 64; ++i)
-    EXPECT_EQ(j["layer_types"][i], (i % 4 == 3) ? "full_attention" : "linear_attention") << "layer " << i;
+    EXPECT_EQ(j["layer_types"][i], (i % 4 == 3) ? "full_attention" : "linear_attention")
+        << "layer " << i;
   EXPECT_EQ(j["embed_tokens"], "model.language_model.embed_tokens.weight");
   EXPECT_EQ(j["final_norm"], "model.language_model.norm.weight");
   EXPECT_EQ(j["lm_head"], "lm_head.weight");
@@ -44,7 +47,8 @@ TEST(ProbeCli, HumanOutputAndTree) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("decoder      language_model.model.layers  ×62"));
   EXPECT_THAT(r.out, HasSubstr("full_attention ×10 {5,11,…,59}"));
-  EXPECT_THAT(r.out, HasSubstr("rejected     vision_tower.vision_model.encoder.layers [0..26] ×27"));
+  EXPECT_THAT(r.out,
+              HasSubstr("rejected     vision_tower.vision_model.encoder.layers [0..26] ×27"));
   EXPECT_THAT(r.out, HasSubstr("layers.{0..61}  ×62"));
 }
 
@@ -69,7 +73,8 @@ TEST(ProbeCli, UsageErrorsExitTwoAndHelpExitsZero) {
 // --- bad input: exit 2, one line on stderr naming the file and the problem ---
 
 // 8-byte little-endian length (possibly a lie), header, then `data_bytes` zero bytes.
-std::string with_length(std::uint64_t declared_len, const std::string& header, std::uint64_t data_bytes = 0) {
+std::string with_length(std::uint64_t declared_len, const std::string& header,
+                        std::uint64_t data_bytes = 0) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((declared_len >> (8 * i)) & 0xff);
   return out + header + std::string(data_bytes, '\0');
@@ -114,47 +119,57 @@ const std::string kV = R"("b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, BadInputTest,
     ::testing::Values(
-        BadCheckpoint{"truncated_length", kSt, "abc", kCfg, kSt, "shorter than the 8-byte header length"},
-        BadCheckpoint{"length_past_file", kSt, with_length(500, "{}"), kCfg, kSt, "runs past the end"},
-        BadCheckpoint{"absurd_length", kSt, with_length(1ull << 50, "{}"), kCfg, kSt, "exceeds the 100000000-byte"},
+        BadCheckpoint{"truncated_length", kSt, "abc", kCfg, kSt,
+                      "shorter than the 8-byte header length"},
+        BadCheckpoint{"length_past_file", kSt, with_length(500, "{}"), kCfg, kSt,
+                      "runs past the end"},
+        BadCheckpoint{"absurd_length", kSt, with_length(1ull << 50, "{}"), kCfg, kSt,
+                      "exceeds the 100000000-byte"},
         BadCheckpoint{"non_object_json", kSt, framed("[1, 2, 3]"), kCfg, kSt, "not a JSON object"},
         BadCheckpoint{"invalid_json", kSt, framed("{\"a\": }"), kCfg, kSt, "invalid JSON"},
         BadCheckpoint{"invalid_utf8", kSt, framed("{\"\xc3\x28\": 1}"), kCfg, kSt, "invalid JSON"},
         BadCheckpoint{"duplicate_keys", kSt, framed("{" + kT + "," + kT + "}", 8), kCfg, kSt,
                       "duplicate JSON key"},
         BadCheckpoint{"unknown_dtype", kSt,
-                      framed(R"({"a":{"dtype":"INT4","shape":[2],"data_offsets":[0,8]}})", 8), kCfg, kSt,
-                      "unsupported dtype \"INT4\""},
+                      framed(R"({"a":{"dtype":"INT4","shape":[2],"data_offsets":[0,8]}})", 8), kCfg,
+                      kSt, "unsupported dtype \"INT4\""},
         BadCheckpoint{"shape_size_mismatch", kSt,
-                      framed(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,8]}})", 8), kCfg, kSt,
-                      "needs 4"},
+                      framed(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,8]}})", 8), kCfg,
+                      kSt, "needs 4"},
         BadCheckpoint{"offsets_out_of_range", kSt, framed("{" + kT + "}", 4), kCfg, kSt,
                       "past the data buffer"},
-        BadCheckpoint{"overlapping", kSt, framed("{" + kT + "," + kU + "}", 8), kCfg, kSt, "overlaps"},
-        BadCheckpoint{"hole", kSt, framed("{" + kT + "," + kV + "}", 16), kCfg, kSt, "hole in the data buffer"},
-        BadCheckpoint{"trailing_bytes", kSt, framed("{" + kT + "}", 20), kCfg, kSt, "12 trailing bytes"},
-        BadCheckpoint{"rank_limit", kSt,
-                      framed(R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1),
-                      kCfg, kSt, "rank 10 exceeds"},
-        BadCheckpoint{"shape_overflow", kSt,
-                      framed(R"({"a":{"dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,8]}})", 8),
-                      kCfg, kSt, "overflows 64-bit"},
-        BadCheckpoint{"metadata_not_strings", kSt, framed(R"({"__metadata__":{"format":["pt"]}})"), kCfg, kSt,
-                      "__metadata__ value for \"format\" is not a string"},
+        BadCheckpoint{"overlapping", kSt, framed("{" + kT + "," + kU + "}", 8), kCfg, kSt,
+                      "overlaps"},
+        BadCheckpoint{"hole", kSt, framed("{" + kT + "," + kV + "}", 16), kCfg, kSt,
+                      "hole in the data buffer"},
+        BadCheckpoint{"trailing_bytes", kSt, framed("{" + kT + "}", 20), kCfg, kSt,
+                      "12 trailing bytes"},
+        BadCheckpoint{
+            "rank_limit", kSt,
+            framed(R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1),
+            kCfg, kSt, "rank 10 exceeds"},
+        BadCheckpoint{
+            "shape_overflow", kSt,
+            framed(R"({"a":{"dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,8]}})",
+                   8),
+            kCfg, kSt, "overflows 64-bit"},
+        BadCheckpoint{"metadata_not_strings", kSt, framed(R"({"__metadata__":{"format":["pt"]}})"),
+                      kCfg, kSt, "__metadata__ value for \"format\" is not a string"},
         BadCheckpoint{"missing_config", kSt, framed("{}"), "", "config.json", "missing"},
         BadCheckpoint{"config_not_json", kSt, framed("{}"), "{num_hidden_layers: 2}", "config.json",
                       "invalid JSON"},
-        BadCheckpoint{"config_without_layer_count", kSt, framed("{" + kT + "}", 8), R"({"hidden_size": 8})",
-                      "config.json", "missing num_hidden_layers"},
+        BadCheckpoint{"config_without_layer_count", kSt, framed("{" + kT + "}", 8),
+                      R"({"hidden_size": 8})", "config.json", "missing num_hidden_layers"},
         BadCheckpoint{"index_without_weight_map", kIdx, R"({"metadata": {}})", kCfg, kIdx,
                       "missing \"weight_map\""},
         BadCheckpoint{"index_weight_map_not_object", kIdx, R"({"weight_map": []})", kCfg, kIdx,
                       "\"weight_map\" is not an object"},
         BadCheckpoint{"no_weights", "", "", kCfg, "bad_no_weights",
                       "no model.safetensors.index.json, model.safetensors or *.safetensors"},
-        BadCheckpoint{"empty_checkpoint", kSt, framed("{}"), kCfg, "bad_empty_checkpoint", "holds no tensors"},
-        BadCheckpoint{"no_decoder_stack", kSt, framed("{" + kT + "}", 8), kCfg, "bad_no_decoder_stack",
-                      "no decoder stack matches num_hidden_layers = 1"}),
+        BadCheckpoint{"empty_checkpoint", kSt, framed("{}"), kCfg, "bad_empty_checkpoint",
+                      "holds no tensors"},
+        BadCheckpoint{"no_decoder_stack", kSt, framed("{" + kT + "}", 8), kCfg,
+                      "bad_no_decoder_stack", "no decoder stack matches num_hidden_layers = 1"}),
     [](const auto& p) { return p.param.label; });
 
 TEST(ProbeCli, NotADirectory) {
@@ -171,7 +186,9 @@ TEST(ProbeCli, LayerCountMismatchListsCandidates) {
   testing::write_metadata_only(dir, l);
   const auto r = run_draftgate("probe " + dir.string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("model.language_model.layers [0..7] 8 layers - count 8 != num_hidden_layers 12"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("model.language_model.layers [0..7] 8 layers - count 8 != num_hidden_layers 12"));
   EXPECT_THAT(r.err, HasSubstr("model.visual.blocks"));
 }
 

@@ -21,10 +21,12 @@ std::string slurp(const std::filesystem::path& p) {
 
 CliResult run_draftgate(const std::string& args) {
   static int counter = 0;
-  const auto base = std::filesystem::temp_directory_path() /
-                    ("draftgate_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const auto base =
+      std::filesystem::temp_directory_path() /
+      ("draftgate_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   const std::string out = base.string() + ".out", err = base.string() + ".err";
-  const std::string cmd = std::string(DRAFTGATE_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd =
+      std::string(DRAFTGATE_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -19,7 +19,8 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& from) 
 
 std::vector<std::string> interval_types(int layers, int interval) {
   std::vector<std::string> t;
-  for (int i = 0; i < layers; ++i) t.push_back((i + 1) % interval ? "linear_attention" : "full_attention");
+  for (int i = 0; i < layers; ++i)
+    t.push_back((i + 1) % interval ? "linear_attention" : "full_attention");
   return t;
 }
 
@@ -31,8 +32,8 @@ std::vector<std::string> globals(const std::string& root) {
 
 std::vector<std::string> dense_layer(const std::string& p, bool qk_norm, const std::string& param) {
   std::vector<std::string> n;
-  for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+  for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                        "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
     n.push_back(p + "." + m + "." + param);
   if (param == "qweight")
     for (const char* m : {"self_attn.q_proj", "mlp.up_proj"}) {
@@ -51,12 +52,12 @@ std::vector<std::string> dense_layer(const std::string& p, bool qk_norm, const s
 
 std::vector<std::string> linear_attention_layer(const std::string& p) {
   std::vector<std::string> n;
-  for (const char* m : {"linear_attn.A_log", "linear_attn.dt_bias", "linear_attn.conv1d.weight",
-                        "linear_attn.in_proj_qkv.weight", "linear_attn.in_proj_z.weight",
-                        "linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight",
-                        "linear_attn.norm.weight", "linear_attn.out_proj.weight", "mlp.gate_proj.weight",
-                        "mlp.up_proj.weight", "mlp.down_proj.weight", "input_layernorm.weight",
-                        "post_attention_layernorm.weight"})
+  for (const char* m :
+       {"linear_attn.A_log", "linear_attn.dt_bias", "linear_attn.conv1d.weight",
+        "linear_attn.in_proj_qkv.weight", "linear_attn.in_proj_z.weight",
+        "linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight", "linear_attn.norm.weight",
+        "linear_attn.out_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+        "mlp.down_proj.weight", "input_layernorm.weight", "post_attention_layernorm.weight"})
     n.push_back(p + "." + m);
   return n;
 }
@@ -74,9 +75,12 @@ SyntheticLayout qwen3_dense(int layers, bool tied) {
   SyntheticLayout l;
   l.names = globals("model");
   if (!tied) l.names.push_back("lm_head.weight");
-  for (int i = 0; i < layers; ++i) append(l.names, dense_layer("model.layers." + std::to_string(i)));
-  l.config = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"},
-              {"num_hidden_layers", layers}, {"tie_word_embeddings", tied}};
+  for (int i = 0; i < layers; ++i)
+    append(l.names, dense_layer("model.layers." + std::to_string(i)));
+  l.config = {{"architectures", {"Qwen3ForCausalLM"}},
+              {"model_type", "qwen3"},
+              {"num_hidden_layers", layers},
+              {"tie_word_embeddings", tied}};
   return l;
 }
 
@@ -117,9 +121,12 @@ SyntheticLayout qwen35_text_only(int layers) {
                                  return n == "lm_head.weight" || n.rfind("model.visual", 0) == 0;
                                }),
                 l.names.end());
-  l.config = {{"architectures", {"Qwen3_5ForCausalLM"}}, {"model_type", "qwen3_5_text"},
-              {"num_hidden_layers", layers}, {"layer_types", interval_types(layers, 4)},
-              {"tie_word_embeddings", true}, {"mtp_num_hidden_layers", 1}};
+  l.config = {{"architectures", {"Qwen3_5ForCausalLM"}},
+              {"model_type", "qwen3_5_text"},
+              {"num_hidden_layers", layers},
+              {"layer_types", interval_types(layers, 4)},
+              {"tie_word_embeddings", true},
+              {"mtp_num_hidden_layers", 1}};
   return l;
 }
 
@@ -127,10 +134,13 @@ SyntheticLayout qwen2vl_old(int layers, int vision_depth) {
   SyntheticLayout l;
   l.names = globals("model");
   l.names.push_back("lm_head.weight");
-  for (int i = 0; i < layers; ++i) append(l.names, dense_layer("model.layers." + std::to_string(i), false));
+  for (int i = 0; i < layers; ++i)
+    append(l.names, dense_layer("model.layers." + std::to_string(i), false));
   append(l.names, vision_blocks("visual.blocks", vision_depth));
-  l.config = {{"architectures", {"Qwen2VLForConditionalGeneration"}}, {"model_type", "qwen2_vl"},
-              {"num_hidden_layers", layers}, {"vision_config", {{"depth", vision_depth}}}};
+  l.config = {{"architectures", {"Qwen2VLForConditionalGeneration"}},
+              {"model_type", "qwen2_vl"},
+              {"num_hidden_layers", layers},
+              {"vision_config", {{"depth", vision_depth}}}};
   return l;
 }
 
@@ -141,9 +151,11 @@ SyntheticLayout llava_style(int layers, int vision_layers) {
   for (int i = 0; i < layers; ++i)
     append(l.names, dense_layer("language_model.model.layers." + std::to_string(i), false));
   for (int i = 0; i < vision_layers; ++i)
-    append(l.names, dense_layer("vision_tower.vision_model.encoder.layers." + std::to_string(i), false));
+    append(l.names,
+           dense_layer("vision_tower.vision_model.encoder.layers." + std::to_string(i), false));
   l.names.push_back("multi_modal_projector.linear_1.weight");
-  l.config = {{"architectures", {"LlavaForConditionalGeneration"}}, {"model_type", "llava"},
+  l.config = {{"architectures", {"LlavaForConditionalGeneration"}},
+              {"model_type", "llava"},
               {"text_config", {{"model_type", "llama"}, {"num_hidden_layers", layers}}},
               {"vision_config", {{"num_hidden_layers", vision_layers}}}};
   return l;
@@ -163,7 +175,8 @@ SyntheticLayout llama4_style(int layers, int vision_layers) {
   for (int i = 0; i < vision_layers; ++i)
     append(l.names, dense_layer("vision_model.model.layers." + std::to_string(i), false));
   l.names.push_back("multi_modal_projector.linear_1.weight");
-  l.config = {{"architectures", {"Llama4ForConditionalGeneration"}}, {"model_type", "llama4"},
+  l.config = {{"architectures", {"Llama4ForConditionalGeneration"}},
+              {"model_type", "llama4"},
               {"text_config", {{"num_hidden_layers", layers}}},
               {"vision_config", {{"num_hidden_layers", vision_layers}}}};
   return l;
@@ -177,8 +190,9 @@ SyntheticLayout mllama_style(int layers, const std::vector<int>& cross_layers, i
   for (int i = 0; i < layers; ++i) {
     const std::string p = "language_model.model.layers." + std::to_string(i);
     if (std::find(cross_layers.begin(), cross_layers.end(), i) != cross_layers.end()) {
-      for (const char* m : {"cross_attn.q_proj.weight", "cross_attn.k_proj.weight", "cross_attn_attn_gate",
-                            "cross_attn_mlp_gate", "mlp.up_proj.weight", "input_layernorm.weight"})
+      for (const char* m :
+           {"cross_attn.q_proj.weight", "cross_attn.k_proj.weight", "cross_attn_attn_gate",
+            "cross_attn_mlp_gate", "mlp.up_proj.weight", "input_layernorm.weight"})
         l.names.push_back(p + "." + m);
     } else {
       append(l.names, dense_layer(p, false));
@@ -187,9 +201,12 @@ SyntheticLayout mllama_style(int layers, const std::vector<int>& cross_layers, i
   for (int i = 0; i < vision_layers; ++i)
     append(l.names, dense_layer("vision_model.transformer.layers." + std::to_string(i), false));
   for (int i = 0; i < global_layers; ++i)
-    append(l.names, dense_layer("vision_model.global_transformer.layers." + std::to_string(i), false));
-  l.config = {{"architectures", {"MllamaForConditionalGeneration"}}, {"model_type", "mllama"},
-              {"text_config", {{"num_hidden_layers", layers}, {"cross_attention_layers", cross_layers}}}};
+    append(l.names,
+           dense_layer("vision_model.global_transformer.layers." + std::to_string(i), false));
+  l.config = {
+      {"architectures", {"MllamaForConditionalGeneration"}},
+      {"model_type", "mllama"},
+      {"text_config", {{"num_hidden_layers", layers}, {"cross_attention_layers", cross_layers}}}};
   return l;
 }
 
@@ -197,16 +214,20 @@ SyntheticLayout glm45_inline_mtp(int layers) {
   SyntheticLayout l;
   l.names = globals("model");
   l.names.push_back("lm_head.weight");
-  for (int i = 0; i <= layers; ++i) append(l.names, dense_layer("model.layers." + std::to_string(i), false));
+  for (int i = 0; i <= layers; ++i)
+    append(l.names, dense_layer("model.layers." + std::to_string(i), false));
   l.names.push_back("model.layers." + std::to_string(layers) + ".eh_proj.weight");
-  l.config = {{"architectures", {"Glm4MoeForCausalLM"}}, {"model_type", "glm4_moe"},
-              {"num_hidden_layers", layers}, {"num_nextn_predict_layers", 1}};
+  l.config = {{"architectures", {"Glm4MoeForCausalLM"}},
+              {"model_type", "glm4_moe"},
+              {"num_hidden_layers", layers},
+              {"num_nextn_predict_layers", 1}};
   return l;
 }
 
 SyntheticLayout duplicated_wrapper(int layers) {
   SyntheticLayout l = qwen35_vlm(layers, 3, false);
-  const std::string good = "model.language_model.", bad = "model.language_model.language_model.language_model.";
+  const std::string good = "model.language_model.",
+                    bad = "model.language_model.language_model.language_model.";
   for (auto& n : l.names) {
     if (n.rfind(good, 0) == 0) n = bad + n.substr(good.size());
     if (n.rfind("model.visual.", 0) == 0) n = "model.language_model.visual." + n.substr(13);
@@ -220,7 +241,8 @@ SyntheticLayout gptq_quantised(int layers) {
   l.names.push_back("lm_head.weight");
   for (int i = 0; i < layers; ++i)
     append(l.names, dense_layer("model.layers." + std::to_string(i), true, "qweight"));
-  l.config = {{"model_type", "qwen3"}, {"num_hidden_layers", layers},
+  l.config = {{"model_type", "qwen3"},
+              {"num_hidden_layers", layers},
               {"quantization_config", {{"quant_method", "gptq"}}}};
   return l;
 }
@@ -230,7 +252,8 @@ void write_metadata_only(const fs::path& dir, const SyntheticLayout& layout) {
   std::ofstream(dir / "config.json") << layout.config.dump(2);
   json map = json::object();
   for (std::size_t i = 0; i < layout.names.size(); ++i)
-    map[layout.names[i]] = i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+    map[layout.names[i]] =
+        i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
   std::ofstream(dir / "model.safetensors.index.json")
       << json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(2);
 }
@@ -241,7 +264,8 @@ void write_tiny_weights(const fs::path& dir, const SyntheticLayout& layout) {
   static const float kData[2] = {1.0f, -2.0f};
   std::vector<io::TensorBytes> tensors;
   for (const auto& n : layout.names)
-    tensors.push_back({n, io::DType::F32, {2}, std::string_view(reinterpret_cast<const char*>(kData), 8)});
+    tensors.push_back(
+        {n, io::DType::F32, {2}, std::string_view(reinterpret_cast<const char*>(kData), 8)});
   io::write_safetensors(dir / "model.safetensors", tensors);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Tensor-name lists and configs of the checkpoint families draftgate must resolve, built the way their savers
-// name things (see shared domain notes, layouts.md §1 and §3). Names only: resolution never needs weights.
+// Tensor-name lists and configs of the checkpoint families draftgate must resolve, built the way
+// their savers name things (see shared domain notes, layouts.md §1 and §3). Names only: resolution
+// never needs weights.
 
 #include <cstdint>
 #include <filesystem>
@@ -29,7 +30,8 @@ SyntheticLayout qwen35_vlm(int layers, int vision_depth, bool with_mtp = true);
 // Text-only re-save: same model.language_model. prefix, flat config, no vision.
 SyntheticLayout qwen35_text_only(int layers);
 SyntheticLayout qwen2vl_old(int layers, int vision_depth);
-// LLaVA / Gemma 3 style: language_model.model.layers beside vision_tower.vision_model.encoder.layers.
+// LLaVA / Gemma 3 style: language_model.model.layers beside
+// vision_tower.vision_model.encoder.layers.
 SyntheticLayout llava_style(int layers, int vision_layers);
 SyntheticLayout llama4_style(int layers, int vision_layers);
 SyntheticLayout mllama_style(int layers, const std::vector<int>& cross_layers, int vision_layers,

@@ -2,11 +2,12 @@
 
 #include "draftgate/io/checkpoint.h"
 
-#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "draftgate/error.h"
+#include <fstream>
+
+#include "error_text.h"
 #include "draftgate/io/tensor_view.h"
 #include "synthetic_layouts.h"
 
@@ -16,14 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.one_line();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 void write_json(const fs::path& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(); }
 
@@ -47,13 +41,16 @@ TEST(Checkpoint, ShardedThroughTheIndexIgnoringConsolidated) {
   write_safetensors(dir / "consolidated.safetensors", {{"x", DType::F32, {1}, b}});
   write_json(dir / "config.json", {{"num_hidden_layers", 1}});
   write_json(dir / "model.safetensors.index.json",
-             {{"metadata", {{"total_size", 8}}}, {"weight_map", {{"x", "a.safetensors"}, {"y", "b.safetensors"}}}});
+             {{"metadata", {{"total_size", 8}}},
+              {"weight_map", {{"x", "a.safetensors"}, {"y", "b.safetensors"}}}});
   const auto ckpt = Checkpoint::open(dir);
   EXPECT_EQ(ckpt.names(), (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(ckpt.shard_names(), (std::vector<std::string>{"a.safetensors", "b.safetensors"}));
 
-  fs::remove(dir / "model.safetensors.index.json");  // without an index: all shards but consolidated*
-  EXPECT_EQ(Checkpoint::open(dir).shard_names(), (std::vector<std::string>{"a.safetensors", "b.safetensors"}));
+  fs::remove(dir /
+             "model.safetensors.index.json");  // without an index: all shards but consolidated*
+  EXPECT_EQ(Checkpoint::open(dir).shard_names(),
+            (std::vector<std::string>{"a.safetensors", "b.safetensors"}));
 }
 
 TEST(Checkpoint, MetadataOnlyHasNamesButNoData) {
@@ -80,7 +77,8 @@ TEST(Checkpoint, BadDirectories) {
 TEST(Checkpoint, IndexProblems) {
   const fs::path dir = testing::fresh_dir("badindex");
   const float v[1] = {3.0f};
-  write_safetensors(dir / "a.safetensors", {{"x", DType::F32, {1}, {reinterpret_cast<const char*>(v), 4}}});
+  write_safetensors(dir / "a.safetensors",
+                    {{"x", DType::F32, {1}, {reinterpret_cast<const char*>(v), 4}}});
   write_json(dir / "config.json", {{"num_hidden_layers", 1}});
   const fs::path index = dir / "model.safetensors.index.json";
 
@@ -103,7 +101,8 @@ TEST(Checkpoint, DuplicateTensorAcrossShardsWithoutIndex) {
   write_safetensors(dir / "a.safetensors", {{"x", DType::F32, {1}, b}});
   write_safetensors(dir / "b.safetensors", {{"x", DType::F32, {1}, b}});
   write_json(dir / "config.json", {{"num_hidden_layers", 1}});
-  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }), HasSubstr("tensor \"x\" also appears in a.safetensors"));
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("tensor \"x\" also appears in a.safetensors"));
 }
 
 }  // namespace

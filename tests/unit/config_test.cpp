@@ -5,24 +5,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "draftgate/error.h"
+#include "error_text.h"
 
 namespace draftgate::io {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 ModelConfig cfg(const json& j) { return ModelConfig::from_json(j, "config.json"); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.one_line();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(ModelConfig, FindsEveryTextConfigNesting) {
   EXPECT_EQ(cfg({{"num_hidden_layers", 2}}).text_path(), "");
@@ -35,7 +28,8 @@ TEST(ModelConfig, FindsEveryTextConfigNesting) {
 }
 
 TEST(ModelConfig, NestedValuesWinAndFlatOnesAreTheFallback) {
-  // Qwen2.5-VL >= 4.52 saves: flat params plus a duplicated text_config; nested tie flag may disagree.
+  // Qwen2.5-VL >= 4.52 saves: flat params plus a duplicated text_config; nested tie flag may
+  // disagree.
   const auto c = cfg({{"num_hidden_layers", 28},
                       {"tie_word_embeddings", false},
                       {"vocab_size", 100},
@@ -55,15 +49,26 @@ TEST(ModelConfig, LayerCountAliases) {
 }
 
 TEST(ModelConfig, ErrorsNameTheFileAndField) {
-  EXPECT_THAT(error_of([] { cfg({{"hidden_size", 8}}).num_hidden_layers(); }),
+  EXPECT_THAT(error_of([] {
+                cfg({{"hidden_size", 8}}).num_hidden_layers();
+              }),
               HasSubstr("config.json: missing num_hidden_layers"));
-  EXPECT_THAT(error_of([] { cfg({{"text_config", {{"num_hidden_layers", "64"}}}}).num_hidden_layers(); }),
-              HasSubstr("config.json: text_config.num_hidden_layers must be an integer, got \"64\""));
-  EXPECT_THAT(error_of([] { cfg({{"num_hidden_layers", -1}}).num_hidden_layers(); }),
+  EXPECT_THAT(
+      error_of([] {
+        cfg({{"text_config", {{"num_hidden_layers", "64"}}}}).num_hidden_layers();
+      }),
+      HasSubstr("config.json: text_config.num_hidden_layers must be an integer, got \"64\""));
+  EXPECT_THAT(error_of([] {
+                cfg({{"num_hidden_layers", -1}}).num_hidden_layers();
+              }),
               HasSubstr("not a plausible layer count"));
-  EXPECT_THAT(error_of([] { cfg({{"layer_types", "full"}}).layer_types(); }),
+  EXPECT_THAT(error_of([] {
+                cfg({{"layer_types", "full"}}).layer_types();
+              }),
               HasSubstr("layer_types must be an array of strings"));
-  EXPECT_THAT(error_of([] { cfg({{"text_config", {{"head_dim", 1}}}}).require_int("rope_theta"); }),
+  EXPECT_THAT(error_of([] {
+                cfg({{"text_config", {{"head_dim", 1}}}}).require_int("rope_theta");
+              }),
               HasSubstr("missing required field rope_theta (looked in text_config and the root)"));
   EXPECT_THAT(error_of([] { cfg(json::array()); }), HasSubstr("config is not a JSON object"));
 }

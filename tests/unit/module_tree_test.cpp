@@ -34,8 +34,9 @@ TEST(ModuleTree, HybridStackShowsTwoLayerKinds) {
 
 TEST(ModuleTree, ShapesAndDtypesWhenKnown) {
   io::TensorInfo info{"model.norm.weight", io::DType::BF16, {64}, 0, 128};
-  const std::string tree = render_module_tree(
-      {"model.norm.weight"}, [&](const std::string& n) { return n == info.name ? &info : nullptr; });
+  const std::string tree = render_module_tree({"model.norm.weight"}, [&](const std::string& n) {
+    return n == info.name ? &info : nullptr;
+  });
   EXPECT_EQ(tree, "model.norm.weight  BF16 [64]\n");
 }
 

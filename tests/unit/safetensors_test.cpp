@@ -3,14 +3,14 @@
 #include "draftgate/io/safetensors.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <numeric>
 
-#include "draftgate/error.h"
+#include "error_text.h"
 #include "draftgate/io/tensor_view.h"
 #include "synthetic_layouts.h"
 
@@ -21,14 +21,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.one_line();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 class DTypeRoundTrip : public ::testing::TestWithParam<DType> {};
 
@@ -39,8 +32,10 @@ TEST_P(DTypeRoundTrip, BytesShapeAndDtypeSurvive) {
   std::iota(bytes.begin(), bytes.end(), static_cast<char>(1));
   if (dtype == DType::BOOL)
     for (auto& b : bytes) b = static_cast<char>(b & 1);
-  const fs::path path = testing::fresh_dir("roundtrip") / (std::string(dtype_name(dtype)) + ".safetensors");
-  write_safetensors(path, {{"t", dtype, shape, bytes}, {"empty", dtype, {0, 4}, ""}}, {{"format", "pt"}});
+  const fs::path path =
+      testing::fresh_dir("roundtrip") / (std::string(dtype_name(dtype)) + ".safetensors");
+  write_safetensors(path, {{"t", dtype, shape, bytes}, {"empty", dtype, {0, 4}, ""}},
+                    {{"format", "pt"}});
 
   const auto file = SafetensorsFile::open(path);
   EXPECT_EQ(file->header().data_offset % 8, 0u) << "data buffer should start 8-byte aligned";
@@ -56,7 +51,8 @@ TEST_P(DTypeRoundTrip, BytesShapeAndDtypeSurvive) {
   if (auto native = aten_dtype(dtype)) {
     EXPECT_EQ(view.scalar_type(), *native);
     EXPECT_EQ(view.sizes().vec(), shape);
-    EXPECT_EQ(view.data_ptr(), static_cast<const void*>(file->bytes(*info).data())) << "not zero-copy";
+    EXPECT_EQ(view.data_ptr(), static_cast<const void*>(file->bytes(*info).data()))
+        << "not zero-copy";
   } else {
     EXPECT_EQ(view.scalar_type(), at::kByte);
     EXPECT_EQ(static_cast<std::size_t>(view.numel()), bytes.size());
@@ -64,11 +60,11 @@ TEST_P(DTypeRoundTrip, BytesShapeAndDtypeSurvive) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSpecDtypes, DTypeRoundTrip,
-                         ::testing::Values(DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
-                                           DType::I32, DType::I16, DType::I8, DType::U64, DType::U32,
-                                           DType::U16, DType::U8, DType::BOOL, DType::F8_E4M3,
-                                           DType::F8_E5M2, DType::F8_E8M0, DType::F8_E4M3FNUZ,
-                                           DType::F8_E5M2FNUZ),
+                         ::testing::Values(DType::F64, DType::F32, DType::F16, DType::BF16,
+                                           DType::I64, DType::I32, DType::I16, DType::I8,
+                                           DType::U64, DType::U32, DType::U16, DType::U8,
+                                           DType::BOOL, DType::F8_E4M3, DType::F8_E5M2,
+                                           DType::F8_E8M0, DType::F8_E4M3FNUZ, DType::F8_E5M2FNUZ),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
 TEST(TensorView, OutlivesTheFileHandleAndWritesBack) {
@@ -88,12 +84,15 @@ TEST(Writer, IsAtomicAndRejectsBadInput) {
   const float one = 1.0f;
   const std::string_view bytes(reinterpret_cast<const char*>(&one), 4);
   write_safetensors(path, {{"a", DType::F32, {1}, bytes}});
-  EXPECT_THAT(error_of([&] { write_safetensors(path, {{"a", DType::F32, {2}, bytes}}); }),
-              HasSubstr("has 4 bytes, shape needs 8"));
   EXPECT_THAT(error_of([&] {
-                write_safetensors(path, {{"a", DType::F32, {1}, bytes}, {"a", DType::F32, {1}, bytes}});
+                write_safetensors(path, {{"a", DType::F32, {2}, bytes}});
               }),
-              HasSubstr("duplicate tensor name"));
+              HasSubstr("has 4 bytes, shape needs 8"));
+  EXPECT_THAT(
+      error_of([&] {
+        write_safetensors(path, {{"a", DType::F32, {1}, bytes}, {"a", DType::F32, {1}, bytes}});
+      }),
+      HasSubstr("duplicate tensor name"));
   // The failed writes left the earlier file intact and no temporary files behind.
   EXPECT_NE(SafetensorsFile::open(path)->header().find("a"), nullptr);
   int entries = 0;
@@ -128,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadHeader{"not_object", "[1,2]", 0, "not a JSON object"},
         BadHeader{"invalid_json", "{\"a\":", 0, "invalid JSON"},
         BadHeader{"invalid_utf8", "{\"a\xff\":1}", 0, "invalid JSON"},
-        BadHeader{"duplicate_key", std::string("{") + kOk + "," + kOk + "}", 16, "duplicate JSON key \"a\""},
+        BadHeader{"duplicate_key", std::string("{") + kOk + "," + kOk + "}", 16,
+                  "duplicate JSON key \"a\""},
         BadHeader{"duplicate_nested_key",
                   R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8,
                   "duplicate JSON key \"dtype\""},
@@ -136,24 +136,29 @@ INSTANTIATE_TEST_SUITE_P(
                   "unsupported dtype \"Q4\""},
         BadHeader{"sub_byte_dtype", R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", 1,
                   "unsupported dtype \"F4\""},
-        BadHeader{"missing_shape", R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", 8, "missing \"shape\""},
+        BadHeader{"missing_shape", R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", 8,
+                  "missing \"shape\""},
         BadHeader{"negative_dim", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8,
                   "shape dimension must be a non-negative integer"},
         BadHeader{"size_mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8,
                   "holds 8 bytes but shape [3] x F32 needs 12"},
-        BadHeader{"overflow", R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+        BadHeader{"overflow",
+                  R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
                   8, "overflows 64-bit element count"},
-        BadHeader{"rank", R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1,
+        BadHeader{"rank",
+                  R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1,
                   "rank 9 exceeds the limit of 8"},
         BadHeader{"reversed_offsets", R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[8,0]}})", 8,
                   "data_offsets end 0 < begin 8"},
         BadHeader{"past_end", std::string("{") + kOk + "}", 4, "past the data buffer"},
-        BadHeader{"overlap",
-                  R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                  8, "overlaps"},
-        BadHeader{"hole",
-                  R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                  12, "hole in the data buffer: bytes [4, 8)"},
+        BadHeader{
+            "overlap",
+            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            8, "overlaps"},
+        BadHeader{
+            "hole",
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+            12, "hole in the data buffer: bytes [4, 8)"},
         BadHeader{"trailing_bytes", std::string("{") + kOk + "}", 12, "4 trailing bytes"},
         BadHeader{"metadata_not_strings", R"({"__metadata__":{"k":1}})", 0, "is not a string"},
         BadHeader{"entry_not_object", R"({"a":3})", 0, "entry is not an object"}),
@@ -165,7 +170,8 @@ void write_raw(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-std::string framed(const std::string& header, std::uint64_t declared_len, const std::string& data = "") {
+std::string framed(const std::string& header, std::uint64_t declared_len,
+                   const std::string& data = "") {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((declared_len >> (8 * i)) & 0xff);
   return out + header + data;
@@ -174,8 +180,9 @@ std::string framed(const std::string& header, std::uint64_t declared_len, const 
 TEST(FileFraming, TruncatedLengthAbsurdLengthAndLengthPastTheEnd) {
   const fs::path dir = testing::fresh_dir("framing");
   write_raw(dir / "short.safetensors", "abc");
-  EXPECT_THAT(error_of([&] { SafetensorsFile::open(dir / "short.safetensors"); }),
-              HasSubstr("short.safetensors: file is 3 bytes, shorter than the 8-byte header length"));
+  EXPECT_THAT(
+      error_of([&] { SafetensorsFile::open(dir / "short.safetensors"); }),
+      HasSubstr("short.safetensors: file is 3 bytes, shorter than the 8-byte header length"));
   write_raw(dir / "absurd.safetensors", framed("{}", 1ull << 40));
   EXPECT_THAT(error_of([&] { SafetensorsFile::open(dir / "absurd.safetensors"); }),
               HasSubstr("exceeds the 100000000-byte limit"));
@@ -199,7 +206,8 @@ std::uint64_t bytes_read_by_process() {
 TEST(HeaderOnly, OpeningAHugeSparseFileReadsOnlyItsHeader) {
   const fs::path path = testing::fresh_dir("sparse") / "huge.safetensors";
   const std::uint64_t data = 8ull << 30;  // 8 GiB of (sparse) tensor data
-  const std::string header = R"({"w":{"dtype":"BF16","shape":[65536,65536],"data_offsets":[0,8589934592]}})";
+  const std::string header =
+      R"({"w":{"dtype":"BF16","shape":[65536,65536],"data_offsets":[0,8589934592]}})";
   write_raw(path, framed(header, header.size()));
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(8 + header.size() + data)), 0);
 

@@ -1,6 +1,7 @@
 #pragma once
 // The one exception type for bad input: it names the file, the problem and (optionally) what to do.
-// Frontends map it to exit code 2 and one line on stderr. Check failures are results, never exceptions.
+// Frontends map it to exit code 2 and one line on stderr. Check failures are results, never
+// exceptions.
 
 #include <stdexcept>
 #include <string>

@@ -19,7 +19,8 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
-    throw Error(path.string(), std::string("cannot create a temporary file: ") + std::strerror(errno));
+    throw Error(path.string(),
+                std::string("cannot create a temporary file: ") + std::strerror(errno));
   ::close(fd);
   const fs::path tmp = tmpl;
   try {

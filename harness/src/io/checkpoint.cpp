@@ -19,8 +19,9 @@ void check_shard_name(const std::string& shard, const fs::path& index) {
   const bool plain = !shard.empty() && shard.find('/') == std::string::npos &&
                      shard.find('\\') == std::string::npos && shard != "." && shard != "..";
   if (!plain)
-    throw Error(index.string(), "weight_map names shard \"" + shard +
-                                    "\", which is not a plain file name in the checkpoint directory");
+    throw Error(index.string(),
+                "weight_map names shard \"" + shard +
+                    "\", which is not a plain file name in the checkpoint directory");
 }
 
 // weight_map: tensor name -> shard file name.
@@ -77,11 +78,12 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     if (ckpt.shards_.empty()) {
       ckpt.metadata_only_ = true;  // names only: structural checks still run
     } else if (!missing.empty()) {
-      throw Error((dir / missing.front()).string(),
-                  "shard listed in " + std::string(kIndexName) + " is missing (" +
-                      std::to_string(missing.size()) + " of " +
-                      std::to_string(missing.size() + ckpt.shards_.size()) + " shards absent)",
-                  "download every shard, or keep only config.json and the index for structural checks");
+      throw Error(
+          (dir / missing.front()).string(),
+          "shard listed in " + std::string(kIndexName) + " is missing (" +
+              std::to_string(missing.size()) + " of " +
+              std::to_string(missing.size() + ckpt.shards_.size()) + " shards absent)",
+          "download every shard, or keep only config.json and the index for structural checks");
     }
   } else {
     std::vector<std::string> files;
@@ -95,7 +97,8 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
       std::sort(files.begin(), files.end());
     }
     if (files.empty())
-      throw Error(dir.string(), "no model.safetensors.index.json, model.safetensors or *.safetensors",
+      throw Error(dir.string(),
+                  "no model.safetensors.index.json, model.safetensors or *.safetensors",
                   "is this a Hugging Face checkpoint directory?");
     for (const auto& f : files) ckpt.shards_.emplace(f, nullptr);
   }
@@ -108,16 +111,18 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     for (const auto& [name, shard] : weight_map) {
       const TensorInfo* info = ckpt.shards_.at(shard)->header().find(name);
       if (info == nullptr)
-        throw Error(index.string(), "maps \"" + name + "\" to " + shard + ", which has no such tensor");
+        throw Error(index.string(),
+                    "maps \"" + name + "\" to " + shard + ", which has no such tensor");
       ckpt.entries_.emplace(name, Entry{shard, info});
     }
   } else {
     for (const auto& [shard, file] : ckpt.shards_) {
       for (const TensorInfo& info : file->header().tensors) {
         if (!ckpt.entries_.emplace(info.name, Entry{shard, &info}).second)
-          throw Error((dir / shard).string(), "tensor \"" + info.name + "\" also appears in " +
-                                                  ckpt.entries_.at(info.name).shard,
-                      "add a model.safetensors.index.json that says which copy is meant");
+          throw Error(
+              (dir / shard).string(),
+              "tensor \"" + info.name + "\" also appears in " + ckpt.entries_.at(info.name).shard,
+              "add a model.safetensors.index.json that says which copy is meant");
       }
     }
   }
@@ -137,8 +142,9 @@ const std::shared_ptr<const SafetensorsFile>& Checkpoint::file_of(std::string_vi
   if (it == entries_.end())
     throw Error(dir_.string(), "checkpoint has no tensor \"" + std::string(name) + "\"");
   if (metadata_only_)
-    throw Error(dir_.string(), "metadata-only checkpoint (index without shards): tensor \"" +
-                                   std::string(name) + "\" has no data",
+    throw Error(dir_.string(),
+                "metadata-only checkpoint (index without shards): tensor \"" + std::string(name) +
+                    "\" has no data",
                 "download the shards to run checks that need weights");
   return shards_.at(it->second.shard);
 }

@@ -6,7 +6,8 @@
 namespace draftgate::io {
 using nlohmann::json;
 
-ModelConfig::ModelConfig(json root, std::string file) : root_(std::move(root)), file_(std::move(file)) {
+ModelConfig::ModelConfig(json root, std::string file)
+    : root_(std::move(root)), file_(std::move(file)) {
   if (!root_.is_object()) throw Error(file_, "config is not a JSON object");
   for (const char* key : {"text_config", "llm_config", "language_config"}) {
     auto it = root_.find(key);
@@ -73,8 +74,10 @@ std::optional<double> ModelConfig::find_double(const char* key) const {
 
 std::int64_t ModelConfig::require_int(const char* key) const {
   auto v = find_int(key);
-  if (!v) throw Error(file_, std::string("missing required field ") + key +
-                                 (text_path_.empty() ? "" : " (looked in " + text_path_ + " and the root)"));
+  if (!v)
+    throw Error(file_,
+                std::string("missing required field ") + key +
+                    (text_path_.empty() ? "" : " (looked in " + text_path_ + " and the root)"));
   return *v;
 }
 
@@ -88,7 +91,8 @@ std::int64_t ModelConfig::num_hidden_layers() const {
   for (const char* key : {"num_hidden_layers", "n_layer", "num_layers", "n_layers"}) {
     if (auto n = find_int(key)) {
       if (*n <= 0 || *n > 100000)
-        throw Error(file_, where(key) + " = " + std::to_string(*n) + " is not a plausible layer count");
+        throw Error(file_,
+                    where(key) + " = " + std::to_string(*n) + " is not a plausible layer count");
       return *n;
     }
   }
@@ -113,7 +117,8 @@ std::optional<std::vector<std::string>> ModelConfig::layer_types() const {
   if (!v->is_array()) throw Error(file_, where("layer_types") + " must be an array of strings");
   std::vector<std::string> types;
   for (const json& t : *v) {
-    if (!t.is_string()) throw Error(file_, where("layer_types") + " holds a non-string " + t.dump());
+    if (!t.is_string())
+      throw Error(file_, where("layer_types") + " holds a non-string " + t.dump());
     std::string s = t.get<std::string>();
     if (s == "attention") s = "full_attention";
     if (s == "mamba") s = "linear_attention";
@@ -125,11 +130,14 @@ std::optional<std::vector<std::string>> ModelConfig::layer_types() const {
 std::optional<std::int64_t> ModelConfig::full_attention_interval() const {
   auto v = find_int("full_attention_interval");
   if (v && *v <= 0)
-    throw Error(file_, where("full_attention_interval") + " must be positive, got " + std::to_string(*v));
+    throw Error(file_,
+                where("full_attention_interval") + " must be positive, got " + std::to_string(*v));
   return v;
 }
 
-std::optional<bool> ModelConfig::tie_word_embeddings() const { return find_bool("tie_word_embeddings"); }
+std::optional<bool> ModelConfig::tie_word_embeddings() const {
+  return find_bool("tie_word_embeddings");
+}
 
 std::string ModelConfig::model_type() const {
   const json* v = lookup("model_type");

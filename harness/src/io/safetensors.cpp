@@ -96,8 +96,9 @@ void check_coverage(const std::vector<TensorInfo>& tensors, std::uint64_t data_s
       throw Error(file, "hole in the data buffer: bytes [" + std::to_string(cursor) + ", " +
                             std::to_string(t->begin) + ") belong to no tensor");
     if (t->end > data_size)
-      throw Error(file, "tensor \"" + t->name + "\" ends at byte " + std::to_string(t->end) +
-                            " past the data buffer (" + std::to_string(data_size) + " bytes)",
+      throw Error(file,
+                  "tensor \"" + t->name + "\" ends at byte " + std::to_string(t->end) +
+                      " past the data buffer (" + std::to_string(data_size) + " bytes)",
                   "the file is truncated");
     cursor = t->end;
     previous = t;
@@ -171,8 +172,8 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& pat
   if (!S_ISREG(st.st_mode)) throw Error(file, "not a regular file");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < 8)
-    throw Error(file, "file is " + std::to_string(size) +
-                          " bytes, shorter than the 8-byte header length",
+    throw Error(file,
+                "file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length",
                 "the file is truncated or not safetensors");
 
   unsigned char len_bytes[8];
@@ -180,14 +181,17 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& pat
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];  // little-endian
   if (header_len > kMaxHeaderBytes)
-    throw Error(file, "header length " + std::to_string(header_len) + " exceeds the " +
-                          std::to_string(kMaxHeaderBytes) + "-byte limit",
+    throw Error(file,
+                "header length " + std::to_string(header_len) + " exceeds the " +
+                    std::to_string(kMaxHeaderBytes) + "-byte limit",
                 "the file is corrupt or not safetensors");
   if (header_len > size - 8)
-    throw Error(file, "header length " + std::to_string(header_len) + " runs past the end of the " +
-                          std::to_string(size) + "-byte file",
+    throw Error(file,
+                "header length " + std::to_string(header_len) + " runs past the end of the " +
+                    std::to_string(size) + "-byte file",
                 "the file is truncated");
-  if (header_len < 2) throw Error(file, "header of " + std::to_string(header_len) + " bytes is empty");
+  if (header_len < 2)
+    throw Error(file, "header of " + std::to_string(header_len) + " bytes is empty");
 
   std::string text(header_len, '\0');
   std::uint64_t done = 0;
@@ -198,8 +202,7 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& pat
   }
   SafetensorsHeader header = parse_safetensors_header(text, size - 8 - header_len, file);
   header.data_offset = 8 + header_len;
-  return std::shared_ptr<const SafetensorsFile>(
-      new SafetensorsFile(path, std::move(header), size));
+  return std::shared_ptr<const SafetensorsFile>(new SafetensorsFile(path, std::move(header), size));
 }
 
 std::string_view SafetensorsFile::bytes(const TensorInfo& info) const {

@@ -8,25 +8,37 @@ namespace draftgate::io {
 
 std::optional<at::ScalarType> aten_dtype(DType dtype) {
   switch (dtype) {
-    case DType::F64: return at::kDouble;
-    case DType::F32: return at::kFloat;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::I64: return at::kLong;
-    case DType::I32: return at::kInt;
-    case DType::I16: return at::kShort;
-    case DType::I8: return at::kChar;
-    case DType::U8: return at::kByte;
-    case DType::BOOL: return at::kBool;
-    default: return std::nullopt;
+    case DType::F64:
+      return at::kDouble;
+    case DType::F32:
+      return at::kFloat;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::I64:
+      return at::kLong;
+    case DType::I32:
+      return at::kInt;
+    case DType::I16:
+      return at::kShort;
+    case DType::I8:
+      return at::kChar;
+    case DType::U8:
+      return at::kByte;
+    case DType::BOOL:
+      return at::kBool;
+    default:
+      return std::nullopt;
   }
 }
 
 DType safetensors_dtype(at::ScalarType type) {
-  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16,
-                  DType::I8, DType::U8, DType::BOOL})
+  for (DType d : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U8, DType::BOOL})
     if (aten_dtype(d) == type) return d;
-  throw Error("", std::string("ATen dtype ") + c10::toString(type) + " has no safetensors equivalent");
+  throw Error("",
+              std::string("ATen dtype ") + c10::toString(type) + " has no safetensors equivalent");
 }
 
 at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info) {
@@ -34,7 +46,8 @@ at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const
   std::vector<int64_t> shape = info.shape;
   const auto native = aten_dtype(info.dtype);
   const at::ScalarType type = native.value_or(at::kByte);
-  if (!native && dtype_size(info.dtype) > 1) shape.push_back(static_cast<int64_t>(dtype_size(info.dtype)));
+  if (!native && dtype_size(info.dtype) > 1)
+    shape.push_back(static_cast<int64_t>(dtype_size(info.dtype)));
 
   void* data = const_cast<char*>(bytes.data());  // read-only mapping: views must never be written
   auto keep_alive = file;

@@ -11,21 +11,42 @@
 namespace draftgate::layout {
 namespace {
 
-constexpr std::array<const char*, 6> kContainerWords = {"layers", "h", "blocks", "block", "layer",
-                                                        "decoder_layer"};
+constexpr std::array<const char*, 6> kContainerWords = {"layers", "h",     "blocks",
+                                                        "block",  "layer", "decoder_layer"};
 // Module-path words that mark a stack as something other than the text decoder.
-constexpr std::array<const char*, 10> kForeignWords = {"visual", "vision", "image", "audio", "speech",
-                                                       "whisper", "projector", "merger", "resampler",
-                                                       "perceiver"};
+constexpr std::array<const char*, 10> kForeignWords = {
+    "visual",  "vision",    "image",  "audio",     "speech",
+    "whisper", "projector", "merger", "resampler", "perceiver"};
 // Suffixes a decoder layer owns (at least one of them).
-constexpr std::array<const char*, 14> kDecoderSuffixes = {
-    "self_attn.", "linear_attn.", "attention.", "attn.", "cross_attn.", "mlp.", "feed_forward.",
-    "block_sparse_moe.", "mixer.", "input_layernorm", "ln_1", "attention_norm", "post_attention_layernorm",
-    "ffn."};
-// Tensor suffixes after the module path: plain, quantised (AWQ/GPTQ/compressed-tensors/MLX) and MXFP4 forms.
-constexpr std::array<const char*, 13> kParamSuffixes = {
-    "weight", "bias", "weight_packed", "weight_scale", "weight_zero_point", "weight_shape",
-    "weight_scale_inv", "qweight", "qzeros", "scales", "biases", "g_idx", "weight_global_scale"};
+constexpr std::array<const char*, 14> kDecoderSuffixes = {"self_attn.",
+                                                          "linear_attn.",
+                                                          "attention.",
+                                                          "attn.",
+                                                          "cross_attn.",
+                                                          "mlp.",
+                                                          "feed_forward.",
+                                                          "block_sparse_moe.",
+                                                          "mixer.",
+                                                          "input_layernorm",
+                                                          "ln_1",
+                                                          "attention_norm",
+                                                          "post_attention_layernorm",
+                                                          "ffn."};
+// Tensor suffixes after the module path: plain, quantised (AWQ/GPTQ/compressed-tensors/MLX) and
+// MXFP4 forms.
+constexpr std::array<const char*, 13> kParamSuffixes = {"weight",
+                                                        "bias",
+                                                        "weight_packed",
+                                                        "weight_scale",
+                                                        "weight_zero_point",
+                                                        "weight_shape",
+                                                        "weight_scale_inv",
+                                                        "qweight",
+                                                        "qzeros",
+                                                        "scales",
+                                                        "biases",
+                                                        "g_idx",
+                                                        "weight_global_scale"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -36,12 +57,13 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  return !s.empty() && s.size() <= 9 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.compare(0, p.size(), p) == 0;
+}
 
 struct Group {
   std::set<std::int64_t> indices;
@@ -60,7 +82,8 @@ std::string foreign_reason(const std::string& prefix) {
     if (p == "vit" || starts_with(p, "vit_") || p == "img" || starts_with(p, "img_"))
       return "non-text tower (module \"" + p + "\")";
     const bool chatglm_decoder = p == "encoder" && i > 0 && parts[i - 1] == "transformer";
-    if (p == "encoder" && !chatglm_decoder) return "encoder stack (module \"encoder\"), not a decoder";
+    if (p == "encoder" && !chatglm_decoder)
+      return "encoder stack (module \"encoder\"), not a decoder";
   }
   return "";
 }
@@ -88,7 +111,8 @@ std::string list_candidates(const std::vector<StackCandidate>& cands) {
   return out;
 }
 
-// The stored tensor of module `module` (e.g. "model.norm"): "<module>.weight" first, then quantised forms.
+// The stored tensor of module `module` (e.g. "model.norm"): "<module>.weight" first, then quantised
+// forms.
 std::string find_module_tensor(const std::set<std::string>& names, const std::string& module) {
   for (const char* suffix : kParamSuffixes) {
     const std::string name = module.empty() ? suffix : module + "." + suffix;
@@ -109,9 +133,12 @@ enum Kind { kLinear = 1, kAttention = 2, kCross = 4 };
 int layer_kinds(const std::vector<std::string>& suffixes) {
   int kinds = 0;
   for (const auto& s : suffixes) {
-    if (starts_with(s, "linear_attn.")) kinds |= kLinear;
-    else if (starts_with(s, "cross_attn.")) kinds |= kCross;
-    else if (starts_with(s, "self_attn.") || starts_with(s, "attention.") || starts_with(s, "attn."))
+    if (starts_with(s, "linear_attn."))
+      kinds |= kLinear;
+    else if (starts_with(s, "cross_attn."))
+      kinds |= kCross;
+    else if (starts_with(s, "self_attn.") || starts_with(s, "attention.") ||
+             starts_with(s, "attn."))
       kinds |= kAttention;
   }
   return kinds;
@@ -123,8 +150,8 @@ const char* kind_tensors(int kinds) {
   return "self_attn.*";
 }
 
-// Does a config layer type agree with the tensors a layer owns? Layers owning none of the known attention
-// tensors cannot contradict the config.
+// Does a config layer type agree with the tensors a layer owns? Layers owning none of the known
+// attention tensors cannot contradict the config.
 bool type_agrees(const std::string& type, int kinds) {
   if (kinds == 0) return true;
   if (type == "linear_attention") return kinds == kLinear;
@@ -134,13 +161,16 @@ bool type_agrees(const std::string& type, int kinds) {
   return true;  // other types (conv, mamba2 hybrids, ...) are not cross-checked
 }
 
-std::vector<std::string> decide_layer_types(const Group& g, std::int64_t n, const std::string& prefix,
-                                            const io::ModelConfig& config, std::vector<std::string>* notes) {
+std::vector<std::string> decide_layer_types(const Group& g, std::int64_t n,
+                                            const std::string& prefix,
+                                            const io::ModelConfig& config,
+                                            std::vector<std::string>* notes) {
   std::vector<std::string> types;
   std::string origin;
   if (auto lt = config.layer_types()) {
     if (static_cast<std::int64_t>(lt->size()) != n)
-      throw Error(config.file(), config.where("layer_types") + " has " + std::to_string(lt->size()) +
+      throw Error(config.file(), config.where("layer_types") + " has " +
+                                     std::to_string(lt->size()) +
                                      " entries but num_hidden_layers is " + std::to_string(n));
     types = *lt;
     origin = config.where("layer_types");
@@ -154,9 +184,10 @@ std::vector<std::string> decide_layer_types(const Group& g, std::int64_t n, cons
       const auto it = g.suffixes.find(i);
       const int kinds = it == g.suffixes.end() ? 0 : layer_kinds(it->second);
       if (!type_agrees(types[i], kinds))
-        throw Error(config.file(), origin + " makes layer " + std::to_string(i) + " " + types[i] +
-                                       " but " + prefix + "." + std::to_string(i) + " owns " +
-                                       kind_tensors(kinds) + " tensors",
+        throw Error(config.file(),
+                    origin + " makes layer " + std::to_string(i) + " " + types[i] + " but " +
+                        prefix + "." + std::to_string(i) + " owns " + kind_tensors(kinds) +
+                        " tensors",
                     "the config and the weights disagree; fix the config or the checkpoint");
     }
     return types;
@@ -164,12 +195,16 @@ std::vector<std::string> decide_layer_types(const Group& g, std::int64_t n, cons
   for (std::int64_t i = 0; i < n; ++i) {
     const auto it = g.suffixes.find(i);
     const int kinds = it == g.suffixes.end() ? 0 : layer_kinds(it->second);
-    if (kinds == kLinear) types.push_back("linear_attention");
-    else if (kinds & kCross) types.push_back("cross_attention");
-    else if (kinds == kAttention) types.push_back("full_attention");
+    if (kinds == kLinear)
+      types.push_back("linear_attention");
+    else if (kinds & kCross)
+      types.push_back("cross_attention");
+    else if (kinds == kAttention)
+      types.push_back("full_attention");
     else
-      throw Error(config.file(), "no layer_types or full_attention_interval, and the tensors of " + prefix +
-                                     "." + std::to_string(i) + " do not tell its type",
+      throw Error(config.file(),
+                  "no layer_types or full_attention_interval, and the tensors of " + prefix + "." +
+                      std::to_string(i) + " do not tell its type",
                   "add layer_types to the config");
   }
   notes->push_back("layer types inferred from tensor names (config has no layer_types)");
@@ -199,8 +234,8 @@ bool split_stack_name(const std::string& name, StackName* out) {
   return false;
 }
 
-DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const io::ModelConfig& config,
-                                   const std::string& source) {
+DecoderStack resolve_decoder_stack(const std::vector<std::string>& names,
+                                   const io::ModelConfig& config, const std::string& source) {
   const std::int64_t n = config.num_hidden_layers();
   const std::int64_t nextn = config.num_nextn_layers();
   const std::set<std::string> name_set(names.begin(), names.end());
@@ -221,9 +256,11 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const 
                      *g.indices.rbegin(), ""};
     const bool contiguous = c.min_index == 0 && c.max_index + 1 == c.count;
     c.reason = foreign_reason(prefix);
-    if (c.reason.empty() && !(contiguous && (c.count == n || (nextn > 0 && c.count == n + nextn)))) {
+    if (c.reason.empty() &&
+        !(contiguous && (c.count == n || (nextn > 0 && c.count == n + nextn)))) {
       c.reason = contiguous ? "count " + std::to_string(c.count) + " != num_hidden_layers " +
-                                  std::to_string(n) + (nextn > 0 ? " (+" + std::to_string(nextn) + " MTP)" : "")
+                                  std::to_string(n) +
+                                  (nextn > 0 ? " (+" + std::to_string(nextn) + " MTP)" : "")
                             : "indices are not contiguous from 0";
     }
     if (c.reason.empty() && !has_decoder_suffix(g))
@@ -238,7 +275,8 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const 
   const std::string want = "num_hidden_layers = " + std::to_string(n) +
                            (config.text_path().empty() ? "" : " (" + config.text_path() + ")");
   if (survivors.empty())
-    throw Error(source, "no decoder stack matches " + want + "; candidates: " + list_candidates(all),
+    throw Error(source,
+                "no decoder stack matches " + want + "; candidates: " + list_candidates(all),
                 "check num_hidden_layers in " + config.file() + " against the weights");
 
   auto root_of = [](const std::string& prefix) { return parent_of(prefix); };
@@ -256,8 +294,9 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const 
     for (std::size_t i = 0; i < survivors.size(); ++i)
       if (!embed_of(root_of(survivors[i].prefix)).empty()) with_embed.push_back(i);
     if (with_embed.size() != 1)
-      throw Error(source, "ambiguous decoder stack: " + std::to_string(survivors.size()) +
-                              " stacks match " + want + ": " + list_candidates(survivors),
+      throw Error(source,
+                  "ambiguous decoder stack: " + std::to_string(survivors.size()) +
+                      " stacks match " + want + ": " + list_candidates(survivors),
                   "keep one text decoder in the checkpoint");
     chosen = with_embed.front();
   }
@@ -291,14 +330,15 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const 
   stack.embed_tokens = embed_of(root);
   if (stack.embed_tokens.empty())
     throw Error(source, "decoder stack " + pick.prefix + " has no token embedding at " +
-                            join(root, "embed_tokens") + " (or wte/tok_embeddings/word_embeddings)");
+                            join(root, "embed_tokens") +
+                            " (or wte/tok_embeddings/word_embeddings)");
   for (const char* norm : {"norm", "ln_f", "final_layernorm", "final_norm"}) {
     stack.final_norm = find_module_tensor(name_set, join(root, norm));
     if (!stack.final_norm.empty()) break;
   }
   if (stack.final_norm.empty())
-    throw Error(source, "decoder stack " + pick.prefix + " has no final norm at " + join(root, "norm") +
-                            " (or ln_f/final_layernorm)");
+    throw Error(source, "decoder stack " + pick.prefix + " has no final norm at " +
+                            join(root, "norm") + " (or ln_f/final_layernorm)");
 
   std::vector<std::string> head_modules = {"lm_head", "language_model.lm_head"};
   if (!parent_of(root).empty()) head_modules.push_back(join(parent_of(root), "lm_head"));
@@ -310,10 +350,10 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names, const 
   stack.tied_embeddings = stack.lm_head.empty();
   if (stack.tied_embeddings) stack.lm_head = stack.embed_tokens;
   if (auto tie = config.tie_word_embeddings(); tie && *tie != stack.tied_embeddings)
-    stack.notes.push_back(std::string("config says tie_word_embeddings = ") + (*tie ? "true" : "false") +
-                          " but the files " + (stack.tied_embeddings ? "have no" : "have an") +
-                          " lm_head: the files decide (" +
-                          (stack.tied_embeddings ? "tied" : "untied") + ")");
+    stack.notes.push_back(
+        std::string("config says tie_word_embeddings = ") + (*tie ? "true" : "false") +
+        " but the files " + (stack.tied_embeddings ? "have no" : "have an") +
+        " lm_head: the files decide (" + (stack.tied_embeddings ? "tied" : "untied") + ")");
 
   stack.layer_types = decide_layer_types(group, n, pick.prefix, config, &stack.notes);
   return stack;

@@ -32,12 +32,14 @@ std::string leaf_text(const std::string& tensor, const InfoLookup& info) {
   const io::TensorInfo* t = info ? info(tensor) : nullptr;
   if (t == nullptr) return "";
   std::string s = "  " + std::string(io::dtype_name(t->dtype)) + " [";
-  for (std::size_t i = 0; i < t->shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t->shape[i]);
+  for (std::size_t i = 0; i < t->shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(t->shape[i]);
   return s + "]";
 }
 
 std::string ap_text(const std::vector<std::int64_t>& v) {
-  return "{" + std::to_string(v[0]) + "," + std::to_string(v[1]) + ",…," + std::to_string(v.back()) + "}";
+  return "{" + std::to_string(v[0]) + "," + std::to_string(v[1]) + ",…," +
+         std::to_string(v.back()) + "}";
 }
 
 bool is_progression(const std::vector<std::int64_t>& v) {
@@ -51,13 +53,13 @@ bool is_progression(const std::vector<std::int64_t>& v) {
 void render(const Node& node, const std::string& label, int depth, const InfoLookup& info,
             std::ostringstream& out);
 
-// Renders the children of `node` one level deeper; repeated numeric children with identical subtrees are
-// collapsed into index-set groups.
+// Renders the children of `node` one level deeper; repeated numeric children with identical
+// subtrees are collapsed into index-set groups.
 void render_children(const Node& node, const std::string& label, int depth, const InfoLookup& info,
                      std::ostringstream& out) {
-  const bool stack = node.children.size() >= 2 &&
-                     std::all_of(node.children.begin(), node.children.end(),
-                                 [](const auto& kv) { return is_index(kv.first); });
+  const bool stack =
+      node.children.size() >= 2 && std::all_of(node.children.begin(), node.children.end(),
+                                               [](const auto& kv) { return is_index(kv.first); });
   if (!stack) {
     for (const auto& [name, child] : node.children) render(*child, name, depth, info, out);
     return;
@@ -69,7 +71,8 @@ void render_children(const Node& node, const std::string& label, int depth, cons
     render_children(*child, "", 0, info, sig);
     sig << leaf_text(child->tensor, info);
     const std::string key = sig.str();
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
     if (it == groups.end()) {
       groups.push_back({key, {}});
       representative[key] = child.get();
@@ -78,10 +81,10 @@ void render_children(const Node& node, const std::string& label, int depth, cons
     it->second.push_back(std::stoll(name));
   }
   for (const auto& [key, indices] : groups) {
-    const std::string group_label = label + "." + format_index_set(indices) + "  ×" +
-                                    std::to_string(indices.size());
-    out << std::string(2 * depth, ' ') << group_label << leaf_text(representative[key]->tensor, info)
-        << "\n";
+    const std::string group_label =
+        label + "." + format_index_set(indices) + "  ×" + std::to_string(indices.size());
+    out << std::string(2 * depth, ' ') << group_label
+        << leaf_text(representative[key]->tensor, info) << "\n";
     render_children(*representative[key], "", depth + 1, info, out);
   }
 }
@@ -95,21 +98,23 @@ void render(const Node& node, const std::string& label, int depth, const InfoLoo
     name += "." + n->children.begin()->first;
     n = n->children.begin()->second.get();
   }
-  const bool stack = n->children.size() >= 2 &&
-                     std::all_of(n->children.begin(), n->children.end(),
-                                 [](const auto& kv) { return is_index(kv.first); });
+  const bool stack =
+      n->children.size() >= 2 && std::all_of(n->children.begin(), n->children.end(),
+                                             [](const auto& kv) { return is_index(kv.first); });
   if (stack && n->tensor.empty()) {
     render_children(*n, name, depth, info, out);
     return;
   }
   // Parameters without known shapes share one line: "q_proj.{qweight, qzeros, scales}".
-  const bool bare_leaves = n->tensor.empty() && n->children.size() >= 2 &&
-                           std::all_of(n->children.begin(), n->children.end(), [&](const auto& kv) {
-                             return kv.second->children.empty() && leaf_text(kv.second->tensor, info).empty();
-                           });
+  const bool bare_leaves =
+      n->tensor.empty() && n->children.size() >= 2 &&
+      std::all_of(n->children.begin(), n->children.end(), [&](const auto& kv) {
+        return kv.second->children.empty() && leaf_text(kv.second->tensor, info).empty();
+      });
   if (bare_leaves) {
     std::string joined;
-    for (const auto& [child, node_ptr] : n->children) joined += (joined.empty() ? "" : ", ") + child;
+    for (const auto& [child, node_ptr] : n->children)
+      joined += (joined.empty() ? "" : ", ") + child;
     out << std::string(2 * depth, ' ') << name << ".{" << joined << "}\n";
     return;
   }
@@ -128,15 +133,18 @@ std::string format_index_set(const std::vector<std::int64_t>& v) {
 
   std::vector<std::pair<std::int64_t, std::int64_t>> runs;
   for (auto x : v) {
-    if (!runs.empty() && runs.back().second + 1 == x) runs.back().second = x;
-    else runs.push_back({x, x});
+    if (!runs.empty() && runs.back().second + 1 == x)
+      runs.back().second = x;
+    else
+      runs.push_back({x, x});
   }
   if (runs.size() > 3) {
     std::vector<std::int64_t> missing;
     for (std::size_t i = 1; i < runs.size(); ++i)
       for (auto x = runs[i - 1].second + 1; x < runs[i].first; ++x) missing.push_back(x);
     if (is_progression(missing))
-      return "{" + std::to_string(v.front()) + ".." + std::to_string(v.back()) + "}\\" + ap_text(missing);
+      return "{" + std::to_string(v.front()) + ".." + std::to_string(v.back()) + "}\\" +
+             ap_text(missing);
   }
   std::string s = "{";
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -154,7 +162,8 @@ std::string render_module_tree(const std::vector<std::string>& names, const Info
     std::size_t start = 0;
     while (true) {
       const auto dot = name.find('.', start);
-      const std::string part = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const std::string part =
+          name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       auto& child = n->children[part];
       if (!child) child = std::make_unique<Node>();
       n = child.get();

@@ -1,9 +1,10 @@
 #pragma once
-// A Hugging Face checkpoint directory: config.json plus safetensors weights, single-file or sharded through
-// model.safetensors.index.json. Opening reads config.json and the safetensors headers, never tensor data.
+// A Hugging Face checkpoint directory: config.json plus safetensors weights, single-file or sharded
+// through model.safetensors.index.json. Opening reads config.json and the safetensors headers,
+// never tensor data.
 //
-// A directory with config.json and an index but none of the shards is "metadata-only": names are known, dtypes
-// and shapes are not, and no tensor can be loaded. Structural checks run on it.
+// A directory with config.json and an index but none of the shards is "metadata-only": names are
+// known, dtypes and shapes are not, and no tensor can be loaded. Structural checks run on it.
 
 #include <filesystem>
 #include <map>

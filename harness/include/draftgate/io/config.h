@@ -18,10 +18,11 @@ class ModelConfig {
 
   const std::string& file() const { return file_; }
   const nlohmann::json& root() const { return root_; }
-  // The text decoder's config: `text_config`, `llm_config`, `language_config`, `thinker_config.text_config`
-  // (first that is an object), else the root.
+  // The text decoder's config: `text_config`, `llm_config`, `language_config`,
+  // `thinker_config.text_config` (first that is an object), else the root.
   const nlohmann::json& text() const;
-  // Where text() lives, for messages: "text_config", "thinker_config.text_config", or "" for the root.
+  // Where text() lives, for messages: "text_config", "thinker_config.text_config", or "" for the
+  // root.
   const std::string& text_path() const { return text_path_; }
 
   // Integer field of the text config, then of the root (flat Qwen2-VL configs keep it there).
@@ -34,9 +35,11 @@ class ModelConfig {
 
   // num_hidden_layers (or n_layer / num_layers / n_layers); required.
   std::int64_t num_hidden_layers() const;
-  // Extra next-token-prediction (MTP) layers: num_nextn_predict_layers or mtp_num_hidden_layers, else 0.
+  // Extra next-token-prediction (MTP) layers: num_nextn_predict_layers or mtp_num_hidden_layers,
+  // else 0.
   std::int64_t num_nextn_layers() const;
-  // layer_types with legacy names remapped ("attention" -> full_attention, "mamba" -> linear_attention).
+  // layer_types with legacy names remapped ("attention" -> full_attention, "mamba" ->
+  // linear_attention).
   std::optional<std::vector<std::string>> layer_types() const;
   std::optional<std::int64_t> full_attention_interval() const;
   // tie_word_embeddings of the text config, else of the root.

@@ -9,8 +9,8 @@
 
 namespace draftgate::io {
 
-// Parses `text`; rejects invalid JSON, invalid UTF-8 and duplicate keys at any depth (nlohmann would keep the
-// last one silently). Errors name `file`.
+// Parses `text`; rejects invalid JSON, invalid UTF-8 and duplicate keys at any depth (nlohmann
+// would keep the last one silently). Errors name `file`.
 nlohmann::json parse_json_strict(std::string_view text, const std::string& file);
 
 // Reads and strictly parses a JSON file (size-capped at `max_bytes`).

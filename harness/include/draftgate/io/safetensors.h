@@ -1,9 +1,10 @@
 #pragma once
 // safetensors reader and writer.
 //
-// Format: 8-byte little-endian header length N, N bytes of UTF-8 JSON, then the data buffer. Every header is
-// validated in full before any tensor is handed out (see parse_safetensors_header). Opening a file reads the
-// header only; the data is memory-mapped read-only on first access and views into it are zero-copy.
+// Format: 8-byte little-endian header length N, N bytes of UTF-8 JSON, then the data buffer. Every
+// header is validated in full before any tensor is handed out (see parse_safetensors_header).
+// Opening a file reads the header only; the data is memory-mapped read-only on first access and
+// views into it are zero-copy.
 
 #include <cstdint>
 #include <filesystem>
@@ -40,10 +41,11 @@ struct SafetensorsHeader {
   const TensorInfo* find(std::string_view name) const;
 };
 
-// Validates header JSON against the size of the data buffer that follows it: a JSON object starting with '{';
-// `__metadata__` a string map; no duplicate keys at any depth; known dtypes; rank <= kMaxRank; element counts that
-// do not overflow; byte length = numel x dtype size; offsets inside the buffer with no overlap and no hole.
-// Throws draftgate::Error naming `file`.
+// Validates header JSON against the size of the data buffer that follows it: a JSON object starting
+// with '{';
+// `__metadata__` a string map; no duplicate keys at any depth; known dtypes; rank <= kMaxRank;
+// element counts that do not overflow; byte length = numel x dtype size; offsets inside the buffer
+// with no overlap and no hole. Throws draftgate::Error naming `file`.
 SafetensorsHeader parse_safetensors_header(std::string_view json_text, std::uint64_t data_size,
                                            const std::string& file);
 
@@ -59,7 +61,8 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
   const SafetensorsHeader& header() const { return header_; }
   std::uint64_t file_size() const { return file_size_; }
 
-  // The tensor's bytes inside the read-only mapping (mapped on first call). Valid while this object lives.
+  // The tensor's bytes inside the read-only mapping (mapped on first call). Valid while this object
+  // lives.
   std::string_view bytes(const TensorInfo& info) const;
 
  private:
@@ -80,8 +83,9 @@ struct TensorBytes {
   std::string_view bytes;
 };
 
-// Writes a safetensors file atomically (temporary file + rename). Tensors are laid out in name order and the
-// header is space-padded so the data buffer starts 8-byte aligned. Throws draftgate::Error on bad input.
+// Writes a safetensors file atomically (temporary file + rename). Tensors are laid out in name
+// order and the header is space-padded so the data buffer starts 8-byte aligned. Throws
+// draftgate::Error on bad input.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorBytes>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -16,14 +16,17 @@
 
 namespace draftgate::io {
 
-// The ATen dtype of a safetensors dtype, or nullopt when this libtorch has none (F8_*, U16/U32/U64).
+// The ATen dtype of a safetensors dtype, or nullopt when this libtorch has none (F8_*,
+// U16/U32/U64).
 std::optional<at::ScalarType> aten_dtype(DType dtype);
-// The safetensors dtype of an ATen dtype; throws draftgate::Error for types safetensors cannot hold.
+// The safetensors dtype of an ATen dtype; throws draftgate::Error for types safetensors cannot
+// hold.
 DType safetensors_dtype(at::ScalarType type);
 
-// Zero-copy, read-only view of one tensor (the tensor keeps `file`'s mapping alive). Dtypes without an ATen
-// type come back as raw bytes: kByte with the tensor's shape plus a trailing [element size] dimension (F8 has
-// element size 1, so F8 keeps its shape). Misaligned data is copied instead of viewed. Never write into a view.
+// Zero-copy, read-only view of one tensor (the tensor keeps `file`'s mapping alive). Dtypes without
+// an ATen type come back as raw bytes: kByte with the tensor's shape plus a trailing [element size]
+// dimension (F8 has element size 1, so F8 keeps its shape). Misaligned data is copied instead of
+// viewed. Never write into a view.
 at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info);
 
 // Zero-copy view of a checkpoint tensor by name (draftgate::Error when absent or metadata-only).

@@ -1,7 +1,7 @@
 #pragma once
-// The module hierarchy implied by tensor names, with identical repeated layers collapsed: the probe an
-// engineer would otherwise write by hand. `layers.{0..2,4..6,…}` and `layers.{3,7,…,63}` show up as two groups
-// when the layer kinds differ.
+// The module hierarchy implied by tensor names, with identical repeated layers collapsed: the probe
+// an engineer would otherwise write by hand. `layers.{0..2,4..6,…}` and `layers.{3,7,…,63}` show up
+// as two groups when the layer kinds differ.
 
 #include <cstdint>
 #include <functional>
