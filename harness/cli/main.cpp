@@ -1,8 +1,11 @@
 // draftgate command line: maps every outcome onto the exit-code contract
 // 0 success, 1 a check failed, 2 bad input or usage — with one line on stderr for errors.
 
+#include <ATen/Parallel.h>
+
 #include <exception>
 #include <iostream>
+#include <thread>
 
 #include "draftgate/error.h"
 #include "verbs.h"
@@ -13,7 +16,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", DRAFTGATE_VERSION);
   app.require_subcommand(1);
   draftgate::cli::VerbRunner runner;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  app.add_option("--threads", threads, "Intra-op threads (default: the machine's cores)")
+      ->check(CLI::PositiveNumber);
   draftgate::cli::add_probe(app, &runner);
+  draftgate::cli::add_forward(app, &runner);
+  draftgate::cli::add_make_target(app, &runner);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +35,7 @@ int main(int argc, char** argv) {
     std::cerr << "draftgate: usage error: " << e.what() << " (run with --help)\n";
     return 2;
   }
+  at::set_num_threads(threads);
   try {
     return runner();
   } catch (const draftgate::Error& e) {

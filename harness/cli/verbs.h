@@ -11,5 +11,7 @@ namespace draftgate::cli {
 using VerbRunner = std::function<int()>;
 
 void add_probe(CLI::App& app, VerbRunner* runner);
+void add_forward(CLI::App& app, VerbRunner* runner);
+void add_make_target(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

@@ -7,8 +7,8 @@
 
 #include <fstream>
 
-#include "error_text.h"
 #include "draftgate/io/tensor_view.h"
+#include "error_text.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate::io {

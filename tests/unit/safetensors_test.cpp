@@ -10,8 +10,8 @@
 #include <fstream>
 #include <numeric>
 
-#include "error_text.h"
 #include "draftgate/io/tensor_view.h"
+#include "error_text.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate::io {

@@ -1,0 +1,87 @@
+// `draftgate forward`: one target forward over given token ids; writes logits and tapped hidden
+// states in the format the hidden_state_parity check reads as a reference dump.
+
+#include <iostream>
+
+#include "draftgate/error.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/target.h"
+#include "verbs.h"
+
+namespace draftgate::cli {
+namespace {
+
+struct ForwardOptions {
+  std::string model;
+  std::vector<std::int64_t> tokens;
+  std::vector<std::int64_t> taps;
+  std::string dtype;
+  std::string device = "cpu";
+  std::string gdn = "chunked";
+  std::string out;
+};
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+int run_forward(const ForwardOptions& opt) {
+  const io::Checkpoint ckpt = io::Checkpoint::open(opt.model);
+  model::TargetOptions options;
+  if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
+  options.device = model::parse_device(opt.device);
+  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
+    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
+  options.gdn =
+      opt.gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent;
+  const auto target = model::TargetModel::load(ckpt, options);
+  const model::ForwardResult r = target->forward(opt.tokens, opt.taps);
+
+  io::NamedTensors tensors = {{"logits", r.logits}};
+  for (const auto& [tap, hidden] : r.taps)
+    tensors.emplace_back("hidden." + std::to_string(tap), hidden);
+  const std::map<std::string, std::string> metadata = {
+      {"producer", std::string("draftgate ") + DRAFTGATE_VERSION},
+      {"model", opt.model},
+      {"family", model::family_name(target->config().family)},
+      {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},
+      {"device", opt.device},
+      {"gdn", opt.gdn},
+      {"tokens", join(opt.tokens)},
+      {"taps", join(opt.taps)},
+      {"tap_convention",
+       "hidden.<l> = output of decoder layer l (HF hidden_states[l+1]), before the final norm"}};
+  io::write_tensors(opt.out, tensors, metadata);
+  std::cout << "wrote " << opt.out << ": logits [" << r.logits.size(0) << ", " << r.logits.size(1)
+            << "]";
+  if (!opt.taps.empty())
+    std::cout << ", hidden." << join(opt.taps) << " [" << r.logits.size(0) << ", "
+              << target->config().hidden << "]";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_forward(CLI::App& app, VerbRunner* runner) {
+  auto opt = std::make_shared<ForwardOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("forward", "Run the target over token ids; dump logits and hidden states");
+  cmd->add_option("--model", opt->model, "Target checkpoint directory")->required();
+  cmd->add_option("--tokens", opt->tokens, "Token ids, comma-separated")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--taps", opt->taps,
+                  "Decoder layers whose outputs to dump (HF hidden_states[l+1])")
+      ->delimiter(',');
+  cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
+  cmd->add_option("--device", opt->device, "cpu or cuda[:N]");
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
+  cmd->add_option("--out", opt->out, "Output .safetensors file")->required();
+  cmd->callback([opt, runner] { *runner = [opt] { return run_forward(*opt); }; });
+}
+
+}  // namespace draftgate::cli

@@ -1,0 +1,34 @@
+#pragma once
+// The numerical building blocks shared by the target families, each matching its transformers
+// reference: normalisation in float32 and cast back, NeoX half-split RoPE over the first
+// `rotary_dim` dims, SwiGLU.
+
+#include <ATen/ATen.h>
+
+namespace draftgate::model {
+
+enum class NormStyle {
+  kPlain,     // x̂ · w            (Qwen3RMSNorm: weight * x̂.to(input dtype))
+  kOnePlusW,  // x̂ · (1 + w) in f32 (Qwen3_5RMSNorm, zero-initialised weight)
+};
+
+// RMS-normalises over the last dim.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style);
+
+// Qwen3_5RMSNormGated: (x̂ · w) ⊙ silu(z), normalising over the last dim in f32.
+at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
+                          double eps);
+
+// inv_freq[j] = theta^(-2j / rotary_dim), j < rotary_dim / 2 (float32).
+at::Tensor rope_inv_freq(std::int64_t rotary_dim, double theta);
+
+// Rotates x [T, heads, D] at integer `positions` [T]: the first rotary_dim dims by NeoX
+// rotate_half, the rest pass through. cos/sin are computed in f32 and cast to x's dtype, as
+// transformers does.
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& inv_freq);
+
+// down(silu(gate(x)) ⊙ up(x)).
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,
+                  const at::Tensor& down_w);
+
+}  // namespace draftgate::model

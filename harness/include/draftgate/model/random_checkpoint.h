@@ -1,0 +1,44 @@
+#pragma once
+// Writes small random target checkpoints of both families in their real layouts, for tests,
+// benchmarks and fixtures. Deterministic for a given spec (seeded generator, sorted tensor order).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <filesystem>
+
+#include "draftgate/model/target_config.h"
+
+namespace draftgate::model {
+
+enum class TargetLayout {
+  kFlat,        // model.layers (Qwen3 dense)
+  kVlm,         // model.language_model.layers + model.visual.blocks + mtp.* (Qwen3.5/3.6 VLM)
+  kTextResave,  // model.language_model.layers, flat qwen3_5_text config (Qwen3_5ForCausalLM
+                // re-save)
+};
+
+struct RandomTargetSpec {
+  Family family = Family::kQwen3;
+  TargetLayout layout = TargetLayout::kFlat;
+  std::int64_t hidden = 64;
+  std::int64_t intermediate = 128;
+  std::int64_t vocab = 256;
+  std::int64_t layers = 4;
+  std::int64_t heads = 4;
+  std::int64_t kv_heads = 2;
+  std::int64_t head_dim = 16;
+  std::int64_t linear_k_heads = 2;  // Qwen3.5 only
+  std::int64_t linear_v_heads = 4;
+  std::int64_t linear_k_dim = 16;
+  std::int64_t linear_v_dim = 16;
+  std::int64_t full_attention_interval = 4;
+  double partial_rotary_factor = 0.5;
+  bool tied = false;
+  at::ScalarType dtype = at::kBFloat16;
+  std::uint64_t seed = 0;
+};
+
+void write_random_target(const std::filesystem::path& dir, const RandomTargetSpec& spec);
+
+}  // namespace draftgate::model

@@ -1,0 +1,93 @@
+#pragma once
+// A target model (Qwen3 dense or Qwen3.5/3.6 hybrid) loaded from any checkpoint layout the
+// decoder-stack resolution accepts, with an incremental cache (see cache.h) and hidden-state taps.
+//
+// Tap id l = output of decoder layer l (0-based) = HF hidden_states[l + 1], before the final norm.
+// Batch size 1. Weights are zero-copy views of the mapped checkpoint when dtype and device match.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/attention.h"
+#include "draftgate/model/cache.h"
+#include "draftgate/model/gated_delta_net.h"
+#include "draftgate/model/target_config.h"
+
+namespace draftgate::model {
+
+struct TargetOptions {
+  std::optional<at::ScalarType>
+      dtype;  // kBFloat16 or kFloat; unset = as stored (f32 for other dtypes)
+  at::Device device = at::kCPU;
+  GdnAlgorithm gdn = GdnAlgorithm::kChunked;  // for pending chains; trees always walk recurrently
+};
+
+struct ForwardResult {
+  at::Tensor logits;                        // [T, vocab] float32 (undefined when not requested)
+  std::map<std::int64_t, at::Tensor> taps;  // tap id -> [T, hidden] float32
+};
+
+class TargetModel {
+ public:
+  static std::unique_ptr<TargetModel> load(const io::Checkpoint& checkpoint,
+                                           const TargetOptions& options);
+
+  const TargetConfig& config() const { return config_; }
+  const layout::DecoderStack& stack() const { return stack_; }
+  at::ScalarType dtype() const { return dtype_; }
+  at::Device device() const { return device_; }
+  const at::Tensor& embed_weight() const { return embed_; }
+  const at::Tensor& final_norm_weight() const { return final_norm_; }
+  const at::Tensor& lm_head_weight() const { return lm_head_; }
+
+  TargetState new_state() const;
+
+  // Runs `tokens` after the committed prefix. `parents[i]` (< i, or -1 for the committed tip) makes
+  // them a tree, each token seeing only its ancestors and the committed prefix, at position
+  // committed + depth; empty parents = a chain. The tokens stay pending until commit(). Taps must
+  // be valid layer ids.
+  ForwardResult extend(TargetState& state, const std::vector<std::int64_t>& tokens,
+                       const std::vector<std::int64_t>& parents = {},
+                       const std::vector<std::int64_t>& taps = {}, bool want_logits = true) const;
+  // Keeps the pending tokens `path` (a root-to-node chain of pending indices) and drops the rest.
+  void commit(TargetState& state, const std::vector<std::int64_t>& path) const;
+  void commit_all(TargetState& state) const;
+
+  // Fresh state, one chain extension, nothing kept.
+  ForwardResult forward(const std::vector<std::int64_t>& tokens,
+                        const std::vector<std::int64_t>& taps, bool want_logits = true) const;
+
+  // lm_head(final_norm(h)) for hidden states h [T, hidden] in float32.
+  at::Tensor logits_from_hidden(const at::Tensor& hidden) const;
+
+ private:
+  struct Layer {
+    at::Tensor input_norm, post_norm, gate_proj, up_proj, down_proj;
+    std::unique_ptr<Attention> attention;
+    std::unique_ptr<GatedDeltaNet> linear;
+  };
+
+  TargetModel(const io::Checkpoint& checkpoint, const TargetOptions& options);
+
+  layout::DecoderStack stack_;
+  TargetConfig config_;
+  at::ScalarType dtype_;
+  at::Device device_;
+  GdnAlgorithm gdn_;
+  at::Tensor embed_, final_norm_, lm_head_;
+  std::vector<Layer> layers_;
+};
+
+// Parses "cpu" / "cuda" / "cuda:N"; draftgate::Error when this libtorch has no CUDA.
+at::Device parse_device(const std::string& name);
+// Parses "bf16" / "f32".
+at::ScalarType parse_dtype_flag(const std::string& name);
+
+}  // namespace draftgate::model

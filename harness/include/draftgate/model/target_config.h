@@ -1,0 +1,55 @@
+#pragma once
+// Hyperparameters of a supported target family, read from config.json and validated against the
+// resolved decoder stack. Unsupported families and options are errors, never approximations.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "draftgate/io/config.h"
+#include "draftgate/layout/decoder_stack.h"
+
+namespace draftgate::model {
+
+enum class Family {
+  kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
+  kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
+};
+
+const char* family_name(Family family);
+
+struct TargetConfig {
+  Family family = Family::kQwen3;
+  std::int64_t hidden = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t vocab = 0;
+  std::int64_t num_layers = 0;
+  std::vector<std::string> layer_types;  // full_attention | linear_attention, per layer
+  double rms_eps = 1e-6;
+
+  // Full attention.
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;    // from the config, never hidden / heads
+  std::int64_t rotary_dim = 0;  // head_dim x partial_rotary_factor (Qwen3.5), head_dim (Qwen3)
+  double rope_theta = 0;
+  bool attn_output_gate = false;  // q_proj doubled: per head [query | gate]
+
+  // Gated DeltaNet (linear attention).
+  std::int64_t linear_k_heads = 0;
+  std::int64_t linear_v_heads = 0;
+  std::int64_t linear_k_dim = 0;
+  std::int64_t linear_v_dim = 0;
+  std::int64_t conv_kernel = 0;
+
+  bool is_linear(std::int64_t layer) const { return layer_types[layer] == "linear_attention"; }
+  std::int64_t linear_key_width() const { return linear_k_heads * linear_k_dim; }
+  std::int64_t linear_value_width() const { return linear_v_heads * linear_v_dim; }
+  std::int64_t conv_width() const { return 2 * linear_key_width() + linear_value_width(); }
+
+  // Reads and validates the family's fields. Throws draftgate::Error naming config.json and the
+  // field.
+  static TargetConfig from(const io::ModelConfig& config, const layout::DecoderStack& stack);
+};
+
+}  // namespace draftgate::model

@@ -1,0 +1,34 @@
+#pragma once
+// Loads named weights from a checkpoint with their shapes checked, as zero-copy views when the
+// stored dtype and device already match, converted otherwise.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "draftgate/io/checkpoint.h"
+
+namespace draftgate::model {
+
+class WeightLoader {
+ public:
+  WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype, at::Device device);
+
+  // The tensor `name` with exactly `shape`, in the loader's dtype and device. Throws
+  // draftgate::Error naming the checkpoint and tensor when it is missing, quantised, or shaped
+  // differently.
+  at::Tensor get(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
+  at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
+
+ private:
+  at::Tensor view(const std::string& name, const std::vector<std::int64_t>& shape) const;
+
+  const io::Checkpoint& checkpoint_;
+  at::ScalarType dtype_;
+  at::Device device_;
+};
+
+}  // namespace draftgate::model

@@ -1,0 +1,181 @@
+#include "draftgate/model/random_checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "draftgate/error.h"
+#include "draftgate/io/atomic_file.h"
+#include "draftgate/io/tensor_view.h"
+
+namespace draftgate::model {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+class Maker {
+ public:
+  Maker(const RandomTargetSpec& spec)
+      : spec_(spec), gen_(at::make_generator<at::CPUGeneratorImpl>(spec.seed)) {}
+
+  // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
+  void linear(const std::string& name, std::int64_t out, std::int64_t in) {
+    add(name, at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(in)), {out, in}, gen_));
+  }
+  void normal(const std::string& name, std::vector<std::int64_t> shape, double mean, double std) {
+    add(name, at::normal(mean, std, shape, gen_));
+  }
+  void add(const std::string& name, const at::Tensor& t) {
+    tensors_.emplace_back(name, t.to(spec_.dtype));
+  }
+  const io::NamedTensors& tensors() const { return tensors_; }
+
+  // RMSNorm weight: plain w near 1 (Qwen3) or (1+w) with w near 0 (Qwen3.5).
+  void norm(const std::string& name, std::int64_t dim, bool one_plus_w) {
+    normal(name, {dim}, one_plus_w ? 0.0 : 1.0, 0.1);
+  }
+
+ private:
+  const RandomTargetSpec& spec_;
+  at::Generator gen_;
+  io::NamedTensors tensors_;
+};
+
+std::vector<std::string> layer_types(const RandomTargetSpec& s) {
+  std::vector<std::string> t;
+  for (std::int64_t i = 0; i < s.layers; ++i)
+    t.push_back(s.family == Family::kQwen3 || (i + 1) % s.full_attention_interval == 0
+                    ? "full_attention"
+                    : "linear_attention");
+  return t;
+}
+
+json text_config(const RandomTargetSpec& s) {
+  json c = {{"hidden_size", s.hidden},        {"intermediate_size", s.intermediate},
+            {"vocab_size", s.vocab},          {"num_hidden_layers", s.layers},
+            {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
+            {"head_dim", s.head_dim},         {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", s.tied},  {"layer_types", layer_types(s)},
+            {"hidden_act", "silu"},           {"max_position_embeddings", 4096}};
+  if (s.family == Family::kQwen3) {
+    c["model_type"] = "qwen3";
+    c["rope_theta"] = 1000000.0;
+    c["rope_scaling"] = nullptr;
+    c["attention_bias"] = false;
+    return c;
+  }
+  c["model_type"] = "qwen3_5_text";
+  c["attn_output_gate"] = true;
+  c["full_attention_interval"] = s.full_attention_interval;
+  c["linear_conv_kernel_dim"] = 4;
+  c["linear_num_key_heads"] = s.linear_k_heads;
+  c["linear_num_value_heads"] = s.linear_v_heads;
+  c["linear_key_head_dim"] = s.linear_k_dim;
+  c["linear_value_head_dim"] = s.linear_v_dim;
+  c["partial_rotary_factor"] = s.partial_rotary_factor;
+  c["mtp_num_hidden_layers"] = s.layout == TargetLayout::kVlm ? 1 : 0;
+  c["rope_parameters"] = {{"rope_type", "default"},
+                          {"rope_theta", 10000000.0},
+                          {"partial_rotary_factor", s.partial_rotary_factor},
+                          {"mrope_section", {11, 11, 10}},
+                          {"mrope_interleaved", true}};
+  return c;
+}
+
+json full_config(const RandomTargetSpec& s) {
+  json text = text_config(s);
+  if (s.layout != TargetLayout::kVlm) {
+    text["architectures"] = {s.family == Family::kQwen3 ? "Qwen3ForCausalLM"
+                                                        : "Qwen3_5ForCausalLM"};
+    return text;
+  }
+  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+          {"model_type", "qwen3_5"},
+          {"tie_word_embeddings", s.tied},
+          {"text_config", text},
+          {"vision_config",
+           {{"model_type", "qwen3_5_vision"},
+            {"depth", 2},
+            {"hidden_size", 32},
+            {"out_hidden_size", s.hidden}}}};
+}
+
+void attention_weights(Maker& m, const RandomTargetSpec& s, const std::string& p, bool gated,
+                       bool one_plus_w) {
+  m.linear(p + "q_proj.weight", s.heads * s.head_dim * (gated ? 2 : 1), s.hidden);
+  m.linear(p + "k_proj.weight", s.kv_heads * s.head_dim, s.hidden);
+  m.linear(p + "v_proj.weight", s.kv_heads * s.head_dim, s.hidden);
+  m.linear(p + "o_proj.weight", s.hidden, s.heads * s.head_dim);
+  m.norm(p + "q_norm.weight", s.head_dim, one_plus_w);
+  m.norm(p + "k_norm.weight", s.head_dim, one_plus_w);
+}
+
+void mlp_and_norms(Maker& m, const RandomTargetSpec& s, const std::string& p, bool one_plus_w) {
+  m.norm(p + "input_layernorm.weight", s.hidden, one_plus_w);
+  m.norm(p + "post_attention_layernorm.weight", s.hidden, one_plus_w);
+  m.linear(p + "mlp.gate_proj.weight", s.intermediate, s.hidden);
+  m.linear(p + "mlp.up_proj.weight", s.intermediate, s.hidden);
+  m.linear(p + "mlp.down_proj.weight", s.hidden, s.intermediate);
+}
+
+void gdn_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
+  const std::int64_t key = s.linear_k_heads * s.linear_k_dim,
+                     value = s.linear_v_heads * s.linear_v_dim;
+  const std::int64_t conv = 2 * key + value;
+  m.linear(p + "in_proj_qkv.weight", conv, s.hidden);
+  m.linear(p + "in_proj_z.weight", value, s.hidden);
+  m.linear(p + "in_proj_a.weight", s.linear_v_heads, s.hidden);
+  m.linear(p + "in_proj_b.weight", s.linear_v_heads, s.hidden);
+  m.normal(p + "conv1d.weight", {conv, 1, 4}, 0.0, 0.5);
+  // A = exp(A_log) in [1, 16] as the reference initialises it; dt_bias near softplus⁻¹ of small
+  // steps.
+  m.add(p + "A_log", at::log(at::linspace(1.0, 16.0, s.linear_v_heads, at::kFloat)));
+  m.normal(p + "dt_bias", {s.linear_v_heads}, -2.0, 0.5);
+  m.normal(p + "norm.weight", {s.linear_v_dim}, 1.0, 0.1);
+  m.linear(p + "out_proj.weight", s.hidden, value);
+}
+
+}  // namespace
+
+void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
+  if (s.family == Family::kQwen3 && s.layout != TargetLayout::kFlat)
+    throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
+  if (s.family == Family::kQwen3_5 && s.layout == TargetLayout::kFlat)
+    throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
+  const bool hybrid = s.family == Family::kQwen3_5;
+  const std::string root = hybrid ? "model.language_model." : "model.";
+  Maker m(s);
+  m.normal(root + "embed_tokens.weight", {s.vocab, s.hidden}, 0.0, 1.0);
+  m.norm(root + "norm.weight", s.hidden, hybrid);
+  if (!s.tied) m.linear("lm_head.weight", s.vocab, s.hidden);
+  const auto types = layer_types(s);
+  for (std::int64_t i = 0; i < s.layers; ++i) {
+    const std::string p = root + "layers." + std::to_string(i) + ".";
+    mlp_and_norms(m, s, p, hybrid);
+    if (types[i] == "linear_attention")
+      gdn_weights(m, s, p + "linear_attn.");
+    else
+      attention_weights(m, s, p + "self_attn.", hybrid, hybrid);
+  }
+  if (s.layout == TargetLayout::kVlm) {
+    for (int b = 0; b < 2; ++b) {
+      const std::string p = "model.visual.blocks." + std::to_string(b) + ".";
+      m.linear(p + "attn.qkv.weight", 96, 32);
+      m.linear(p + "attn.proj.weight", 32, 32);
+      m.norm(p + "norm1.weight", 32, false);
+      m.norm(p + "norm2.weight", 32, false);
+    }
+    m.linear("model.visual.merger.linear_fc1.weight", s.hidden, 32);
+    attention_weights(m, s, "mtp.layers.0.self_attn.", true, true);
+    mlp_and_norms(m, s, "mtp.layers.0.", true);
+    m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
+    m.norm("mtp.norm.weight", s.hidden, true);
+  }
+  fs::create_directories(dir);
+  io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
+  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
+}
+
+}  // namespace draftgate::model

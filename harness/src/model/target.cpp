@@ -1,0 +1,192 @@
+#include "draftgate/model/target.h"
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "draftgate/error.h"
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/ops.h"
+#include "draftgate/model/weights.h"
+
+namespace draftgate::model {
+
+namespace {
+
+at::ScalarType stored_dtype(const io::Checkpoint& ckpt, const std::string& name) {
+  const io::TensorInfo* info = ckpt.info(name);
+  if (info != nullptr && info->dtype == io::DType::BF16) return at::kBFloat16;
+  return at::kFloat;
+}
+
+// Validates parent links: each parent precedes its child, -1 is the committed tip.
+void check_parents(const std::vector<std::int64_t>& parents, std::size_t n) {
+  if (parents.empty()) return;
+  if (parents.size() != n) throw std::invalid_argument("parents must have one entry per token");
+  for (std::size_t i = 0; i < n; ++i)
+    if (parents[i] < -1 || parents[i] >= static_cast<std::int64_t>(i))
+      throw std::invalid_argument("parents[i] must be -1 or an earlier token");
+}
+
+}  // namespace
+
+at::Device parse_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name.rfind("cuda", 0) == 0) {
+    if (!at::hasCUDA())
+      throw Error(
+          "--device",
+          "\"" + name + "\" requested but this libtorch was built without CUDA (or no GPU)");
+    return at::Device(name);
+  }
+  throw Error("--device", "unknown device \"" + name + "\" (expected cpu or cuda[:N])");
+}
+
+at::ScalarType parse_dtype_flag(const std::string& name) {
+  if (name == "bf16") return at::kBFloat16;
+  if (name == "f32") return at::kFloat;
+  throw Error("--dtype", "unknown dtype \"" + name + "\" (expected bf16 or f32)");
+}
+
+std::unique_ptr<TargetModel> TargetModel::load(const io::Checkpoint& checkpoint,
+                                               const TargetOptions& options) {
+  if (checkpoint.metadata_only())
+    throw Error(checkpoint.dir().string(),
+                "metadata-only checkpoint (index without shards) has no weights",
+                "download the shards to run the model");
+  return std::unique_ptr<TargetModel>(new TargetModel(checkpoint, options));
+}
+
+TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& options)
+    : stack_(layout::resolve_decoder_stack(ckpt)),
+      config_(TargetConfig::from(ckpt.config(), stack_)),
+      dtype_(options.dtype.value_or(stored_dtype(ckpt, stack_.embed_tokens))),
+      device_(options.device),
+      gdn_(options.gdn) {
+  const WeightLoader w(ckpt, dtype_, device_);
+  const auto& c = config_;
+  embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
+  final_norm_ = w.get(stack_.final_norm, {c.hidden});
+  lm_head_ = stack_.tied_embeddings ? embed_ : w.get(stack_.lm_head, {c.vocab, c.hidden});
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = stack_.layer_path(i) + ".";
+    Layer l;
+    l.input_norm = w.get(p + "input_layernorm.weight", {c.hidden});
+    l.post_norm = w.get(p + "post_attention_layernorm.weight", {c.hidden});
+    l.gate_proj = w.get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden});
+    l.up_proj = w.get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden});
+    l.down_proj = w.get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    if (c.is_linear(i))
+      l.linear = std::make_unique<GatedDeltaNet>(config_, w, p + "linear_attn.");
+    else
+      l.attention = std::make_unique<Attention>(config_, w, p + "self_attn.");
+    layers_.push_back(std::move(l));
+  }
+}
+
+TargetState TargetModel::new_state() const {
+  TargetState s;
+  s.kv.resize(layers_.size());
+  s.linear.resize(layers_.size());
+  const auto options = at::TensorOptions().dtype(dtype_).device(device_);
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i].linear) s.linear[i] = layers_[i].linear->new_state(options);
+  return s;
+}
+
+ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int64_t>& tokens,
+                                  const std::vector<std::int64_t>& parents,
+                                  const std::vector<std::int64_t>& taps, bool want_logits) const {
+  if (state.has_pending()) throw std::logic_error("extend() with pending tokens: commit() first");
+  if (tokens.empty()) throw std::invalid_argument("extend() needs at least one token");
+  check_parents(parents, tokens.size());
+  for (auto t : tokens)
+    if (t < 0 || t >= config_.vocab)
+      throw Error("tokens", "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                std::to_string(config_.vocab) + ")");
+  for (auto t : taps)
+    if (t < 0 || t >= config_.num_layers)
+      throw Error("taps", "tap " + std::to_string(t) + " is not a decoder layer (0.." +
+                              std::to_string(config_.num_layers - 1) + ")");
+
+  const auto t_len = static_cast<std::int64_t>(tokens.size());
+  const auto long_opts = at::TensorOptions(at::kLong).device(device_);
+  std::vector<std::int64_t> depth(t_len);
+  at::Tensor visible;  // ancestor-or-self mask of a tree
+  if (parents.empty()) {
+    for (std::int64_t i = 0; i < t_len; ++i) depth[i] = i;
+  } else {
+    visible = at::zeros({t_len, t_len}, at::kBool);
+    auto vis = visible.accessor<bool, 2>();
+    for (std::int64_t i = 0; i < t_len; ++i) {
+      depth[i] = parents[i] < 0 ? 0 : depth[parents[i]] + 1;
+      for (std::int64_t a = i; a >= 0; a = parents[a]) vis[i][a] = true;
+    }
+    visible = visible.to(device_);
+  }
+  std::vector<std::int64_t> pos(t_len);
+  for (std::int64_t i = 0; i < t_len; ++i) pos[i] = state.committed + depth[i];
+  const at::Tensor positions = at::tensor(pos, at::kLong).to(device_);
+
+  ForwardResult result;
+  at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(long_opts.device()));
+  const NormStyle style =
+      config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    const at::Tensor normed = rms_norm(h, l.input_norm, config_.rms_eps, style);
+    h = h + (l.linear ? l.linear->extend(normed, state.linear[i], parents, gdn_)
+                      : l.attention->extend(normed, positions, visible, state.kv[i]));
+    h = h + swiglu(rms_norm(h, l.post_norm, config_.rms_eps, style), l.gate_proj, l.up_proj,
+                   l.down_proj);
+    if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end())
+      result.taps[static_cast<std::int64_t>(i)] = h.to(at::kFloat);
+  }
+  if (want_logits) result.logits = logits_from_hidden(h);
+  state.pending = parents.empty() ? std::vector<std::int64_t>(t_len) : parents;
+  if (parents.empty())
+    for (std::int64_t i = 0; i < t_len; ++i) state.pending[i] = i - 1;
+  return result;
+}
+
+at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
+  const NormStyle style =
+      config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
+  return at::linear(rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style), lm_head_)
+      .to(at::kFloat);
+}
+
+void TargetModel::commit(TargetState& state, const std::vector<std::int64_t>& path) const {
+  const auto n = static_cast<std::int64_t>(state.pending.size());
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const std::int64_t expected_parent = i == 0 ? -1 : path[i - 1];
+    if (path[i] < 0 || path[i] >= n || state.pending[path[i]] != expected_parent)
+      throw std::invalid_argument("commit() path must be a root-to-node chain of pending tokens");
+  }
+  const bool whole_chain = static_cast<std::int64_t>(path.size()) == n &&
+                           std::all_of(state.pending.begin(), state.pending.end(),
+                                       [&, i = -1](auto p) mutable { return p == i++; });
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i].linear)
+      layers_[i].linear->commit(state.linear[i], path, whole_chain);
+    else
+      state.kv[i].keep(state.committed, path);
+  }
+  state.committed += static_cast<std::int64_t>(path.size());
+  state.pending.clear();
+}
+
+void TargetModel::commit_all(TargetState& state) const {
+  std::vector<std::int64_t> path(state.pending.size());
+  for (std::size_t i = 0; i < path.size(); ++i) path[i] = static_cast<std::int64_t>(i);
+  commit(state, path);
+}
+
+ForwardResult TargetModel::forward(const std::vector<std::int64_t>& tokens,
+                                   const std::vector<std::int64_t>& taps, bool want_logits) const {
+  TargetState state = new_state();
+  return extend(state, tokens, {}, taps, want_logits);
+}
+
+}  // namespace draftgate::model

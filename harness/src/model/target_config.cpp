@@ -1,0 +1,130 @@
+#include "draftgate/model/target_config.h"
+
+#include "draftgate/error.h"
+
+namespace draftgate::model {
+
+const char* family_name(Family family) { return family == Family::kQwen3 ? "qwen3" : "qwen3_5"; }
+
+namespace {
+
+Family detect_family(const io::ModelConfig& config) {
+  const std::string type = config.model_type();
+  if (type == "qwen3") return Family::kQwen3;
+  if (type == "qwen3_5" || type == "qwen3_5_text") return Family::kQwen3_5;
+  if (type.rfind("qwen3_5_moe", 0) == 0 || type == "qwen3_moe")
+    throw Error(config.file(), "model_type \"" + type + "\": MoE MLPs are not supported",
+                "supported targets: qwen3 (dense) and qwen3_5 / qwen3_5_text (dense hybrid)");
+  throw Error(config.file(), "model_type \"" + type + "\" is not a supported target family",
+              "supported targets: qwen3 (dense) and qwen3_5 / qwen3_5_text (dense hybrid)");
+}
+
+// rope_theta / partial_rotary_factor live at the text-config level (Qwen3) or under rope_parameters
+// (Qwen3.5).
+double rope_field(const io::ModelConfig& config, const char* key, double fallback, bool required) {
+  if (auto v = config.find_double(key)) return *v;
+  for (const char* block : {"rope_parameters", "rope_scaling"}) {
+    const auto& text = config.text();
+    auto it = text.find(block);
+    if (it != text.end() && it->is_object() && it->contains(key)) {
+      const auto& v = (*it)[key];
+      if (!v.is_number())
+        throw Error(config.file(),
+                    std::string(block) + "." + key + " must be a number, got " + v.dump());
+      return v.get<double>();
+    }
+  }
+  if (required) throw Error(config.file(), std::string("missing required field ") + key);
+  return fallback;
+}
+
+void require_positive(const io::ModelConfig& config, const char* key, std::int64_t value) {
+  if (value <= 0)
+    throw Error(config.file(),
+                config.where(key) + " must be positive, got " + std::to_string(value));
+}
+
+void check_rope_type(const io::ModelConfig& config) {
+  for (const char* block : {"rope_scaling", "rope_parameters"}) {
+    const auto& text = config.text();
+    auto it = text.find(block);
+    if (it == text.end() || it->is_null()) continue;
+    if (!it->is_object())
+      throw Error(config.file(), config.where(block) + " must be an object or null");
+    for (const char* key : {"rope_type", "type"}) {
+      if (it->contains(key) && (*it)[key] != "default")
+        throw Error(config.file(), config.where(block) + "." + key + " = " + (*it)[key].dump() +
+                                       " is not supported (only default RoPE)");
+    }
+  }
+}
+
+}  // namespace
+
+TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::DecoderStack& stack) {
+  TargetConfig c;
+  c.family = detect_family(config);
+  c.hidden = config.require_int("hidden_size");
+  c.intermediate = config.require_int("intermediate_size");
+  c.vocab = config.require_int("vocab_size");
+  c.num_layers = stack.num_layers;
+  c.layer_types = stack.layer_types;
+  c.rms_eps = config.find_double("rms_norm_eps").value_or(1e-6);
+  c.num_heads = config.require_int("num_attention_heads");
+  c.num_kv_heads = config.find_int("num_key_value_heads").value_or(c.num_heads);
+  c.head_dim = config.require_int("head_dim");
+  for (auto [key, v] : {std::pair{"hidden_size", c.hidden},
+                        {"intermediate_size", c.intermediate},
+                        {"vocab_size", c.vocab},
+                        {"num_attention_heads", c.num_heads},
+                        {"num_key_value_heads", c.num_kv_heads},
+                        {"head_dim", c.head_dim}})
+    require_positive(config, key, v);
+  if (c.num_heads % c.num_kv_heads != 0)
+    throw Error(config.file(), "num_attention_heads " + std::to_string(c.num_heads) +
+                                   " is not a multiple of num_key_value_heads " +
+                                   std::to_string(c.num_kv_heads));
+  check_rope_type(config);
+  c.rope_theta = rope_field(config, "rope_theta", 0, true);
+  if (config.find_bool("use_sliding_window").value_or(false))
+    throw Error(config.file(), "use_sliding_window = true is not supported");
+
+  if (c.family == Family::kQwen3) {
+    c.rotary_dim = c.head_dim;
+    for (const auto& t : c.layer_types)
+      if (t != "full_attention")
+        throw Error(config.file(),
+                    "qwen3 layer type \"" + t + "\" is not supported (only full_attention)");
+    return c;
+  }
+
+  const double factor = rope_field(config, "partial_rotary_factor", 1.0, false);
+  c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.head_dim) * factor);
+  if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+    throw Error(config.file(), "partial_rotary_factor " + std::to_string(factor) +
+                                   " gives rotary dim " + std::to_string(c.rotary_dim) +
+                                   " for head_dim " + std::to_string(c.head_dim) +
+                                   " (must be even and <= head_dim)");
+  c.attn_output_gate = config.find_bool("attn_output_gate").value_or(true);
+  c.linear_k_heads = config.require_int("linear_num_key_heads");
+  c.linear_v_heads = config.require_int("linear_num_value_heads");
+  c.linear_k_dim = config.require_int("linear_key_head_dim");
+  c.linear_v_dim = config.require_int("linear_value_head_dim");
+  c.conv_kernel = config.require_int("linear_conv_kernel_dim");
+  for (auto [key, v] : {std::pair{"linear_num_key_heads", c.linear_k_heads},
+                        {"linear_num_value_heads", c.linear_v_heads},
+                        {"linear_key_head_dim", c.linear_k_dim},
+                        {"linear_value_head_dim", c.linear_v_dim},
+                        {"linear_conv_kernel_dim", c.conv_kernel}})
+    require_positive(config, key, v);
+  if (c.linear_v_heads % c.linear_k_heads != 0)
+    throw Error(config.file(), "linear_num_value_heads " + std::to_string(c.linear_v_heads) +
+                                   " is not a multiple of linear_num_key_heads " +
+                                   std::to_string(c.linear_k_heads));
+  for (const auto& t : c.layer_types)
+    if (t != "full_attention" && t != "linear_attention")
+      throw Error(config.file(), "qwen3_5 layer type \"" + t + "\" is not supported");
+  return c;
+}
+
+}  // namespace draftgate::model

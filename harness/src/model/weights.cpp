@@ -1,0 +1,53 @@
+#include "draftgate/model/weights.h"
+
+#include "draftgate/error.h"
+#include "draftgate/io/tensor_view.h"
+
+namespace draftgate::model {
+
+namespace {
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
+
+WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
+                           at::Device device)
+    : checkpoint_(checkpoint), dtype_(dtype), device_(device) {}
+
+at::Tensor WeightLoader::view(const std::string& name,
+                              const std::vector<std::int64_t>& shape) const {
+  const std::string where = checkpoint_.dir().string();
+  if (!checkpoint_.contains(name)) {
+    for (const char* q : {".weight_packed", ".qweight", ".weight_scale"}) {
+      const std::string module = name.substr(0, name.rfind('.'));
+      if (checkpoint_.contains(module + q))
+        throw Error(where, "tensor \"" + name + "\" is stored quantised (" + module + q + ")",
+                    "draftgate runs unquantised checkpoints; use the bf16/f32 original");
+    }
+    throw Error(where, "missing tensor \"" + name + "\"");
+  }
+  const io::TensorInfo* info = checkpoint_.info(name);
+  if (info != nullptr && info->shape != shape)
+    throw Error(where, "tensor \"" + name + "\" has shape " + shape_text(info->shape) +
+                           ", config implies " + shape_text(shape));
+  const at::Tensor t = io::load_tensor(checkpoint_, name);
+  if (!t.is_floating_point())
+    throw Error(where, "tensor \"" + name + "\" has non-float dtype " +
+                           std::string(io::dtype_name(info->dtype)));
+  return t;
+}
+
+at::Tensor WeightLoader::get(const std::string& name,
+                             const std::vector<std::int64_t>& shape) const {
+  return view(name, shape).to(device_, dtype_);
+}
+
+at::Tensor WeightLoader::get_f32(const std::string& name,
+                                 const std::vector<std::int64_t>& shape) const {
+  return view(name, shape).to(device_, at::kFloat);
+}
+
+}  // namespace draftgate::model
