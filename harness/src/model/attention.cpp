@@ -20,11 +20,10 @@ Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::st
   o_proj_ = w.get(p + "o_proj.weight", {c.hidden, c.num_heads * c.head_dim});
   q_norm_ = w.get(p + "q_norm.weight", {c.head_dim});
   k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});
-  inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(q_proj_.device());
 }
 
-at::Tensor Attention::extend(const at::Tensor& x, const at::Tensor& positions,
-                             const at::Tensor& visible, KVCache& cache) const {
+at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
+                             KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
   const NormStyle style = norm_style(c_.family);
   at::Tensor q = at::linear(x, q_proj_), gate;
@@ -35,10 +34,9 @@ at::Tensor Attention::extend(const at::Tensor& x, const at::Tensor& positions,
   } else {
     q = q.view({t_len, nh, d});
   }
-  q = apply_rope(rms_norm(q, q_norm_, c_.rms_eps, style), positions, inv_freq_);
-  const at::Tensor k =
-      apply_rope(rms_norm(at::linear(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, style),
-                 positions, inv_freq_);
+  q = apply_rope(rms_norm(q, q_norm_, c_.rms_eps, style), rope);
+  const at::Tensor k = apply_rope(
+      rms_norm(at::linear(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, style), rope);
   cache.append(k, at::linear(x, v_proj_).view({t_len, nkv, d}));
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.

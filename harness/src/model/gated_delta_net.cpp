@@ -147,6 +147,7 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
 
   at::Tensor out;
   state.pending_final = at::Tensor();
+  const SingleThreadedBlas blas;
   if (parents.empty()) {
     DeltaOutputs r = algorithm == GdnAlgorithm::kChunked
                          ? delta_rule_chunked(in, state.recurrent)

@@ -1,5 +1,7 @@
 #include "draftgate/model/ops.h"
 
+#include <dlfcn.h>
+
 namespace draftgate::model {
 
 namespace {
@@ -26,20 +28,48 @@ at::Tensor rope_inv_freq(std::int64_t rotary_dim, double theta) {
   return 1.0 / at::pow(theta, j / static_cast<double>(rotary_dim));
 }
 
-at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& positions,
-                      const at::Tensor& inv_freq) {
-  const std::int64_t rotary = inv_freq.size(0) * 2;
-  const at::Tensor freqs =
-      positions.to(at::kFloat).unsqueeze(1) * inv_freq.to(positions.device()).unsqueeze(0);
-  const at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);  // [T, 1, rotary]
-  const at::Tensor cos = emb.cos().to(x.scalar_type());
-  const at::Tensor sin = emb.sin().to(x.scalar_type());
-  const at::Tensor rot = x.narrow(-1, 0, rotary);
-  const std::int64_t half = rotary / 2;
-  const at::Tensor rotated = at::cat({-rot.narrow(-1, half, half), rot.narrow(-1, 0, half)}, -1);
-  const at::Tensor out = rot * cos + rotated * sin;
+RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
+                       at::ScalarType dtype) {
+  const at::Tensor freqs = positions.to(at::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);
+  const at::Tensor cos = freqs.cos(), sin = freqs.sin();
+  return {at::cat({cos, cos}, -1).unsqueeze(1).to(dtype),
+          at::cat({-sin, sin}, -1).unsqueeze(1).to(dtype)};
+}
+
+at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
+  const std::int64_t rotary = rope.cos.size(-1), half = rotary / 2;
+  const at::Tensor rot = rotary == x.size(-1) ? x : x.narrow(-1, 0, rotary);
+  std::vector<std::int64_t> pairs = rot.sizes().vec();
+  pairs.back() = half;
+  pairs.insert(pairs.end() - 1, 2);
+  const at::Tensor swapped = rot.reshape(pairs).flip(-2).reshape(rot.sizes());
+  const at::Tensor out = at::addcmul(rot * rope.cos, swapped, rope.sin);
   if (rotary == x.size(-1)) return out;
   return at::cat({out, x.narrow(-1, rotary, x.size(-1) - rotary)}, -1);
+}
+
+namespace {
+struct OpenBlasThreads {
+  using Set = void (*)(int);
+  using Get = int (*)();
+  Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+};
+const OpenBlasThreads& openblas() {
+  static const OpenBlasThreads o;
+  return o;
+}
+}  // namespace
+
+SingleThreadedBlas::SingleThreadedBlas() {
+  if (openblas().set != nullptr && openblas().get != nullptr) {
+    saved_ = openblas().get();
+    openblas().set(1);
+  }
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  if (saved_ > 0) openblas().set(saved_);
 }
 
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,

@@ -1,6 +1,7 @@
 #include "draftgate/model/target.h"
 
 #include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -69,6 +70,7 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   lm_head_ = stack_.tied_embeddings ? embed_ : w.get(stack_.lm_head, {c.vocab, c.hidden});
+  inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = stack_.layer_path(i) + ".";
     Layer l;
@@ -99,6 +101,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                                   const std::vector<std::int64_t>& parents,
                                   const std::vector<std::int64_t>& taps, bool want_logits) const {
   if (state.has_pending()) throw std::logic_error("extend() with pending tokens: commit() first");
+  c10::InferenceMode inference;
   if (tokens.empty()) throw std::invalid_argument("extend() needs at least one token");
   check_parents(parents, tokens.size());
   for (auto t : tokens)
@@ -111,7 +114,6 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                               std::to_string(config_.num_layers - 1) + ")");
 
   const auto t_len = static_cast<std::int64_t>(tokens.size());
-  const auto long_opts = at::TensorOptions(at::kLong).device(device_);
   std::vector<std::int64_t> depth(t_len);
   at::Tensor visible;  // ancestor-or-self mask of a tree
   if (parents.empty()) {
@@ -127,17 +129,17 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
   }
   std::vector<std::int64_t> pos(t_len);
   for (std::int64_t i = 0; i < t_len; ++i) pos[i] = state.committed + depth[i];
-  const at::Tensor positions = at::tensor(pos, at::kLong).to(device_);
+  const RopeTables rope = rope_tables(at::tensor(pos, at::kLong).to(device_), inv_freq_, dtype_);
 
   ForwardResult result;
-  at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(long_opts.device()));
+  at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(device_));
   const NormStyle style =
       config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const at::Tensor normed = rms_norm(h, l.input_norm, config_.rms_eps, style);
     h = h + (l.linear ? l.linear->extend(normed, state.linear[i], parents, gdn_)
-                      : l.attention->extend(normed, positions, visible, state.kv[i]));
+                      : l.attention->extend(normed, rope, visible, state.kv[i]));
     h = h + swiglu(rms_norm(h, l.post_norm, config_.rms_eps, style), l.gate_proj, l.up_proj,
                    l.down_proj);
     if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end())
@@ -158,6 +160,7 @@ at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
 }
 
 void TargetModel::commit(TargetState& state, const std::vector<std::int64_t>& path) const {
+  c10::InferenceMode inference;
   const auto n = static_cast<std::int64_t>(state.pending.size());
   for (std::size_t i = 0; i < path.size(); ++i) {
     const std::int64_t expected_parent = i == 0 ? -1 : path[i - 1];

@@ -82,6 +82,7 @@ class TargetModel {
   at::Device device_;
   GdnAlgorithm gdn_;
   at::Tensor embed_, final_norm_, lm_head_;
+  at::Tensor inv_freq_;  // shared by every attention layer
   std::vector<Layer> layers_;
 };
 

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Side-by-side performance peer for draftgate's target engines.
+
+A plain eager PyTorch implementation of the same math (Qwen3 dense, Qwen3.5 hybrid with Gated DeltaNet),
+written the way transformers' reference code is: chunked GDN with zero padding for prefill, recurrent GDN and a
+KV cache for decode. Runs on Debian's python3-torch; never a runtime dependency of draftgate.
+
+    /usr/bin/python3 peer_target.py MODEL_DIR --threads 2 [--prefill 128] [--context 64]
+
+prints one JSON object: prefill tokens/s, decode-step latency, peak RSS.
+"""
+import argparse
+import json
+import resource
+import struct
+import time
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        t = torch.frombuffer(bytearray(data[base + b:base + end]), dtype=DTYPES[e["dtype"]])
+        out[name] = t.reshape(e["shape"])
+    return out
+
+
+def rms(x, w, eps, one_plus):
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    if one_plus:
+        return (xf * (1.0 + w.float())).to(x.dtype)
+    return w * xf.to(x.dtype)
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def l2norm(x, eps=1e-6):
+    return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, state, chunk=64):
+    # q, k, v: [H, T, d] float32; g, beta: [H, T]; transformers' torch_chunk_gated_delta_rule, zero-padded.
+    T = q.shape[1]
+    pad = (chunk - T % chunk) % chunk
+    q, k, v = [F.pad(x, (0, 0, 0, pad)) for x in (q, k, v)]
+    beta, g = F.pad(beta, (0, pad)), F.pad(g, (0, pad))
+    H, L, dk = k.shape
+    dv = v.shape[-1]
+    v_beta, k_beta = v * beta[..., None], k * beta[..., None]
+    q, k, v, k_beta, v_beta = [x.reshape(H, -1, chunk, x.shape[-1]) for x in (q, k, v, k_beta, v_beta)]
+    g = g.reshape(H, -1, chunk).cumsum(-1)
+    mask = torch.triu(torch.ones(chunk, chunk, dtype=torch.bool), diagonal=0)
+    decay = ((g[..., :, None] - g[..., None, :]).tril().exp()).tril()
+    attn = -((k_beta @ k.transpose(-1, -2)) * decay).masked_fill(mask, 0)
+    for i in range(1, chunk):
+        row = attn[..., i, :i].clone()
+        sub = attn[..., :i, :i].clone()
+        attn[..., i, :i] = row + (row.unsqueeze(-1) * sub).sum(-2)
+    attn = attn + torch.eye(chunk)
+    value = attn @ v_beta
+    k_cumdecay = attn @ (k_beta * g.exp()[..., None])
+    out = torch.zeros_like(value)
+    upper = torch.triu(torch.ones(chunk, chunk, dtype=torch.bool), diagonal=1)
+    for i in range(L // chunk):
+        q_i, k_i = q[:, i], k[:, i]
+        a = (q_i @ k_i.transpose(-1, -2) * decay[:, i]).masked_fill_(upper, 0)
+        v_new = value[:, i] - k_cumdecay[:, i] @ state
+        out[:, i] = (q_i * g[:, i, :, None].exp()) @ state + a @ v_new
+        state = state * g[:, i, -1, None, None].exp() + (k_i * (g[:, i, -1, None] - g[:, i]).exp()[..., None]).transpose(-1, -2) @ v_new
+    return out.reshape(H, -1, dv)[:, :T], state
+
+
+def recurrent_step(q, k, v, g, beta, state):
+    # q, k: [H, dk]; v: [H, dv]; g, beta: [H]
+    state = state * g.exp()[:, None, None]
+    mem = (state * k[..., None]).sum(-2)
+    delta = (v - mem) * beta[:, None]
+    state = state + k[..., None] * delta[:, None, :]
+    return (state * q[..., None]).sum(-2), state
+
+
+class Target:
+    def __init__(self, path):
+        with open(f"{path}/config.json") as f:
+            cfg = json.load(f)
+        self.c = c = cfg.get("text_config", cfg)
+        self.hybrid = c["model_type"] != "qwen3"
+        w = load_safetensors(f"{path}/model.safetensors")
+        root = "model.language_model." if self.hybrid else "model."
+        self.w, self.root = w, root
+        self.embed = w[root + "embed_tokens.weight"]
+        self.norm = w[root + "norm.weight"]
+        self.head = w.get("lm_head.weight", self.embed)
+        self.eps = c["rms_norm_eps"]
+        self.nh, self.nkv, self.d = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+        if self.hybrid:
+            rot = int(self.d * c["partial_rotary_factor"])
+            theta = c["rope_parameters"]["rope_theta"]
+        else:
+            rot, theta = self.d, c["rope_theta"]
+        self.inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
+        self.types = c["layer_types"]
+
+    def p(self, i):
+        return f"{self.root}layers.{i}."
+
+    def attention(self, i, x, pos, cache):
+        w, p = self.w, self.p(i) + "self_attn."
+        T = x.shape[0]
+        q = F.linear(x, w[p + "q_proj.weight"])
+        gate = None
+        if self.hybrid:
+            q, gate = torch.chunk(q.view(T, self.nh, 2 * self.d), 2, dim=-1)
+            gate = gate.reshape(T, -1)
+        q = rms(q.reshape(T, self.nh, self.d), w[p + "q_norm.weight"], self.eps, self.hybrid).transpose(0, 1)
+        k = rms(F.linear(x, w[p + "k_proj.weight"]).view(T, self.nkv, self.d), w[p + "k_norm.weight"], self.eps, self.hybrid).transpose(0, 1)
+        v = F.linear(x, w[p + "v_proj.weight"]).view(T, self.nkv, self.d).transpose(0, 1)
+        freqs = pos.float()[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), -1)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        r = cos.shape[-1]
+        q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), -1)
+        k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), -1)
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), 1), torch.cat((cache[1], v), 1)
+        g = self.nh // self.nkv
+        kk, vv = k.repeat_interleave(g, 0), v.repeat_interleave(g, 0)
+        s = (q @ kk.transpose(-1, -2)) * self.d ** -0.5
+        S = kk.shape[1]
+        if T > 1:
+            mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
+            s = s.masked_fill(~mask, float("-inf"))
+        o = (F.softmax(s, dim=-1, dtype=torch.float32).to(x.dtype) @ vv).transpose(0, 1).reshape(T, -1)
+        if gate is not None:
+            o = o * torch.sigmoid(gate)
+        return F.linear(o, w[p + "o_proj.weight"]), (k, v)
+
+    def gdn(self, i, x, cache):
+        w, p, c = self.w, self.p(i) + "linear_attn.", self.c
+        T = x.shape[0]
+        nk, nv, dk, dv = c["linear_num_key_heads"], c["linear_num_value_heads"], c["linear_key_head_dim"], c["linear_value_head_dim"]
+        K = c["linear_conv_kernel_dim"]
+        raw = F.linear(x, w[p + "in_proj_qkv.weight"])
+        conv_state, state = cache if cache is not None else (torch.zeros(K - 1, raw.shape[-1], dtype=x.dtype), torch.zeros(nv, dk, dv))
+        seq = torch.cat((conv_state, raw), 0)
+        mixed = F.silu(F.conv1d(seq.t()[None], w[p + "conv1d.weight"], groups=raw.shape[-1])[0].t())
+        q, k, v = torch.split(mixed, [nk * dk, nk * dk, nv * dv], -1)
+        q, k, v = q.reshape(T, nk, dk), k.reshape(T, nk, dk), v.reshape(T, nv, dv)
+        beta = torch.sigmoid(F.linear(x, w[p + "in_proj_b.weight"]))
+        g = -w[p + "A_log"].float().exp() * F.softplus(F.linear(x, w[p + "in_proj_a.weight"]).float() + w[p + "dt_bias"])
+        if nv > nk:
+            q, k = q.repeat_interleave(nv // nk, 1), k.repeat_interleave(nv // nk, 1)
+        q = l2norm(q.float()) * dk ** -0.5
+        k = l2norm(k.float())
+        v, beta = v.float(), beta.float()
+        if T == 1:
+            o, state = recurrent_step(q[0], k[0], v[0], g[0], beta[0], state)
+            o = o[None]
+        else:
+            o, state = chunk_gated_delta_rule(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), g.t(), beta.t(), state)
+            o = o.transpose(0, 1)
+        z = F.linear(x, w[p + "in_proj_z.weight"]).view(T, nv, dv)
+        nw = w[p + "norm.weight"]
+        of = o.float()
+        of = of * torch.rsqrt(of.pow(2).mean(-1, keepdim=True) + self.eps)
+        o = (nw * of.to(x.dtype)) * F.silu(z.float())
+        return F.linear(o.to(x.dtype).reshape(T, -1), w[p + "out_proj.weight"]), (seq[-(K - 1):], state)
+
+    @torch.inference_mode()
+    def forward(self, ids, start, caches):
+        x = self.embed[ids]
+        pos = torch.arange(start, start + len(ids))
+        new = []
+        for i, t in enumerate(self.types):
+            w, p = self.w, self.p(i)
+            h = rms(x, w[p + "input_layernorm.weight"], self.eps, self.hybrid)
+            cache = caches[i] if caches else None
+            out, nc = self.gdn(i, h, cache) if t == "linear_attention" else self.attention(i, h, pos, cache)
+            new.append(nc)
+            x = x + out
+            h = rms(x, w[p + "post_attention_layernorm.weight"], self.eps, self.hybrid)
+            x = x + F.linear(F.silu(F.linear(h, w[p + "mlp.gate_proj.weight"])) * F.linear(h, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"])
+        return F.linear(rms(x, self.norm, self.eps, self.hybrid), self.head).float(), new
+
+
+def time_it(fn, min_time):
+    fn()
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time and n >= 3:
+            return elapsed / n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefill", type=int, default=128)
+    ap.add_argument("--context", type=int, default=64)
+    ap.add_argument("--min-time", type=float, default=2.0)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    m = Target(a.model)
+    vocab = m.embed.shape[0]
+    ids = torch.arange(a.prefill) * 7919 % vocab
+    prefill = time_it(lambda: m.forward(ids, 0, None), a.min_time)
+    ctx = torch.arange(a.context) * 7919 % vocab
+    _, caches = m.forward(ctx, 0, None)
+    step = time_it(lambda: m.forward(torch.tensor([5]), a.context, caches), a.min_time)
+    print(json.dumps({
+        "prefill_tokens_per_s": a.prefill / prefill,
+        "decode_step_ms": step * 1e3,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": a.threads,
+    }))
+
+
+if __name__ == "__main__":
+    main()

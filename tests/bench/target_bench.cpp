@@ -1,0 +1,164 @@
+// Target engine speed and memory: prefill throughput and decode-step latency on a tiny model, a
+// Qwen3-0.6B-shaped random model and a comparable Qwen3.5 hybrid, plus the machine's memory read
+// bandwidth (the bound for decode, which streams every weight once per token). compare_with_peer.py
+// runs these beside the Python peer and prints the ratios reported in the README.
+//
+// Models are written on first use under $DRAFTGATE_BENCH_MODELS (default: bench-models/ in the
+// working dir).
+
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/target.h"
+
+namespace draftgate::model {
+namespace {
+namespace fs = std::filesystem;
+
+struct BenchModel {
+  const char* name;
+  RandomTargetSpec spec;
+};
+
+RandomTargetSpec tiny(Family family) {
+  RandomTargetSpec s;
+  s.family = family;
+  s.layout = family == Family::kQwen3 ? TargetLayout::kFlat : TargetLayout::kTextResave;
+  return s;
+}
+
+RandomTargetSpec qwen3_0_6b() {  // Qwen3-0.6B shapes: 596M parameters
+  RandomTargetSpec s;
+  s.hidden = 1024, s.intermediate = 3072, s.layers = 28, s.heads = 16, s.kv_heads = 8,
+  s.head_dim = 128;
+  s.vocab = 151936, s.tied = true;
+  return s;
+}
+
+RandomTargetSpec qwen3_5_0_8b() {  // Qwen3.5-0.8B shapes with the Qwen3 vocabulary: 622M parameters
+  RandomTargetSpec s = qwen3_0_6b();
+  s.family = Family::kQwen3_5, s.layout = TargetLayout::kTextResave;
+  s.intermediate = 3584, s.layers = 24, s.heads = 8, s.kv_heads = 2, s.head_dim = 256;
+  s.linear_k_heads = 16, s.linear_v_heads = 16, s.linear_k_dim = 128, s.linear_v_dim = 128;
+  s.partial_rotary_factor = 0.25;
+  return s;
+}
+
+const std::map<std::string, RandomTargetSpec>& models() {
+  static const std::map<std::string, RandomTargetSpec> m = {
+      {"tiny-qwen3", tiny(Family::kQwen3)},
+      {"tiny-qwen3_5", tiny(Family::kQwen3_5)},
+      {"qwen3-0.6b", qwen3_0_6b()},
+      {"qwen3_5-0.8b", qwen3_5_0_8b()}};
+  return m;
+}
+
+fs::path model_dir(const std::string& name) {
+  const char* env = std::getenv("DRAFTGATE_BENCH_MODELS");
+  const fs::path dir = fs::path(env != nullptr ? env : "bench-models") / name;
+  if (!fs::exists(dir / "model.safetensors")) write_random_target(dir, models().at(name));
+  return dir;
+}
+
+struct Loaded {
+  io::Checkpoint checkpoint;
+  std::unique_ptr<TargetModel> model;
+};
+
+Loaded& load(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Loaded>> cache;
+  auto& slot = cache[name];
+  if (!slot) {
+    auto ckpt = io::Checkpoint::open(model_dir(name));
+    slot = std::make_unique<Loaded>(Loaded{std::move(ckpt), nullptr});
+    slot->model = TargetModel::load(slot->checkpoint, TargetOptions{});
+  }
+  return *slot;
+}
+
+std::vector<std::int64_t> ids(std::int64_t n, std::int64_t vocab) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(i * 7919 % vocab);
+  return v;
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+double weights_mb(const io::Checkpoint& ckpt) {
+  double bytes = 0;
+  for (const auto& n : ckpt.names()) bytes += static_cast<double>(ckpt.info(n)->nbytes());
+  return bytes / (1024.0 * 1024.0);
+}
+
+void BM_Prefill(benchmark::State& state, const std::string& name) {
+  Loaded& l = load(name);
+  const auto tokens = ids(state.range(0), l.model->config().vocab);
+  for (auto _ : state) benchmark::DoNotOptimize(l.model->forward(tokens, {}).logits);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["weights_MB"] = weights_mb(l.checkpoint);
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+  state.counters["threads"] = at::get_num_threads();
+}
+
+// One token after `range(0)` committed tokens, rolled back each time so the context length stays
+// fixed.
+void BM_DecodeStep(benchmark::State& state, const std::string& name) {
+  Loaded& l = load(name);
+  TargetState s = l.model->new_state();
+  l.model->extend(s, ids(state.range(0), l.model->config().vocab));
+  l.model->commit_all(s);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(l.model->extend(s, {5}).logits);
+    l.model->commit(s, {});
+  }
+  state.counters["weights_MB"] = weights_mb(l.checkpoint);
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+  state.counters["threads"] = at::get_num_threads();
+}
+
+// Reads a 1 GiB buffer: the memory bandwidth that bounds a decode step.
+void BM_MemoryReadBandwidth(benchmark::State& state) {
+  const at::Tensor buffer = at::ones({256 * 1024 * 1024}, at::kFloat);
+  for (auto _ : state) benchmark::DoNotOptimize(buffer.sum());
+  state.SetBytesProcessed(state.iterations() * buffer.nbytes());
+}
+
+void register_all() {
+  for (const char* name : {"tiny-qwen3", "tiny-qwen3_5", "qwen3-0.6b", "qwen3_5-0.8b"}) {
+    benchmark::RegisterBenchmark((std::string("Prefill/") + name).c_str(), BM_Prefill,
+                                 std::string(name))
+        ->Arg(128)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("DecodeStep/") + name).c_str(), BM_DecodeStep,
+                                 std::string(name))
+        ->Arg(64)
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark("MemoryReadBandwidth", BM_MemoryReadBandwidth)
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+}  // namespace draftgate::model
+
+int main(int argc, char** argv) {
+  at::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  draftgate::model::register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
