@@ -5,8 +5,16 @@
 namespace draftgate::model {
 
 namespace {
+constexpr std::int64_t kGatherConvMaxTokens = 64;
+
 at::Tensor l2_normalise(const at::Tensor& x) {
   return x * at::rsqrt((x * x).sum(-1, /*keepdim=*/true) + 1e-6);
+}
+
+std::vector<std::int64_t> chain(std::int64_t n) {
+  std::vector<std::int64_t> parents(n);
+  for (std::int64_t i = 0; i < n; ++i) parents[i] = i - 1;
+  return parents;
 }
 }  // namespace
 
@@ -77,7 +85,7 @@ GatedDeltaNet::GatedDeltaNet(const TargetConfig& c, const WeightLoader& w, const
   in_proj_a_ = w.get(p + "in_proj_a.weight", {nv, h});
   in_proj_b_ = w.get(p + "in_proj_b.weight", {nv, h});
   conv_w_ = w.get(p + "conv1d.weight", {c.conv_width(), 1, c.conv_kernel});
-  a_log_ = w.get_f32(p + "A_log", {nv});
+  neg_a_ = -w.get_f32(p + "A_log", {nv}).exp();
   dt_bias_ = w.get_f32(p + "dt_bias", {nv});
   norm_ = w.get(p + "norm.weight", {c.linear_v_dim});
   out_proj_ = w.get(p + "out_proj.weight", {h, c.linear_value_width()});
@@ -99,8 +107,8 @@ at::Tensor GatedDeltaNet::conv_chain(const at::Tensor& raw, const at::Tensor& wi
       .t();
 }
 
-at::Tensor GatedDeltaNet::conv_tree(const at::Tensor& raw, const at::Tensor& window,
-                                    const std::vector<std::int64_t>& parents) const {
+at::Tensor GatedDeltaNet::conv_windows(const at::Tensor& raw, const at::Tensor& window,
+                                       const std::vector<std::int64_t>& parents) const {
   // Rows of [window; raw]: node i's input window is its K−1 nearest ancestors (then the committed
   // window).
   const std::int64_t k = c_.conv_kernel, w = k - 1;
@@ -130,26 +138,33 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   const std::int64_t t_len = x.size(0), nk = c_.linear_k_heads, nv = c_.linear_v_heads;
   const std::int64_t dk = c_.linear_k_dim, dv = c_.linear_v_dim;
   const at::Tensor raw = at::linear(x, in_proj_qkv_);
-  const at::Tensor mixed = at::silu(parents.empty() ? conv_chain(raw, state.conv_window)
-                                                    : conv_tree(raw, state.conv_window, parents));
+  // Long chains convolve with conv1d; short ones (decode, verify blocks) and trees gather each
+  // token's window, several times cheaper than a depthwise conv1d call at these sizes.
+  const bool long_chain = parents.empty() && t_len > kGatherConvMaxTokens;
+  const at::Tensor mixed = at::silu(
+      long_chain ? conv_chain(raw, state.conv_window)
+                 : conv_windows(raw, state.conv_window, parents.empty() ? chain(t_len) : parents));
   const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
   at::Tensor q = parts[0].reshape({t_len, nk, dk}), k = parts[1].reshape({t_len, nk, dk});
-  if (nv > nk) {  // each K/Q head serves nv/nk consecutive V heads
-    q = q.repeat_interleave(nv / nk, 1);
-    k = k.repeat_interleave(nv / nk, 1);
+  if (nv >
+      nk) {  // each K/Q head serves nv/nk consecutive V heads (repeat_interleave, without its cost)
+    q = q.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
+    k = k.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
   }
   DeltaInputs in;
   in.q = l2_normalise(q.to(at::kFloat)) * (1.0 / std::sqrt(static_cast<double>(dk)));
   in.k = l2_normalise(k.to(at::kFloat));
   in.v = parts[2].reshape({t_len, nv, dv}).to(at::kFloat);
   in.beta = at::sigmoid(at::linear(x, in_proj_b_)).to(at::kFloat);
-  in.g = -a_log_.exp() * at::softplus(at::linear(x, in_proj_a_).to(at::kFloat) + dt_bias_);
+  in.g = neg_a_ * at::softplus(at::linear(x, in_proj_a_).to(at::kFloat) + dt_bias_);
 
   at::Tensor out;
   state.pending_final = at::Tensor();
   const SingleThreadedBlas blas;
   if (parents.empty()) {
-    DeltaOutputs r = algorithm == GdnAlgorithm::kChunked
+    // A single token is one recurrent step in either algorithm (as in the reference's cached
+    // decode).
+    DeltaOutputs r = algorithm == GdnAlgorithm::kChunked && t_len > 1
                          ? delta_rule_chunked(in, state.recurrent)
                          : delta_rule_recurrent(in, state.recurrent);
     out = r.out;

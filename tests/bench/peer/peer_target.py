@@ -217,9 +217,22 @@ def main():
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--min-time", type=float, default=2.0)
+    ap.add_argument("--check", help="a `draftgate forward` dump: recompute its logits and report the difference")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     m = Target(a.model)
+    if a.check:
+        dump = load_safetensors(a.check)
+        with open(a.check, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            meta = json.loads(f.read(n))["__metadata__"]
+        tokens = torch.tensor([int(t) for t in meta["tokens"].split(",")])
+        logits, _ = m.forward(tokens, 0, None)
+        ref = dump["logits"]
+        err = ((logits - ref).abs().max() / ref.abs().max()).item()
+        top1 = (logits.argmax(-1) == ref.argmax(-1)).float().mean().item()
+        print(json.dumps({"logits_rel_err": err, "top1_agreement": top1}))
+        return
     vocab = m.embed.shape[0]
     ids = torch.arange(a.prefill) * 7919 % vocab
     prefill = time_it(lambda: m.forward(ids, 0, None), a.min_time)

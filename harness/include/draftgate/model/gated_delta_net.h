@@ -53,12 +53,12 @@ class GatedDeltaNet {
 
  private:
   at::Tensor conv_chain(const at::Tensor& raw, const at::Tensor& window) const;
-  at::Tensor conv_tree(const at::Tensor& raw, const at::Tensor& window,
-                       const std::vector<std::int64_t>& parents) const;
+  at::Tensor conv_windows(const at::Tensor& raw, const at::Tensor& window,
+                          const std::vector<std::int64_t>& parents) const;
 
   const TargetConfig& c_;
-  at::Tensor in_proj_qkv_, in_proj_z_, in_proj_a_, in_proj_b_, conv_w_, a_log_, dt_bias_, norm_,
-      out_proj_;
+  at::Tensor in_proj_qkv_, in_proj_z_, in_proj_a_, in_proj_b_, conv_w_, dt_bias_, norm_, out_proj_;
+  at::Tensor neg_a_;  // −exp(A_log), float32
 };
 
 }  // namespace draftgate::model

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Runs draftgate's target benchmark beside the Python peer and prints the ratios reported in the README.
+
+    /usr/bin/python3 tests/bench/compare_with_peer.py [--build build] [--models DIR] [--threads N]
+
+Needs Debian's python3-torch for the peer (never a draftgate dependency). Before timing anything it checks
+that the peer computes the same logits as draftgate on every model, so the comparison is like for like.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+MODELS = ["tiny-qwen3", "tiny-qwen3_5", "qwen3-0.6b", "qwen3_5-0.8b"]
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer", "peer_target.py")
+
+
+def run(cmd, env=None):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    return out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--models", default=os.path.join("build", "bench-models"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--min-time", type=float, default=3.0)
+    a = ap.parse_args()
+    env = dict(os.environ, DRAFTGATE_BENCH_MODELS=a.models)
+    bench = os.path.join(a.build, "target_bench")
+    draftgate = os.path.join(a.build, "draftgate")
+    run([bench, "--make-models"], env)
+
+    for name in MODELS:
+        model = os.path.join(a.models, name)
+        dump = os.path.join(a.models, name + ".check.safetensors")
+        run([draftgate, "--threads", str(a.threads), "forward", "--model", model, "--tokens",
+             ",".join(str(i * 7919 % 256) for i in range(24)), "--out", dump])
+        check = json.loads(run([sys.executable, PEER, model, "--check", dump, "--threads", str(a.threads)]))
+        print(f"peer vs draftgate logits on {name}: rel. error {check['logits_rel_err']:.2e}, "
+              f"top-1 agreement {check['top1_agreement']:.3f}", file=sys.stderr)
+        if check["top1_agreement"] < 0.95:
+            sys.exit(f"the peer does not compute what draftgate computes on {name}: {check}")
+
+    ours = {}
+    for name in MODELS + ["MemoryReadBandwidth"]:
+        # One process per model, so each peak RSS is that model's alone.
+        out = json.loads(run([bench, f"--benchmark_filter=/{name}/|^{name}$", "--benchmark_format=json",
+                              f"--benchmark_min_time={a.min_time}"], env))
+        for b in out["benchmarks"]:
+            ours[b["name"]] = b
+    bandwidth = ours["MemoryReadBandwidth"]["bytes_per_second"]
+
+    rows = []
+    for name in MODELS:
+        peer = json.loads(run([sys.executable, PEER, os.path.join(a.models, name), "--threads", str(a.threads),
+                               "--min-time", str(a.min_time)]))
+        pre, dec = ours[f"Prefill/{name}/128"], ours[f"DecodeStep/{name}/64"]
+        dec_ms = dec["real_time"]
+        weights_mb = dec["weights_MB"]
+        bound_ms = weights_mb * 1024 * 1024 / bandwidth * 1e3
+        rows.append((name, weights_mb, pre["items_per_second"], peer["prefill_tokens_per_s"], dec_ms,
+                     peer["decode_step_ms"], bound_ms, dec["peak_rss_MB"], peer["peak_rss_mb"]))
+
+    print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; prefill 128 tokens; "
+          f"decode one token after 64")
+    print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
+          "| decode bound ms (% of bound) | peak RSS MB draftgate / peer |")
+    print("|---|---|---|---|---|---|")
+    for (name, w, pre, ppre, dec, pdec, bound, rss, prss) in rows:
+        print(f"| {name} | {w:.0f} | {pre:.0f} / {ppre:.0f} ({pre / ppre:.2f}x) | {dec:.2f} / {pdec:.2f} "
+              f"({pdec / dec:.2f}x) | {bound:.2f} ({100 * bound / dec:.0f}%) | {rss:.0f} / {prss:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
