@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs draftgate's target benchmark beside the Python peer and prints the ratios reported in the README.
 
-    /usr/bin/python3 tests/bench/compare_with_peer.py [--build build] [--models DIR] [--threads N]
+    /usr/bin/python3 tests/bench/compare_with_peer.py [--build build] [--models DIR] [--threads N] [--rounds 3]
 
 Needs Debian's python3-torch for the peer (never a draftgate dependency). Before timing anything it checks
 that the peer computes the same logits as draftgate on every model, so the comparison is like for like.
@@ -26,7 +26,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--models", default=os.path.join("build", "bench-models"))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--min-time", type=float, default=3.0)
+    ap.add_argument("--min-time", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     env = dict(os.environ, DRAFTGATE_BENCH_MODELS=a.models)
     bench = os.path.join(a.build, "target_bench")
@@ -44,28 +45,34 @@ def main():
         if check["top1_agreement"] < 0.95:
             sys.exit(f"the peer does not compute what draftgate computes on {name}: {check}")
 
-    ours = {}
-    for name in MODELS + ["MemoryReadBandwidth"]:
-        # One process per model, so each peak RSS is that model's alone.
+    # The machine is shared and noisy: alternate draftgate and the peer for --rounds rounds per model and keep
+    # each side's best (highest throughput, lowest latency), the usual practice for noisy hosts.
+    def ours(name):
         out = json.loads(run([bench, f"--benchmark_filter=/{name}/|^{name}$", "--benchmark_format=json",
                               f"--benchmark_min_time={a.min_time}"], env))
-        for b in out["benchmarks"]:
-            ours[b["name"]] = b
-    bandwidth = ours["MemoryReadBandwidth"]["bytes_per_second"]
+        return {b["name"]: b for b in out["benchmarks"]}
 
+    bandwidth = max(ours("MemoryReadBandwidth")["MemoryReadBandwidth"]["bytes_per_second"]
+                    for _ in range(a.rounds))
     rows = []
     for name in MODELS:
-        peer = json.loads(run([sys.executable, PEER, os.path.join(a.models, name), "--threads", str(a.threads),
-                               "--min-time", str(a.min_time)]))
-        pre, dec = ours[f"Prefill/{name}/128"], ours[f"DecodeStep/{name}/64"]
-        dec_ms = dec["real_time"]
-        weights_mb = dec["weights_MB"]
-        bound_ms = weights_mb * 1024 * 1024 / bandwidth * 1e3
-        rows.append((name, weights_mb, pre["items_per_second"], peer["prefill_tokens_per_s"], dec_ms,
-                     peer["decode_step_ms"], bound_ms, dec["peak_rss_MB"], peer["peak_rss_mb"]))
+        best = {}
+        for _ in range(a.rounds):
+            mine = ours(name)  # one process per model, so each peak RSS is that model's alone
+            peer = json.loads(run([sys.executable, PEER, os.path.join(a.models, name), "--threads",
+                                   str(a.threads), "--min-time", str(a.min_time)]))
+            pre, dec = mine[f"Prefill/{name}/128"], mine[f"DecodeStep/{name}/64"]
+            sample = {"pre": pre["items_per_second"], "ppre": peer["prefill_tokens_per_s"],
+                      "dec": -dec["real_time"], "pdec": -peer["decode_step_ms"]}
+            for k, v in sample.items():
+                best[k] = max(best.get(k, v), v)
+            best["weights"], best["rss"], best["prss"] = dec["weights_MB"], dec["peak_rss_MB"], peer["peak_rss_mb"]
+        bound_ms = best["weights"] * 1024 * 1024 / bandwidth * 1e3
+        rows.append((name, best["weights"], best["pre"], best["ppre"], -best["dec"], -best["pdec"], bound_ms,
+                     best["rss"], best["prss"]))
 
     print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; prefill 128 tokens; "
-          f"decode one token after 64")
+          f"decode one token after 64; best of {a.rounds} alternating rounds")
     print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
           "| decode bound ms (% of bound) | peak RSS MB draftgate / peer |")
     print("|---|---|---|---|---|---|")

@@ -26,7 +26,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
                              KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
   const NormStyle style = norm_style(c_.family);
-  at::Tensor q = at::linear(x, q_proj_), gate;
+  at::Tensor q = dense(x, q_proj_), gate;
   if (c_.attn_output_gate) {
     const auto halves = q.view({t_len, nh, 2 * d}).split(d, -1);  // per head: [query | gate]
     q = halves[0];
@@ -36,8 +36,8 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
   }
   q = apply_rope(rms_norm(q, q_norm_, c_.rms_eps, style), rope);
   const at::Tensor k = apply_rope(
-      rms_norm(at::linear(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, style), rope);
-  cache.append(k, at::linear(x, v_proj_).view({t_len, nkv, d}));
+      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, style), rope);
+  cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
   const std::int64_t group = nh / nkv, rows = cache.rows(), committed = rows - t_len;
@@ -59,7 +59,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
                              .view({nkv, group, t_len, d})
                              .permute({2, 0, 1, 3})
                              .reshape({t_len, nh * d});
-  return at::linear(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
+  return dense(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
 }
 
 }  // namespace draftgate::model

@@ -137,7 +137,7 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
                                  GdnAlgorithm algorithm) const {
   const std::int64_t t_len = x.size(0), nk = c_.linear_k_heads, nv = c_.linear_v_heads;
   const std::int64_t dk = c_.linear_k_dim, dv = c_.linear_v_dim;
-  const at::Tensor raw = at::linear(x, in_proj_qkv_);
+  const at::Tensor raw = dense(x, in_proj_qkv_);
   // Long chains convolve with conv1d; short ones (decode, verify blocks) and trees gather each
   // token's window, several times cheaper than a depthwise conv1d call at these sizes.
   const bool long_chain = parents.empty() && t_len > kGatherConvMaxTokens;
@@ -155,8 +155,8 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   in.q = l2_normalise(q.to(at::kFloat)) * (1.0 / std::sqrt(static_cast<double>(dk)));
   in.k = l2_normalise(k.to(at::kFloat));
   in.v = parts[2].reshape({t_len, nv, dv}).to(at::kFloat);
-  in.beta = at::sigmoid(at::linear(x, in_proj_b_)).to(at::kFloat);
-  in.g = neg_a_ * at::softplus(at::linear(x, in_proj_a_).to(at::kFloat) + dt_bias_);
+  in.beta = at::sigmoid(dense(x, in_proj_b_)).to(at::kFloat);
+  in.g = neg_a_ * at::softplus(dense(x, in_proj_a_).to(at::kFloat) + dt_bias_);
 
   at::Tensor out;
   state.pending_final = at::Tensor();
@@ -186,9 +186,9 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   state.pending_g = in.g;
   state.pending_beta = in.beta;
 
-  const at::Tensor z = at::linear(x, in_proj_z_).view({t_len, nv, dv});
+  const at::Tensor z = dense(x, in_proj_z_).view({t_len, nv, dv});
   const at::Tensor normed = rms_norm_gated(out.to(x.scalar_type()), norm_, z, c_.rms_eps);
-  return at::linear(normed.reshape({t_len, nv * dv}), out_proj_);
+  return dense(normed.reshape({t_len, nv * dv}), out_proj_);
 }
 
 void GatedDeltaNet::commit(LinearState& state, const std::vector<std::int64_t>& path,

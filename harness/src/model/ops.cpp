@@ -72,9 +72,15 @@ SingleThreadedBlas::~SingleThreadedBlas() {
   if (saved_ > 0) openblas().set(saved_);
 }
 
+at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
+  if (w.scalar_type() == at::kBFloat16 && w.device().is_cpu() && w.numel() <= kSmallWeightElements)
+    return at::linear(x.to(at::kFloat), w.to(at::kFloat)).to(x.scalar_type());
+  return at::linear(x, w);
+}
+
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,
                   const at::Tensor& down_w) {
-  return at::linear(at::silu(at::linear(x, gate_w)) * at::linear(x, up_w), down_w);
+  return dense(at::silu(dense(x, gate_w)) * dense(x, up_w), down_w);
 }
 
 }  // namespace draftgate::model

@@ -155,7 +155,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
 at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
   const NormStyle style =
       config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
-  return at::linear(rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style), lm_head_)
+  return dense(rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style), lm_head_)
       .to(at::kFloat);
 }
 

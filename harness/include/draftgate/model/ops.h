@@ -34,6 +34,13 @@ RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
 // Rotates x [T, heads, D]: the first rotary_dim dims by NeoX rotate_half, the rest pass through.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 
+// x · wᵀ. oneDNN's per-call overhead on small bf16 matmuls is ~8x a float32 BLAS call here, so bf16
+// weights of at most kSmallWeightElements run in float32 and round once: bf16 products are exact in
+// float32 and both paths accumulate in float32. Larger weights stay bf16, where reading them is
+// what costs.
+inline constexpr std::int64_t kSmallWeightElements = 1 << 16;
+at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
+
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
 // OpenMP threads on the many small batched matmuls of Gated DeltaNet (2-3x slower on 2 cores).
 // No-op for other BLAS.
