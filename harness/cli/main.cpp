@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   draftgate::cli::add_probe(app, &runner);
   draftgate::cli::add_forward(app, &runner);
+  draftgate::cli::add_eval(app, &runner);
   draftgate::cli::add_make_target(app, &runner);
+  draftgate::cli::add_make_drafter(app, &runner);
 
   try {
     app.parse(argc, argv);

@@ -13,5 +13,7 @@ using VerbRunner = std::function<int()>;
 void add_probe(CLI::App& app, VerbRunner* runner);
 void add_forward(CLI::App& app, VerbRunner* runner);
 void add_make_target(CLI::App& app, VerbRunner* runner);
+void add_make_drafter(CLI::App& app, VerbRunner* runner);
+void add_eval(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

@@ -1,8 +1,10 @@
-// `draftgate forward` and `draftgate make-target` end to end: the dump format, and bad input exiting 2.
+// `draftgate forward` and `draftgate make-target` end to end: the dump format, and bad input
+// exiting 2.
 
-#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "draftgate/io/checkpoint.h"
@@ -57,10 +59,11 @@ TEST(ForwardCli, ChunkedAndRecurrentDumpsAgree) {
   std::vector<at::Tensor> logits;
   for (const std::string gdn : {"chunked", "recurrent"}) {
     const fs::path out = dir / (gdn + ".safetensors");
-    ASSERT_EQ(run_draftgate("forward --model " + dir.string() + " --tokens 1,2,3,4,5,6,7 --dtype f32 --gdn " +
-                            gdn + " --out " + out.string())
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        run_draftgate("forward --model " + dir.string() +
+                      " --tokens 1,2,3,4,5,6,7 --dtype f32 --gdn " + gdn + " --out " + out.string())
+            .exit_code,
+        0);
     const auto file = io::SafetensorsFile::open(out);
     logits.push_back(io::tensor_view(file, *file->header().find("logits")).clone());
   }
@@ -91,24 +94,30 @@ INSTANTIATE_TEST_SUITE_P(
                    "token id 999 is outside the vocabulary [0, 256)"},
         BadForward{"tap_out_of_range", "--tokens 1 --taps 4 --out /tmp/x.safetensors",
                    "tap 4 is not a decoder layer (0..3)"},
-        BadForward{"bad_dtype", "--tokens 1 --dtype fp8 --out /tmp/x.safetensors", "unknown dtype \"fp8\""},
-        BadForward{"bad_gdn", "--tokens 1 --gdn fla --out /tmp/x.safetensors", "unknown algorithm \"fla\""},
-        BadForward{"no_cuda", "--tokens 1 --device cuda --out /tmp/x.safetensors", "built without CUDA"},
+        BadForward{"bad_dtype", "--tokens 1 --dtype fp8 --out /tmp/x.safetensors",
+                   "unknown dtype \"fp8\""},
+        BadForward{"bad_gdn", "--tokens 1 --gdn fla --out /tmp/x.safetensors",
+                   "unknown algorithm \"fla\""},
+        BadForward{"no_cuda", "--tokens 1 --device cuda --out /tmp/x.safetensors",
+                   "built without CUDA"},
         BadForward{"bad_tokens", "--tokens 1,x --out /tmp/x.safetensors", "usage error"},
         BadForward{"unwritable_out", "--tokens 1 --out /nonexistent/dir/x.safetensors",
                    "/nonexistent/dir/x.safetensors: cannot create a temporary file"}),
     [](const auto& p) { return p.param.label; });
 
-// Checkpoints whose config and weights disagree: the error names the checkpoint and the tensor or field.
+// Checkpoints whose config and weights disagree: the error names the checkpoint and the tensor or
+// field.
 TEST(ForwardCli, ConfigAndWeightsDisagree) {
   const fs::path dir = make_target("fwd_mismatch", "--family qwen3");
   auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
   config["intermediate_size"] = 96;
   std::ofstream(dir / "config.json") << config.dump();
-  auto r = run_draftgate("forward --model " + dir.string() + " --tokens 1 --out /tmp/x.safetensors");
+  auto r =
+      run_draftgate("forward --model " + dir.string() + " --tokens 1 --out /tmp/x.safetensors");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("tensor \"model.layers.0.mlp.gate_proj.weight\" has shape [128, 64], config "
-                               "implies [96, 64]"));
+  EXPECT_THAT(
+      r.err, HasSubstr("tensor \"model.layers.0.mlp.gate_proj.weight\" has shape [128, 64], config "
+                       "implies [96, 64]"));
 
   config["intermediate_size"] = 128;
   config.erase("head_dim");
@@ -126,8 +135,9 @@ TEST(ForwardCli, ConfigAndWeightsDisagree) {
 }
 
 TEST(ForwardCli, MetadataOnlyCheckpointHasNoWeights) {
-  const auto r = run_draftgate("forward --model " + std::string(DRAFTGATE_SOURCE_DIR) +
-                               "/fixtures/real-layouts/qwen3-4b-hf --tokens 1 --out /tmp/x.safetensors");
+  const auto r =
+      run_draftgate("forward --model " + std::string(DRAFTGATE_SOURCE_DIR) +
+                    "/fixtures/real-layouts/qwen3-4b-hf --tokens 1 --out /tmp/x.safetensors");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("metadata-only checkpoint"));
 }
@@ -140,15 +150,18 @@ TEST(ForwardCli, QuantisedCheckpointIsRefusedByName) {
     const auto file = io::SafetensorsFile::open(weights);
     for (const auto& info : file->header().tensors) {
       std::string name = info.name;
-      if (name == "model.layers.1.self_attn.q_proj.weight") name = "model.layers.1.self_attn.q_proj.weight_packed";
+      if (name == "model.layers.1.self_attn.q_proj.weight")
+        name = "model.layers.1.self_attn.q_proj.weight_packed";
       renamed.emplace_back(name, io::tensor_view(file, info).clone());
     }
   }
   io::write_tensors(weights, renamed);
-  const auto r = run_draftgate("forward --model " + dir.string() + " --tokens 1 --out /tmp/x.safetensors");
+  const auto r =
+      run_draftgate("forward --model " + dir.string() + " --tokens 1 --out /tmp/x.safetensors");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("tensor \"model.layers.1.self_attn.q_proj.weight\" is stored quantised "
-                               "(model.layers.1.self_attn.q_proj.weight_packed)"));
+  EXPECT_THAT(r.err,
+              HasSubstr("tensor \"model.layers.1.self_attn.q_proj.weight\" is stored quantised "
+                        "(model.layers.1.self_attn.q_proj.weight_packed)"));
 }
 
 }  // namespace

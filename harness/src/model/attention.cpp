@@ -22,6 +22,14 @@ Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::st
   k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});
 }
 
+void Attention::append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const {
+  const std::int64_t t_len = x.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
+  const at::Tensor k = apply_rope(
+      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, norm_style(c_.family)),
+      rope);
+  cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
+}
+
 at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                              KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
@@ -35,9 +43,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
     q = q.view({t_len, nh, d});
   }
   q = apply_rope(rms_norm(q, q_norm_, c_.rms_eps, style), rope);
-  const at::Tensor k = apply_rope(
-      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, style), rope);
-  cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
+  append_kv(x, rope, cache);
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
   const std::int64_t group = nh / nkv, rows = cache.rows(), committed = rows - t_len;
@@ -47,11 +53,10 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
       at::matmul(qg, cache.keys().transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(d)));
   scores = scores.view({nkv, group, t_len, rows});
   if (t_len > 1 || visible.defined()) {
-    const at::Tensor pending_visible =
+    at::Tensor mask =
         visible.defined() ? visible : at::ones({t_len, t_len}, x.options().dtype(at::kBool)).tril();
-    const at::Tensor mask =
-        at::cat({at::ones({t_len, committed}, pending_visible.options()), pending_visible},
-                1);  // [T, rows]
+    if (mask.size(1) != rows)  // only the appended rows given: earlier rows are visible to all
+      mask = at::cat({at::ones({t_len, committed}, mask.options()), mask}, 1);
     scores = scores.masked_fill(mask.logical_not(), -INFINITY);
   }
   const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(x.scalar_type());

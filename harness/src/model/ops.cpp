@@ -73,7 +73,8 @@ SingleThreadedBlas::~SingleThreadedBlas() {
 }
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
-  if (w.scalar_type() == at::kBFloat16 && w.device().is_cpu() && w.numel() <= kSmallWeightElements)
+  if (w.scalar_type() == at::kBFloat16 && w.device().is_cpu() &&
+      w.numel() <= kSmallWeightElements && x.numel() <= kSmallMatmulRows * x.size(-1))
     return at::linear(x.to(at::kFloat), w.to(at::kFloat)).to(x.scalar_type());
   return at::linear(x, w);
 }

@@ -17,8 +17,8 @@ namespace {
 
 class Maker {
  public:
-  Maker(const RandomTargetSpec& spec)
-      : spec_(spec), gen_(at::make_generator<at::CPUGeneratorImpl>(spec.seed)) {}
+  Maker(at::ScalarType dtype, std::uint64_t seed)
+      : dtype_(dtype), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
 
   // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
   void linear(const std::string& name, std::int64_t out, std::int64_t in) {
@@ -28,7 +28,7 @@ class Maker {
     add(name, at::normal(mean, std, shape, gen_));
   }
   void add(const std::string& name, const at::Tensor& t) {
-    tensors_.emplace_back(name, t.to(spec_.dtype));
+    tensors_.emplace_back(name, t.to(dtype_));
   }
   const io::NamedTensors& tensors() const { return tensors_; }
 
@@ -38,7 +38,7 @@ class Maker {
   }
 
  private:
-  const RandomTargetSpec& spec_;
+  at::ScalarType dtype_;
   at::Generator gen_;
   io::NamedTensors tensors_;
 };
@@ -102,7 +102,12 @@ json full_config(const RandomTargetSpec& s) {
             {"out_hidden_size", s.hidden}}}};
 }
 
-void attention_weights(Maker& m, const RandomTargetSpec& s, const std::string& p, bool gated,
+// Shapes of one attention + MLP decoder layer, shared by targets and drafters.
+struct LayerShape {
+  std::int64_t hidden, intermediate, heads, kv_heads, head_dim;
+};
+
+void attention_weights(Maker& m, const LayerShape& s, const std::string& p, bool gated,
                        bool one_plus_w) {
   m.linear(p + "q_proj.weight", s.heads * s.head_dim * (gated ? 2 : 1), s.hidden);
   m.linear(p + "k_proj.weight", s.kv_heads * s.head_dim, s.hidden);
@@ -112,7 +117,7 @@ void attention_weights(Maker& m, const RandomTargetSpec& s, const std::string& p
   m.norm(p + "k_norm.weight", s.head_dim, one_plus_w);
 }
 
-void mlp_and_norms(Maker& m, const RandomTargetSpec& s, const std::string& p, bool one_plus_w) {
+void mlp_and_norms(Maker& m, const LayerShape& s, const std::string& p, bool one_plus_w) {
   m.norm(p + "input_layernorm.weight", s.hidden, one_plus_w);
   m.norm(p + "post_attention_layernorm.weight", s.hidden, one_plus_w);
   m.linear(p + "mlp.gate_proj.weight", s.intermediate, s.hidden);
@@ -145,19 +150,20 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
   if (s.family == Family::kQwen3_5 && s.layout == TargetLayout::kFlat)
     throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
   const bool hybrid = s.family == Family::kQwen3_5;
+  const LayerShape shape{s.hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim};
   const std::string root = hybrid ? "model.language_model." : "model.";
-  Maker m(s);
+  Maker m(s.dtype, s.seed);
   m.normal(root + "embed_tokens.weight", {s.vocab, s.hidden}, 0.0, 1.0);
   m.norm(root + "norm.weight", s.hidden, hybrid);
   if (!s.tied) m.linear("lm_head.weight", s.vocab, s.hidden);
   const auto types = layer_types(s);
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = root + "layers." + std::to_string(i) + ".";
-    mlp_and_norms(m, s, p, hybrid);
+    mlp_and_norms(m, shape, p, hybrid);
     if (types[i] == "linear_attention")
       gdn_weights(m, s, p + "linear_attn.");
     else
-      attention_weights(m, s, p + "self_attn.", hybrid, hybrid);
+      attention_weights(m, shape, p + "self_attn.", hybrid, hybrid);
   }
   if (s.layout == TargetLayout::kVlm) {
     for (int b = 0; b < 2; ++b) {
@@ -168,13 +174,47 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
       m.norm(p + "norm2.weight", 32, false);
     }
     m.linear("model.visual.merger.linear_fc1.weight", s.hidden, 32);
-    attention_weights(m, s, "mtp.layers.0.self_attn.", true, true);
-    mlp_and_norms(m, s, "mtp.layers.0.", true);
+    attention_weights(m, shape, "mtp.layers.0.self_attn.", true, true);
+    mlp_and_norms(m, shape, "mtp.layers.0.", true);
     m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
     m.norm("mtp.norm.weight", s.hidden, true);
   }
   fs::create_directories(dir);
   io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
+  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
+}
+
+void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
+  Maker m(s.dtype, s.seed);
+  const LayerShape shape{s.target_hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim};
+  const auto taps = static_cast<std::int64_t>(s.target_layer_ids.size());
+  m.linear("fc.weight", s.target_hidden, taps * s.target_hidden);
+  m.norm("hidden_norm.weight", s.target_hidden, false);
+  m.norm("norm.weight", s.target_hidden, false);
+  for (std::int64_t i = 0; i < s.layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    mlp_and_norms(m, shape, p, false);
+    attention_weights(m, shape, p + "self_attn.", false, false);
+  }
+  const json config = {
+      {"architectures", {"DFlashDraftModel"}},
+      {"model_type", "qwen3"},
+      {"hidden_size", s.target_hidden},
+      {"intermediate_size", s.intermediate},
+      {"num_hidden_layers", s.layers},
+      {"num_attention_heads", s.heads},
+      {"num_key_value_heads", s.kv_heads},
+      {"head_dim", s.head_dim},
+      {"rms_norm_eps", 1e-6},
+      {"rope_theta", 1000000.0},
+      {"vocab_size", s.vocab},
+      {"block_size", s.block_size},
+      {"num_target_layers", s.target_layers},
+      {"tie_word_embeddings", false},
+      {"dflash_config",
+       {{"mask_token_id", s.mask_token_id}, {"target_layer_ids", s.target_layer_ids}}}};
+  fs::create_directories(dir);
+  io::write_text_atomically(dir / "config.json", config.dump(2) + "\n");
   io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
 }
 

@@ -18,9 +18,11 @@ class Attention {
  public:
   Attention(const TargetConfig& config, const WeightLoader& weights, const std::string& prefix);
 
-  // x [T, hidden] rotated by `rope` (its positions); appends its K/V to `cache` (pending rows).
-  // `visible` [T, T] bool says which pending tokens each one sees (undefined = causal chain);
-  // committed rows are always visible.
+  // Appends the K/V of x [T, hidden] (k_norm, then RoPE at `rope`'s positions) to `cache`.
+  void append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const;
+  // Appends x's K/V, then attends x's queries (at `rope`'s positions) over every cache row.
+  // `visible` says which rows each query sees: [T, T] for the rows just appended (earlier rows
+  // always visible), [T, rows] for all of them, or undefined for a causal chain.
   at::Tensor extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                     KVCache& cache) const;
 

@@ -34,11 +34,13 @@ RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
 // Rotates x [T, heads, D]: the first rotary_dim dims by NeoX rotate_half, the rest pass through.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 
-// x · wᵀ. oneDNN's per-call overhead on small bf16 matmuls is ~8x a float32 BLAS call here, so bf16
-// weights of at most kSmallWeightElements run in float32 and round once: bf16 products are exact in
-// float32 and both paths accumulate in float32. Larger weights stay bf16, where reading them is
-// what costs.
+// x · wᵀ. For a few rows (decode, verify blocks), oneDNN's per-call overhead on small bf16 matmuls
+// is ~8x a float32 BLAS call here, so bf16 weights of at most kSmallWeightElements multiply few
+// rows in float32 and round once: bf16 products are exact in float32 and both paths accumulate in
+// float32. Large weights (reading them is what costs) and many rows (prefill, where oneDNN's GEMM
+// wins) stay bf16.
 inline constexpr std::int64_t kSmallWeightElements = 1 << 16;
+inline constexpr std::int64_t kSmallMatmulRows = 16;
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 
 #include "draftgate/model/target_config.h"
 
@@ -40,5 +41,25 @@ struct RandomTargetSpec {
 };
 
 void write_random_target(const std::filesystem::path& dir, const RandomTargetSpec& spec);
+
+// A random DFlash drafter in the reference layout (unprefixed names, dflash_config) for a target of
+// `target_hidden` width, `target_layers` layers and `vocab` tokens.
+struct RandomDrafterSpec {
+  std::int64_t target_hidden = 64;
+  std::int64_t target_layers = 4;
+  std::int64_t vocab = 256;
+  std::int64_t intermediate = 128;
+  std::int64_t layers = 2;
+  std::int64_t heads = 4;
+  std::int64_t kv_heads = 2;
+  std::int64_t head_dim = 16;
+  std::int64_t block_size = 8;
+  std::int64_t mask_token_id = 255;
+  std::vector<std::int64_t> target_layer_ids = {0, 2};
+  at::ScalarType dtype = at::kBFloat16;
+  std::uint64_t seed = 0;
+};
+
+void write_random_drafter(const std::filesystem::path& dir, const RandomDrafterSpec& spec);
 
 }  // namespace draftgate::model

@@ -1,0 +1,178 @@
+// `draftgate eval`: speculative decoding of a prompt set with a drafter (or the oracle), τ
+// statistics.
+
+#include <unistd.h>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "draftgate/decode/acceptance.h"
+#include "draftgate/decode/prompt_set.h"
+#include "draftgate/decode/speculative.h"
+#include "draftgate/error.h"
+#include "draftgate/io/atomic_file.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/target.h"
+#include "verbs.h"
+
+namespace draftgate::cli {
+namespace {
+
+struct EvalOptions {
+  std::string target;
+  std::string drafter;
+  bool oracle = false;
+  std::int64_t block_size = 16;
+  std::string prompts;
+  decode::DecodeConfig decode;
+  std::string dtype;
+  std::string gdn = "chunked";
+  std::string json;
+};
+
+void progress(std::size_t done, std::size_t total) {
+  if (!::isatty(STDERR_FILENO)) return;
+  const int width = 30;
+  const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
+  std::cerr << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << done
+            << "/" << total << " prompts" << (done == total ? "\n" : "") << std::flush;
+}
+
+std::string fixed(double v, int digits = 3) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+void print_row(const std::string& key, const std::string& value) {
+  std::cout << key << std::string(key.size() < 14 ? 14 - key.size() : 1, ' ') << value << "\n";
+}
+
+int run_eval(const EvalOptions& opt) {
+  if (opt.oracle == !opt.drafter.empty())
+    throw Error("eval", "give exactly one of --drafter DIR and --oracle");
+  const auto set = decode::read_prompt_set(opt.prompts);
+  const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
+  model::TargetOptions options;
+  if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
+  options.gdn =
+      opt.gdn == "recurrent" ? model::GdnAlgorithm::kRecurrent : model::GdnAlgorithm::kChunked;
+  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
+    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
+  const auto target = model::TargetModel::load(target_ckpt, options);
+  for (const auto& p : set.prompts)
+    for (auto t : p.input_ids)
+      if (t >= target->config().vocab)
+        throw Error(set.path, "prompt \"" + p.id + "\" holds token " + std::to_string(t) +
+                                  " outside the target's vocabulary (" +
+                                  std::to_string(target->config().vocab) + ")");
+
+  std::unique_ptr<io::Checkpoint> drafter_ckpt;
+  std::unique_ptr<model::DFlashDrafter> dflash;
+  std::unique_ptr<decode::BlockDrafter> drafter;
+  if (opt.oracle) {
+    if (opt.block_size < 2) throw Error("--block-size", "must be at least 2");
+    drafter = decode::oracle_block_drafter(*target, opt.block_size, opt.decode.max_new_tokens);
+  } else {
+    drafter_ckpt = std::make_unique<io::Checkpoint>(io::Checkpoint::open(opt.drafter));
+    dflash = model::DFlashDrafter::load(*drafter_ckpt, *target);
+    drafter = decode::dflash_block_drafter(*dflash);
+  }
+
+  std::vector<decode::PromptRun> runs;
+  for (std::size_t i = 0; i < set.prompts.size(); ++i) {
+    progress(i, set.prompts.size());
+    runs.push_back(
+        decode::speculative_generate(*target, *drafter, set.prompts[i].input_ids, opt.decode));
+    runs.back().id = set.prompts[i].id;
+  }
+  progress(set.prompts.size(), set.prompts.size());
+  const std::int64_t b = drafter->block_size();
+  const decode::AcceptanceStats stats = decode::summarize(runs, b);
+
+  const std::string mode =
+      opt.oracle ? "oracle" : (opt.decode.tree_budget > 0 ? "ddtree" : "dflash");
+  print_row("prompts", std::to_string(set.prompts.size()) + "  (" + set.path + ", sha256 " +
+                           set.sha256.substr(0, 12) + "…)");
+  print_row("decoding", mode + ", block " + std::to_string(b) +
+                            (opt.decode.tree_budget > 0
+                                 ? ", tree budget " + std::to_string(opt.decode.tree_budget)
+                                 : "") +
+                            ", max_new " + std::to_string(opt.decode.max_new_tokens) + ", greedy");
+  print_row("tau", "macro " + fixed(stats.tau_macro) + "   pooled " + fixed(stats.tau_pooled) +
+                       "   (accepted drafts + 1 per verify step)");
+  std::string hist;
+  for (std::size_t k = 1; k < stats.histogram.size(); ++k)
+    if (stats.histogram[k] > 0)
+      hist += std::to_string(k) + ":" + std::to_string(stats.histogram[k]) + " ";
+  print_row("histogram", hist);
+  std::string per_pos;
+  for (double a : stats.per_position_acceptance) per_pos += fixed(a, 2) + " ";
+  print_row("per position", per_pos);
+  print_row("steps", std::to_string(stats.steps) + " verify steps, " +
+                         std::to_string(stats.drafted) + " drafted, " +
+                         std::to_string(stats.accepted) + " accepted, " +
+                         std::to_string(stats.target_forwards) + " target forwards");
+  print_row("throughput", std::to_string(stats.generated_tokens) + " tokens in " +
+                              fixed(stats.seconds, 2) + " s (" +
+                              fixed(stats.generated_tokens / std::max(stats.seconds, 1e-9), 1) +
+                              " tok/s); target " + fixed(stats.target_seconds, 2) + " s, drafter " +
+                              fixed(stats.drafter_seconds, 2) + " s");
+
+  if (!opt.json.empty()) {
+    nlohmann::json out = decode::to_json(stats);
+    out["per_prompt"] = nlohmann::json::array();
+    for (const auto& r : runs) out["per_prompt"].push_back(decode::to_json(r));
+    out["prompt_set"] = set.path;
+    out["prompt_set_sha256"] = set.sha256;
+    out["decoding"] = {{"mode", mode},
+                       {"block_size", b},
+                       {"tree_budget", opt.decode.tree_budget},
+                       {"tree_top_k", opt.decode.tree_top_k},
+                       {"max_new_tokens", opt.decode.max_new_tokens},
+                       {"eos_ids", opt.decode.eos_ids},
+                       {"temperature", 0},
+                       {"tau_definition",
+                        "accepted drafts + 1 per verify step; macro = mean of per-prompt means"}};
+    out["target"] = {{"path", opt.target},
+                     {"family", model::family_name(target->config().family)},
+                     {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},
+                     {"gdn", opt.gdn}};
+    out["drafter"] = opt.oracle ? nlohmann::json("oracle") : nlohmann::json(opt.drafter);
+    out["timing"] = decode::timing_json(stats);
+    io::write_text_atomically(opt.json, out.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, VerbRunner* runner) {
+  auto opt = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Speculative decoding of a prompt set; acceptance-length statistics");
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
+  cmd->add_flag("--oracle", opt->oracle,
+                "Draft the target's own greedy tokens (self-test: τ = block size)");
+  cmd->add_option("--block-size", opt->block_size, "Block size for --oracle");
+  cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
+      ->required();
+  cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")->delimiter(',');
+  cmd->add_option("--tree-budget", opt->decode.tree_budget,
+                  "DDTree node budget (0 = linear DFlash)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tree-top-k", opt->decode.tree_top_k,
+                  "DDTree candidates per depth (0 = budget)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
+  cmd->add_option("--json", opt->json, "Write the full result as JSON");
+  cmd->callback([opt, runner] { *runner = [opt] { return run_eval(*opt); }; });
+}
+
+}  // namespace draftgate::cli

@@ -1,0 +1,53 @@
+// `draftgate make-drafter`: writes a random DFlash drafter shaped for a given target (tests,
+// demos).
+
+#include <iostream>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/target_config.h"
+#include "verbs.h"
+
+namespace draftgate::cli {
+namespace {
+
+struct MakeDrafterOptions {
+  std::string target;
+  model::RandomDrafterSpec spec;
+  std::int64_t mask_token_id = -1;
+  std::string out;
+};
+
+int run_make_drafter(MakeDrafterOptions opt) {
+  const io::Checkpoint ckpt = io::Checkpoint::open(opt.target);
+  const auto stack = layout::resolve_decoder_stack(ckpt);
+  const auto t = model::TargetConfig::from(ckpt.config(), stack);
+  opt.spec.target_hidden = t.hidden;
+  opt.spec.target_layers = t.num_layers;
+  opt.spec.vocab = t.vocab;
+  opt.spec.mask_token_id = opt.mask_token_id >= 0 ? opt.mask_token_id : t.vocab - 1;
+  model::write_random_drafter(opt.out, opt.spec);
+  std::cout << "wrote random DFlash drafter for " << opt.target << " to " << opt.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_make_drafter(CLI::App& app, VerbRunner* runner) {
+  auto opt = std::make_shared<MakeDrafterOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("make-drafter", "Write a random DFlash drafter for a target checkpoint");
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--layers", opt->spec.layers, "Drafter layers");
+  cmd->add_option("--block-size", opt->spec.block_size, "Block size B");
+  cmd->add_option("--taps", opt->spec.target_layer_ids, "target_layer_ids, comma-separated")
+      ->delimiter(',');
+  cmd->add_option("--mask-token-id", opt->mask_token_id,
+                  "Mask token id (default: the last vocabulary row)");
+  cmd->add_option("--seed", opt->spec.seed, "Generator seed");
+  cmd->add_option("--out", opt->out, "Output directory")->required();
+  cmd->callback([opt, runner] { *runner = [opt] { return run_make_drafter(*opt); }; });
+}
+
+}  // namespace draftgate::cli

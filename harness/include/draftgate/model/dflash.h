@@ -1,0 +1,96 @@
+#pragma once
+// The DFlash drafter (z-lab/dflash reference semantics): a few Qwen3 layers that read target hidden
+// states.
+//
+// Context: the tap features of newly committed positions, concatenated in target_layer_ids order,
+// go through fc → hidden_norm and are injected as keys/values into every layer (k_norm on all keys,
+// RoPE at their absolute positions); they persist in the drafter's cache. Draft: the block [anchor,
+// MASK × (B−1)] embedded by the target, at positions s…s+B−1 (s = context length), attends
+// non-causally to the context and the whole block; the drafter's own final norm, then the target's
+// lm_head on rows 1…B−1 (row j predicts position s+j). The block's K/V are dropped afterwards.
+// Sliding-window layers (layer_types "sliding_attention") keep the non-causal block and
+// additionally hide keys more than `sliding_window` positions behind each query, as the HF
+// reference's is_causal=False + sliding_window mask does.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/attention.h"
+#include "draftgate/model/target.h"
+
+namespace draftgate::model {
+
+struct DrafterConfig {
+  std::int64_t hidden = 0;
+  std::int64_t intermediate = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  double rms_eps = 1e-6;
+  double rope_theta = 0;
+  std::int64_t block_size = 0;
+  std::int64_t mask_token_id = 0;
+  std::vector<std::int64_t>
+      target_layer_ids;  // taps: outputs of these target layers, in fc input order
+  std::optional<std::int64_t> num_target_layers;
+  std::optional<std::int64_t> vocab_size;
+  std::vector<std::string> layer_types;  // full_attention | sliding_attention
+  std::optional<std::int64_t> sliding_window;
+
+  // block_size and mask_token_id at the top level or under dflash_config (must agree where both are
+  // given); target_layer_ids required under dflash_config (or the top level): never the default
+  // formula, which is wrong for most published drafters. Throws draftgate::Error naming the file
+  // and field.
+  static DrafterConfig from(const io::ModelConfig& config);
+};
+
+struct DrafterState {
+  std::int64_t context =
+      0;                    // positions whose features have been added = the next anchor's position
+  std::vector<KVCache> kv;  // per layer: context K/V only
+};
+
+class DFlashDrafter {
+ public:
+  // Loads unprefixed DFlash tensors (fc, hidden_norm, norm, layers.N.*) and validates them against
+  // `target` (hidden size, fc width = taps × target hidden, taps in range, mask id inside the
+  // target's embedding, vocab).
+  static std::unique_ptr<DFlashDrafter> load(const io::Checkpoint& checkpoint,
+                                             const TargetModel& target);
+
+  const DrafterConfig& config() const { return config_; }
+  std::int64_t block_size() const { return config_.block_size; }
+  DrafterState new_state() const;
+
+  // The fc input rows for committed positions: taps of `r` concatenated in target_layer_ids order,
+  // rows `rows` (indices into r's tokens). `r` must carry every tap.
+  at::Tensor features(const ForwardResult& r, const std::vector<std::int64_t>& rows) const;
+  // Adds context features [n, taps × target hidden] of the next n committed positions.
+  void add_context(DrafterState& state, const at::Tensor& features) const;
+  // Logits [B−1, vocab] (float32) of the block [anchor, MASK × (B−1)] at position state.context
+  // onward.
+  at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
+
+ private:
+  struct Layer {
+    at::Tensor input_norm, post_norm, gate_proj, up_proj, down_proj;
+    std::unique_ptr<Attention> attention;
+    bool sliding = false;
+  };
+  DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target);
+
+  const TargetModel& target_;
+  DrafterConfig config_;
+  TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
+  at::Tensor fc_, hidden_norm_, norm_, inv_freq_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace draftgate::model

@@ -1,0 +1,58 @@
+#include "draftgate/decode/prompt_set.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
+#include "draftgate/io/sha256.h"
+
+namespace draftgate::decode {
+
+PromptSet read_prompt_set(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(path.string(), "missing or not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+
+  PromptSet set;
+  set.path = path.string();
+  set.sha256 = io::sha256_hex(bytes);
+  std::set<std::string> ids;
+  std::istringstream lines(bytes);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path.string() + ":" + std::to_string(number);
+    const auto j = io::parse_json_strict(line, where);
+    if (!j.is_object()) throw Error(where, "a prompt line must be a JSON object");
+    Prompt p;
+    if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer()))
+      throw Error(where, "missing \"id\" (a string)");
+    p.id = j["id"].is_string() ? j["id"].get<std::string>()
+                               : std::to_string(j["id"].get<std::int64_t>());
+    if (p.id.empty()) throw Error(where, "empty \"id\"");
+    if (!ids.insert(p.id).second) throw Error(where, "duplicate id \"" + p.id + "\"");
+    if (!j.contains("input_ids") || !j["input_ids"].is_array() || j["input_ids"].empty())
+      throw Error(where, "\"input_ids\" must be a non-empty array of token ids",
+                  "tokenize the prompt first; draftgate does not tokenize text");
+    for (const auto& t : j["input_ids"]) {
+      if (!t.is_number_integer() || t.get<std::int64_t>() < 0)
+        throw Error(where, "input_ids holds " + t.dump() + ", not a non-negative integer token id");
+      p.input_ids.push_back(t.get<std::int64_t>());
+    }
+    if (j.contains("text")) {
+      if (!j["text"].is_string()) throw Error(where, "\"text\" must be a string");
+      p.text = j["text"].get<std::string>();
+    }
+    set.prompts.push_back(std::move(p));
+  }
+  if (set.prompts.empty()) throw Error(path.string(), "prompt set is empty");
+  return set;
+}
+
+}  // namespace draftgate::decode

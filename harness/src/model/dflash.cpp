@@ -1,0 +1,228 @@
+#include "draftgate/model/dflash.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <set>
+
+#include "draftgate/error.h"
+#include "draftgate/model/ops.h"
+#include "draftgate/model/weights.h"
+
+namespace draftgate::model {
+
+namespace {
+
+const nlohmann::json* dflash_block(const io::ModelConfig& c) {
+  auto it = c.root().find("dflash_config");
+  if (it == c.root().end() || it->is_null()) return nullptr;
+  if (!it->is_object()) throw Error(c.file(), "dflash_config must be an object");
+  return &*it;
+}
+
+// An integer that may sit at the top level and/or under dflash_config; both must agree.
+std::optional<std::int64_t> either_place(const io::ModelConfig& c, const char* key) {
+  std::optional<std::int64_t> top, nested;
+  auto read = [&](const nlohmann::json& obj,
+                  const std::string& where) -> std::optional<std::int64_t> {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer())
+      throw Error(c.file(), where + key + " must be an integer, got " + it->dump());
+    return it->get<std::int64_t>();
+  };
+  top = read(c.root(), "");
+  if (const auto* d = dflash_block(c)) nested = read(*d, "dflash_config.");
+  if (top && nested && *top != *nested)
+    throw Error(c.file(), std::string(key) + " = " + std::to_string(*top) +
+                              " at the top level but " + std::to_string(*nested) +
+                              " under dflash_config");
+  return nested ? nested : top;
+}
+
+std::string list(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
+  DrafterConfig d;
+  d.hidden = c.require_int("hidden_size");
+  d.intermediate = c.require_int("intermediate_size");
+  d.num_layers = c.num_hidden_layers();
+  d.num_heads = c.require_int("num_attention_heads");
+  d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
+  d.head_dim = c.require_int("head_dim");
+  d.rms_eps = c.find_double("rms_norm_eps").value_or(1e-6);
+  d.rope_theta = c.require_double("rope_theta");
+  if (d.num_heads <= 0 || d.num_kv_heads <= 0 || d.num_heads % d.num_kv_heads != 0 ||
+      d.head_dim <= 0)
+    throw Error(c.file(), "attention shape " + std::to_string(d.num_heads) + " heads / " +
+                              std::to_string(d.num_kv_heads) + " kv heads / head_dim " +
+                              std::to_string(d.head_dim) + " is not valid");
+  const auto block = either_place(c, "block_size");
+  if (!block) throw Error(c.file(), "missing block_size (top level or dflash_config)");
+  if (*block < 2 || *block > 256)
+    throw Error(c.file(), "block_size " + std::to_string(*block) + " is out of range");
+  d.block_size = *block;
+  const auto mask = either_place(c, "mask_token_id");
+  if (!mask) throw Error(c.file(), "missing mask_token_id (dflash_config or top level)");
+  d.mask_token_id = *mask;
+
+  const nlohmann::json* taps = nullptr;
+  if (const auto* blk = dflash_block(c); blk != nullptr && blk->contains("target_layer_ids"))
+    taps = &(*blk)["target_layer_ids"];
+  else if (c.root().contains("target_layer_ids"))
+    taps = &c.root()["target_layer_ids"];
+  if (taps == nullptr)
+    throw Error(c.file(), "missing dflash_config.target_layer_ids",
+                "declare the taps the drafter was trained with; the default formula is not used");
+  if (!taps->is_array() || taps->empty())
+    throw Error(c.file(), "target_layer_ids must be a non-empty array of layer ids");
+  for (const auto& t : *taps) {
+    if (!t.is_number_integer())
+      throw Error(c.file(), "target_layer_ids holds " + t.dump() + ", not an integer");
+    d.target_layer_ids.push_back(t.get<std::int64_t>());
+  }
+  d.num_target_layers = c.find_int("num_target_layers");
+  d.vocab_size = c.find_int("vocab_size");
+  if (auto lt = c.layer_types()) {
+    if (static_cast<std::int64_t>(lt->size()) != d.num_layers)
+      throw Error(c.file(), "layer_types has " + std::to_string(lt->size()) + " entries for " +
+                                std::to_string(d.num_layers) + " layers");
+    for (const auto& t : *lt)
+      if (t != "full_attention" && t != "sliding_attention")
+        throw Error(c.file(), "drafter layer type \"" + t + "\" is not supported");
+    d.layer_types = *lt;
+  } else {
+    d.layer_types.assign(d.num_layers, "full_attention");
+  }
+  d.sliding_window = c.find_int("sliding_window");
+  for (const auto& t : d.layer_types)
+    if (t == "sliding_attention" && (!d.sliding_window || *d.sliding_window <= 0))
+      throw Error(c.file(), "sliding_attention layers need a positive sliding_window");
+  return d;
+}
+
+std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpoint,
+                                                   const TargetModel& target) {
+  if (checkpoint.metadata_only())
+    throw Error(checkpoint.dir().string(), "metadata-only drafter checkpoint has no weights");
+  return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target));
+}
+
+DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& target)
+    : target_(target), config_(DrafterConfig::from(ckpt.config())) {
+  const auto& d = config_;
+  const auto& t = target.config();
+  const std::string file = ckpt.config().file();
+  if (d.hidden != t.hidden)
+    throw Error(file,
+                "drafter hidden_size " + std::to_string(d.hidden) + " != target hidden_size " +
+                    std::to_string(t.hidden),
+                "the drafter reads the target's embeddings and lm_head, so the widths must match");
+  for (auto tap : d.target_layer_ids)
+    if (tap < 0 || tap >= t.num_layers)
+      throw Error(file, "target_layer_ids " + list(d.target_layer_ids) + ": tap " +
+                            std::to_string(tap) + " is not a target layer (0.." +
+                            std::to_string(t.num_layers - 1) + ")");
+  if (d.num_target_layers && *d.num_target_layers != t.num_layers)
+    throw Error(file, "num_target_layers " + std::to_string(*d.num_target_layers) +
+                          " but the target has " + std::to_string(t.num_layers) + " layers");
+  if (d.mask_token_id < 0 || d.mask_token_id >= t.vocab)
+    throw Error(file, "mask_token_id " + std::to_string(d.mask_token_id) +
+                          " is outside the target's embedding (vocab " + std::to_string(t.vocab) +
+                          ")");
+  if (d.vocab_size && *d.vocab_size != t.vocab)
+    throw Error(file, "drafter vocab_size " + std::to_string(*d.vocab_size) +
+                          " != target vocab_size " + std::to_string(t.vocab));
+
+  attention_config_.family =
+      Family::kQwen3;  // drafter layers are Qwen3 layers: plain-w norms, full RoPE
+  attention_config_.hidden = d.hidden;
+  attention_config_.num_heads = d.num_heads;
+  attention_config_.num_kv_heads = d.num_kv_heads;
+  attention_config_.head_dim = d.head_dim;
+  attention_config_.rotary_dim = d.head_dim;
+  attention_config_.rope_theta = d.rope_theta;
+  attention_config_.rms_eps = d.rms_eps;
+
+  const WeightLoader w(ckpt, target.dtype(), target.device());
+  const auto n_taps = static_cast<std::int64_t>(d.target_layer_ids.size());
+  fc_ = w.get("fc.weight", {d.hidden, n_taps * t.hidden});
+  hidden_norm_ = w.get("hidden_norm.weight", {d.hidden});
+  norm_ = w.get("norm.weight", {d.hidden});
+  inv_freq_ = rope_inv_freq(d.head_dim, d.rope_theta).to(target.device());
+  for (std::int64_t i = 0; i < d.num_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    Layer l;
+    l.input_norm = w.get(p + "input_layernorm.weight", {d.hidden});
+    l.post_norm = w.get(p + "post_attention_layernorm.weight", {d.hidden});
+    l.gate_proj = w.get(p + "mlp.gate_proj.weight", {d.intermediate, d.hidden});
+    l.up_proj = w.get(p + "mlp.up_proj.weight", {d.intermediate, d.hidden});
+    l.down_proj = w.get(p + "mlp.down_proj.weight", {d.hidden, d.intermediate});
+    l.attention = std::make_unique<Attention>(attention_config_, w, p + "self_attn.");
+    l.sliding = d.layer_types[i] == "sliding_attention";
+    layers_.push_back(std::move(l));
+  }
+}
+
+DrafterState DFlashDrafter::new_state() const {
+  DrafterState s;
+  s.kv.resize(layers_.size());
+  return s;
+}
+
+at::Tensor DFlashDrafter::features(const ForwardResult& r,
+                                   const std::vector<std::int64_t>& rows) const {
+  const at::Tensor index = at::tensor(rows, at::kLong).to(target_.device());
+  std::vector<at::Tensor> parts;
+  for (auto tap : config_.target_layer_ids) parts.push_back(r.taps.at(tap).index_select(0, index));
+  return at::cat(parts, -1);
+}
+
+void DFlashDrafter::add_context(DrafterState& state, const at::Tensor& features) const {
+  c10::InferenceMode inference;
+  const std::int64_t n = features.size(0);
+  const at::Tensor x = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
+                                config_.rms_eps, NormStyle::kPlain);
+  const RopeTables rope =
+      rope_tables(at::arange(state.context, state.context + n, at::kLong).to(target_.device()),
+                  inv_freq_, target_.dtype());
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    layers_[i].attention->append_kv(x, rope, state.kv[i]);
+  state.context += n;
+}
+
+at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const {
+  c10::InferenceMode inference;
+  const std::int64_t b = config_.block_size, s = state.context;
+  std::vector<std::int64_t> ids(b, config_.mask_token_id);
+  ids[0] = anchor;
+  at::Tensor h =
+      target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(target_.device()));
+  const RopeTables rope =
+      rope_tables(at::arange(s, s + b, at::kLong).to(target_.device()), inv_freq_, target_.dtype());
+  const auto bool_opts = at::TensorOptions(at::kBool).device(target_.device());
+  const at::Tensor block_visible = at::ones({b, b}, bool_opts);  // non-causal inside the block
+  at::Tensor window_visible;  // [B, s + B]: keys at most sliding_window positions behind each query
+  if (config_.sliding_window) {
+    const at::Tensor q_pos = at::arange(s, s + b, at::kLong).unsqueeze(1);
+    const at::Tensor k_pos = at::arange(0, s + b, at::kLong).unsqueeze(0);
+    window_visible = (k_pos > q_pos - *config_.sliding_window).to(target_.device());
+  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    const at::Tensor u = rms_norm(h, l.input_norm, config_.rms_eps, NormStyle::kPlain);
+    h = h + l.attention->extend(u, rope, l.sliding ? window_visible : block_visible, state.kv[i]);
+    state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
+    h = h + swiglu(rms_norm(h, l.post_norm, config_.rms_eps, NormStyle::kPlain), l.gate_proj,
+                   l.up_proj, l.down_proj);
+  }
+  const at::Tensor y = rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, NormStyle::kPlain);
+  return dense(y, target_.lm_head_weight()).to(at::kFloat);
+}
+
+}  // namespace draftgate::model

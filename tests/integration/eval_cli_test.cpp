@@ -1,0 +1,129 @@
+// `draftgate eval` end to end on random checkpoints: JSON report, oracle self-test, determinism,
+// bad input.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+
+struct Setup {
+  fs::path dir, target, drafter, prompts;
+};
+
+const Setup& setup() {
+  static const Setup s = [] {
+    Setup x;
+    x.dir = testing::fresh_dir("eval_cli");
+    x.target = x.dir / "target";
+    x.drafter = x.dir / "drafter";
+    x.prompts = x.dir / "prompts.jsonl";
+    EXPECT_EQ(
+        run_draftgate("make-target --family qwen3_5 --seed 5 --out " + x.target.string()).exit_code,
+        0);
+    EXPECT_EQ(run_draftgate("make-drafter --target " + x.target.string() +
+                            " --taps 0,2 --block-size 6 --out " + x.drafter.string())
+                  .exit_code,
+              0);
+    std::ofstream(x.prompts)
+        << "{\"id\": \"p1\", \"input_ids\": [5, 9, 13, 2]}\n"
+        << "{\"id\": \"p2\", \"input_ids\": [100, 7, 7, 31, 8, 1], \"text\": \"demo\"}\n";
+    return x;
+  }();
+  return s;
+}
+
+nlohmann::json eval_json(const std::string& flags, const std::string& name) {
+  const fs::path out = setup().dir / (name + ".json");
+  const auto r = run_draftgate("eval --target " + setup().target.string() + " --prompts " +
+                               setup().prompts.string() + " --max-new 24 " + flags + " --json " +
+                               out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(std::ifstream(out));
+}
+
+TEST(EvalCli, ReportsTauWithEveryField) {
+  const fs::path out = setup().dir / "report.json";
+  const auto r = run_draftgate("eval --target " + setup().target.string() + " --drafter " +
+                               setup().drafter.string() + " --prompts " + setup().prompts.string() +
+                               " --max-new 24 --json " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("tau           macro "));
+  const auto report = nlohmann::json::parse(std::ifstream(out));
+  for (const char* key :
+       {"tau_macro", "tau_pooled", "histogram", "per_position_acceptance", "per_prompt", "steps",
+        "drafted", "prompt_set_sha256", "decoding", "timing"})
+    EXPECT_TRUE(report.contains(key)) << key;
+  EXPECT_EQ(report["decoding"]["block_size"], 6);
+  EXPECT_EQ(report["per_prompt"].size(), 2u);
+  EXPECT_EQ(report["per_prompt"][0]["generated_tokens"], 24);
+  EXPECT_GE(report["tau_macro"].get<double>(), 1.0);
+  EXPECT_EQ(report["per_position_acceptance"].size(), 5u);
+}
+
+TEST(EvalCli, OracleGivesTauEqualToTheBlockSize) {
+  // float32: bf16 logits are bf16-quantised (as in transformers), so exact ties can flip a greedy
+  // token between block verification and token-by-token decoding and knock the oracle out of step.
+  const auto j = eval_json("--oracle --block-size 6 --dtype f32", "oracle");
+  EXPECT_DOUBLE_EQ(j["tau_macro"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(j["tau_pooled"].get<double>(), 6.0);
+  EXPECT_EQ(j["drafter"], "oracle");
+  EXPECT_EQ(j["histogram"]["6"], j["steps"]);
+}
+
+TEST(EvalCli, DeterministicAcrossRunsAndThreadCounts) {
+  std::vector<nlohmann::json> reports;
+  for (const std::string threads : {"1", "2", "2"}) {
+    const fs::path out = setup().dir / ("det" + threads + std::to_string(reports.size()) + ".json");
+    const auto r = run_draftgate(
+        "--threads " + threads + " eval --target " + setup().target.string() + " --drafter " +
+        setup().drafter.string() + " --prompts " + setup().prompts.string() +
+        " --max-new 20 --tree-budget 8 --json " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(std::ifstream(out));
+    j.erase("timing");
+    reports.push_back(j);
+  }
+  EXPECT_EQ(reports[0], reports[1]);
+  EXPECT_EQ(reports[1], reports[2]);
+}
+
+TEST(EvalCli, BadInputExitsTwo) {
+  const std::string base =
+      "eval --target " + setup().target.string() + " --prompts " + setup().prompts.string();
+  auto r = run_draftgate(base);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("give exactly one of --drafter DIR and --oracle"));
+  r = run_draftgate(base + " --oracle --drafter " + setup().drafter.string());
+  EXPECT_EQ(r.exit_code, 2);
+
+  const fs::path bad_prompts = setup().dir / "bad.jsonl";
+  std::ofstream(bad_prompts) << "{\"id\": \"x\", \"input_ids\": [1, 999]}\n";
+  r = run_draftgate("eval --target " + setup().target.string() + " --oracle --prompts " +
+                    bad_prompts.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("prompt \"x\" holds token 999 outside the target's vocabulary (256)"));
+
+  const fs::path other = setup().dir / "other-drafter";
+  ASSERT_EQ(run_draftgate("make-drafter --target " + setup().target.string() +
+                          " --taps 0,9 --out " + other.string())
+                .exit_code,
+            0);
+  r = run_draftgate(base + " --drafter " + other.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("tap 9 is not a target layer (0..3)"));
+}
+
+}  // namespace
+}  // namespace draftgate

@@ -1,0 +1,215 @@
+// Speculative decoding: greedy equivalence (linear and DDTree, both families), the oracle
+// self-test, DDTree construction, τ statistics, prompt sets.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "draftgate/decode/acceptance.h"
+#include "draftgate/decode/ddtree.h"
+#include "draftgate/decode/prompt_set.h"
+#include "draftgate/decode/speculative.h"
+#include "draftgate/io/sha256.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "error_text.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate::decode {
+namespace {
+
+using ::testing::Each;
+using testing::error_of;
+using ::testing::HasSubstr;
+
+struct Models {
+  io::Checkpoint target_ckpt, drafter_ckpt;
+  std::unique_ptr<model::TargetModel> target;
+  std::unique_ptr<model::DFlashDrafter> drafter;
+};
+
+// A random f32 target of `family` and a random 8-block drafter reading taps {0, 2}; written once
+// per process.
+Models& models(model::Family family) {
+  static std::map<model::Family, std::unique_ptr<Models>> cache;
+  auto& slot = cache[family];
+  if (!slot) {
+    const std::string name = model::family_name(family);
+    const auto dir = testing::fresh_dir("decode_" + name);
+    model::RandomTargetSpec t;
+    t.family = family;
+    t.layout =
+        family == model::Family::kQwen3 ? model::TargetLayout::kFlat : model::TargetLayout::kVlm;
+    t.dtype = at::kFloat;
+    t.seed = 11;
+    model::write_random_target(dir / "target", t);
+    model::RandomDrafterSpec d;
+    d.dtype = at::kFloat;
+    d.seed = 12;
+    model::write_random_drafter(dir / "drafter", d);
+    auto target_ckpt = io::Checkpoint::open(dir / "target");
+    auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
+    slot = std::make_unique<Models>(
+        Models{std::move(target_ckpt), std::move(drafter_ckpt), nullptr, nullptr});
+    slot->target = model::TargetModel::load(slot->target_ckpt, {});
+    slot->drafter = model::DFlashDrafter::load(slot->drafter_ckpt, *slot->target);
+  }
+  return *slot;
+}
+
+std::vector<std::int64_t> prompt(std::int64_t n, std::int64_t seed) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t i = 0; i < n; ++i) p.push_back((seed * 31 + i * 17) % 250);
+  return p;
+}
+
+class DecodeTest : public ::testing::TestWithParam<model::Family> {};
+
+TEST_P(DecodeTest, LinearAndTreeDecodingEqualPlainGreedy) {
+  Models& m = models(GetParam());
+  const auto drafter = dflash_block_drafter(*m.drafter);
+  for (std::int64_t seed : {1, 2, 3}) {
+    const auto p = prompt(5 + seed, seed);
+    const auto greedy = greedy_generate(*m.target, p, 40);
+    for (std::int64_t budget : {0, 3, 12, 40}) {
+      DecodeConfig c;
+      c.max_new_tokens = 40;
+      c.tree_budget = budget;
+      const PromptRun run = speculative_generate(*m.target, *drafter, p, c);
+      EXPECT_EQ(run.output, greedy) << "seed " << seed << " budget " << budget;
+      EXPECT_EQ(run.target_forwards, 1 + static_cast<std::int64_t>(run.acceptance.size()));
+      EXPECT_THAT(run.acceptance, Each(::testing::AllOf(::testing::Ge(1), ::testing::Le(8))));
+    }
+  }
+}
+
+TEST_P(DecodeTest, OracleDrafterAcceptsEveryBlock) {
+  Models& m = models(GetParam());
+  for (std::int64_t budget : {0, 10}) {
+    const auto oracle = oracle_block_drafter(*m.target, 8, 50);
+    DecodeConfig c;
+    c.max_new_tokens = 50;
+    c.tree_budget = budget;
+    const PromptRun run = speculative_generate(*m.target, *oracle, prompt(6, 4), c);
+    EXPECT_EQ(run.output, greedy_generate(*m.target, prompt(6, 4), 50));
+    EXPECT_THAT(run.acceptance, Each(8)) << "budget " << budget;
+    EXPECT_EQ(summarize({run}, 8).tau_macro, 8.0);
+  }
+}
+
+TEST_P(DecodeTest, SingleChainTreeEqualsLinearLoop) {
+  Models& m = models(GetParam());
+  const auto drafter = dflash_block_drafter(*m.drafter);
+  DecodeConfig linear;
+  linear.max_new_tokens = 30;
+  DecodeConfig chain = linear;
+  chain.tree_budget = 7;  // B − 1 nodes with one candidate per depth: the linear draft
+  chain.tree_top_k = 1;
+  const PromptRun a = speculative_generate(*m.target, *drafter, prompt(7, 9), linear);
+  const PromptRun b = speculative_generate(*m.target, *drafter, prompt(7, 9), chain);
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_EQ(a.acceptance, b.acceptance);
+  EXPECT_EQ(a.drafted, b.drafted);
+}
+
+TEST_P(DecodeTest, StopsAtEosAndMaxNew) {
+  Models& m = models(GetParam());
+  const auto drafter = dflash_block_drafter(*m.drafter);
+  const auto greedy = greedy_generate(*m.target, prompt(6, 5), 30);
+  DecodeConfig c;
+  c.max_new_tokens = 30;
+  c.eos_ids = {greedy[9]};
+  const PromptRun run = speculative_generate(*m.target, *drafter, prompt(6, 5), c);
+  const auto first_eos = std::find(greedy.begin(), greedy.end(), greedy[9]);
+  EXPECT_EQ(run.output, std::vector<std::int64_t>(greedy.begin(), first_eos + 1));
+  c.eos_ids.clear();
+  c.max_new_tokens = 13;
+  EXPECT_EQ(speculative_generate(*m.target, *drafter, prompt(6, 5), c).output.size(), 13u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DecodeTest,
+                         ::testing::Values(model::Family::kQwen3, model::Family::kQwen3_5),
+                         [](const auto& p) { return std::string(model::family_name(p.param)); });
+
+TEST(DraftTree, BestFirstWithinBudgetAndDepth) {
+  // Depth 1 prefers token 3 then 1; depth 2 prefers token 7.
+  at::Tensor logits = at::full({2, 10}, -10.0);
+  logits[0][3] = 5.0, logits[0][1] = 4.0, logits[1][7] = 6.0, logits[1][2] = 0.0;
+  const DraftTree t = build_draft_tree(logits, 4);
+  ASSERT_EQ(t.tokens.size(), 4u);
+  EXPECT_EQ(t.tokens[0], 3);
+  EXPECT_EQ(t.parents[0], -1);
+  EXPECT_EQ(t.tokens[1], 7);  // child of the best root is more likely than the second root
+  EXPECT_EQ(t.parents[1], 0);
+  for (std::size_t i = 1; i < t.scores.size(); ++i)
+    EXPECT_GE(t.scores[i - 1], t.scores[i]) << "best-first order";
+  for (std::size_t i = 0; i < t.parents.size(); ++i)
+    EXPECT_LT(t.parents[i], static_cast<std::int64_t>(i));
+  EXPECT_EQ(build_draft_tree(logits, 500).tokens.size(), 110u)
+      << "10 roots + 10 × 10 children: depth 2 caps it";
+}
+
+TEST(DraftTree, FollowsTheVerifiedPath) {
+  //   0 ─ 1(5) ─ 3(7)
+  //     └ 2(6) ─ 4(8)
+  const std::vector<std::int64_t> tokens = {0, 5, 6, 7, 8}, parents = {-1, 0, 0, 1, 2};
+  EXPECT_EQ(follow_verified_path(tokens, parents, {6, 0, 8, 0, 0}),
+            (std::vector<std::int64_t>{0, 2, 4}));
+  EXPECT_EQ(follow_verified_path(tokens, parents, {9, 0, 0, 0, 0}), (std::vector<std::int64_t>{0}));
+}
+
+TEST(AcceptanceStats, MacroPooledHistogramAndPositions) {
+  PromptRun a, b;
+  a.acceptance = {4, 2};  // mean 3
+  a.accepted_at_depth = {0, 2, 1, 1};
+  b.acceptance = {1, 1, 1, 1};  // mean 1
+  b.accepted_at_depth = {0, 0, 0, 0};
+  a.output.resize(6), b.output.resize(4);
+  const AcceptanceStats s = summarize({a, b}, 4);
+  EXPECT_DOUBLE_EQ(s.tau_macro, 2.0);
+  EXPECT_DOUBLE_EQ(s.tau_pooled, 10.0 / 6.0);
+  EXPECT_EQ(s.histogram, (std::vector<std::int64_t>{0, 4, 1, 0, 1}));
+  EXPECT_EQ(s.per_position_acceptance, (std::vector<double>{2.0 / 6, 1.0 / 6, 1.0 / 6}));
+  EXPECT_EQ(s.accepted, 4);
+  EXPECT_EQ(s.generated_tokens, 10);
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(io::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(io::sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(io::sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(PromptSet, ParsesAndHashes) {
+  const auto dir = testing::fresh_dir("prompts");
+  std::ofstream(dir / "p.jsonl")
+      << "{\"id\": \"a\", \"input_ids\": [1, 2, 3], \"text\": \"hi\"}\n\n"
+      << "{\"id\": 7, \"input_ids\": [4]}\n";
+  const PromptSet s = read_prompt_set(dir / "p.jsonl");
+  ASSERT_EQ(s.prompts.size(), 2u);
+  EXPECT_EQ(s.prompts[1].id, "7");
+  EXPECT_EQ(s.prompts[0].text, "hi");
+  EXPECT_EQ(s.sha256.size(), 64u);
+}
+
+TEST(PromptSet, BadLinesNameFileAndLine) {
+  const auto dir = testing::fresh_dir("bad_prompts");
+  auto check = [&](const std::string& body, const std::string& message) {
+    std::ofstream(dir / "p.jsonl") << body;
+    EXPECT_THAT(error_of([&] { read_prompt_set(dir / "p.jsonl"); }), HasSubstr(message)) << body;
+  };
+  check("{\"id\": \"a\", \"input_ids\": [1]}\n{\"id\": \"a\", \"input_ids\": [2]}\n",
+        "p.jsonl:2: duplicate id \"a\"");
+  check("{\"id\": \"a\", \"input_ids\": []}\n",
+        "p.jsonl:1: \"input_ids\" must be a non-empty array");
+  check("{\"id\": \"a\", \"input_ids\": [1, -4]}\n", "input_ids holds -4");
+  check("{\"input_ids\": [1]}\n", "missing \"id\"");
+  check("[1, 2]\n", "must be a JSON object");
+  check("{\"id\": \"a\", \"input_ids\": [1]\n", "invalid JSON");
+  check("\n\n", "prompt set is empty");
+}
+
+}  // namespace
+}  // namespace draftgate::decode

@@ -1,0 +1,224 @@
+// The DFlash drafter: config parsing (real SpecForge configs), validation against the target, and
+// inference semantics against a naive float64 recomputation without cache.
+
+#include "draftgate/model/dflash.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/ops.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "error_text.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate::model {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+const fs::path kSpecForge =
+    fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/real-layouts/specforge-dflash";
+
+DrafterConfig parse(const nlohmann::json& j) {
+  return DrafterConfig::from(io::ModelConfig::from_json(j, "config.json"));
+}
+
+TEST(DrafterConfig, RealSpecForgeConfigs) {
+  const auto q3 = DrafterConfig::from(io::ModelConfig::load(kSpecForge / "qwen3-8b-dflash.json"));
+  EXPECT_EQ(q3.block_size, 16);
+  EXPECT_EQ(q3.mask_token_id, 151669);
+  EXPECT_EQ(q3.target_layer_ids, (std::vector<std::int64_t>{1, 9, 17, 25, 33}));
+  EXPECT_EQ(q3.num_target_layers, 36);
+  const auto q36 =
+      DrafterConfig::from(io::ModelConfig::load(kSpecForge / "qwen3.6-27b-dflash.json"));
+  EXPECT_EQ(q36.target_layer_ids, (std::vector<std::int64_t>{1, 16, 31, 46, 61}));
+  EXPECT_EQ(q36.layer_types,
+            (std::vector<std::string>{"sliding_attention", "sliding_attention", "sliding_attention",
+                                      "sliding_attention", "full_attention"}));
+  EXPECT_EQ(q36.sliding_window, 2048);
+  EXPECT_EQ(q36.mask_token_id, 248070);
+  for (const char* f : {"qwen3.5-4b-dflash.json", "qwen3.5-35b-a3b-dflash.json",
+                        "qwen3-4b-dflash.json", "qwen2.5-0.5b-dflash.json",
+                        "longcat-flash-dflash.json", "lfm2.5-1.2b-instruct-dflash.json"})
+    EXPECT_NO_THROW(DrafterConfig::from(io::ModelConfig::load(kSpecForge / f))) << f;
+}
+
+nlohmann::json minimal() {
+  return {{"hidden_size", 64},
+          {"intermediate_size", 128},
+          {"num_hidden_layers", 1},
+          {"num_attention_heads", 4},
+          {"head_dim", 16},
+          {"rope_theta", 1e6},
+          {"block_size", 8},
+          {"dflash_config", {{"mask_token_id", 5}, {"target_layer_ids", {0, 2}}}}};
+}
+
+TEST(DrafterConfig, FieldsInEitherPlaceMustAgree) {
+  auto j = minimal();
+  j["dflash_config"]["block_size"] = 8;
+  EXPECT_EQ(parse(j).block_size, 8);
+  j["dflash_config"]["block_size"] = 16;
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("block_size = 8 at the top level but 16 under dflash_config"));
+  j = minimal();
+  j["dflash_config"].erase("target_layer_ids");
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("config.json: missing dflash_config.target_layer_ids"));
+  j = minimal();
+  j.erase("block_size");
+  EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("missing block_size"));
+  j = minimal();
+  j["dflash_config"].erase("mask_token_id");
+  EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("missing mask_token_id"));
+}
+
+struct Pair {
+  fs::path dir;
+  io::Checkpoint target_ckpt;
+  std::unique_ptr<TargetModel> target;
+};
+
+Pair& pair() {
+  static std::unique_ptr<Pair> p;
+  if (!p) {
+    const auto dir = testing::fresh_dir("dflash_pair");
+    RandomTargetSpec t;
+    t.dtype = at::kFloat;
+    write_random_target(dir / "target", t);
+    auto ckpt = io::Checkpoint::open(dir / "target");
+    p = std::make_unique<Pair>(Pair{dir, std::move(ckpt), nullptr});
+    p->target = TargetModel::load(p->target_ckpt, {});
+  }
+  return *p;
+}
+
+fs::path drafter_with(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  const auto dir = pair().dir / name;
+  RandomDrafterSpec d;
+  d.dtype = at::kFloat;
+  write_random_drafter(dir, d);
+  auto j = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  edit(j);
+  std::ofstream(dir / "config.json") << j.dump();
+  return dir;
+}
+
+std::string load_error(const fs::path& dir) {
+  return error_of([&] { DFlashDrafter::load(io::Checkpoint::open(dir), *pair().target); });
+}
+
+TEST(DrafterValidation, MismatchesWithTheTargetAreNamed) {
+  EXPECT_THAT(load_error(drafter_with("hidden", [](auto& j) { j["hidden_size"] = 32; })),
+              HasSubstr("drafter hidden_size 32 != target hidden_size 64"));
+  EXPECT_THAT(load_error(drafter_with("taps",
+                                      [](auto& j) {
+                                        j["dflash_config"]["target_layer_ids"] = {0, 4};
+                                      })),
+              HasSubstr("tap 4 is not a target layer (0..3)"));
+  EXPECT_THAT(
+      load_error(drafter_with("mask", [](auto& j) { j["dflash_config"]["mask_token_id"] = 256; })),
+      HasSubstr("mask_token_id 256 is outside the target's embedding (vocab 256)"));
+  EXPECT_THAT(load_error(drafter_with("vocab", [](auto& j) { j["vocab_size"] = 300; })),
+              HasSubstr("drafter vocab_size 300 != target vocab_size 256"));
+  EXPECT_THAT(load_error(drafter_with("layers", [](auto& j) { j["num_target_layers"] = 36; })),
+              HasSubstr("num_target_layers 36 but the target has 4 layers"));
+  EXPECT_THAT(load_error(drafter_with("fc",
+                                      [](auto& j) {
+                                        j["dflash_config"]["target_layer_ids"] = {0, 1, 2};
+                                      })),
+              HasSubstr("tensor \"fc.weight\" has shape [64, 128], config implies [64, 192]"));
+}
+
+// Straightforward float64 recomputation of one draft call: all context and block K/V from scratch,
+// no cache.
+at::Tensor naive_draft(const io::Checkpoint& ckpt, const TargetModel& target,
+                       const at::Tensor& features, std::int64_t anchor) {
+  auto w = [&](const std::string& n) { return io::load_tensor(ckpt, n).to(at::kDouble); };
+  const auto cfg = DrafterConfig::from(ckpt.config());
+  auto rms = [&](const at::Tensor& x, const at::Tensor& g) {
+    return x * at::rsqrt((x * x).mean(-1, true) + cfg.rms_eps) * g;
+  };
+  auto rope = [&](const at::Tensor& x, std::int64_t first) {  // x [T, heads, D], positions first..
+    const std::int64_t d = x.size(-1), half = d / 2;
+    at::Tensor out = x.clone();
+    for (std::int64_t t = 0; t < x.size(0); ++t)
+      for (std::int64_t j = 0; j < half; ++j) {
+        const double angle =
+            static_cast<double>(first + t) * std::pow(cfg.rope_theta, -2.0 * j / d);
+        out[t].select(-1, j).copy_(x[t].select(-1, j) * std::cos(angle) -
+                                   x[t].select(-1, j + half) * std::sin(angle));
+        out[t]
+            .select(-1, j + half)
+            .copy_(x[t].select(-1, j + half) * std::cos(angle) +
+                   x[t].select(-1, j) * std::sin(angle));
+      }
+    return out;
+  };
+  const std::int64_t s = features.size(0), b = cfg.block_size, nh = cfg.num_heads,
+                     nkv = cfg.num_kv_heads, d = cfg.head_dim;
+  const at::Tensor ctx =
+      rms(at::matmul(features.to(at::kDouble), w("fc.weight").t()), w("hidden_norm.weight"));
+  std::vector<std::int64_t> ids(b, cfg.mask_token_id);
+  ids[0] = anchor;
+  at::Tensor h = target.embed_weight().to(at::kDouble).index_select(0, at::tensor(ids));
+  for (std::int64_t l = 0; l < cfg.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const at::Tensor u = rms(h, w(p + "input_layernorm.weight"));
+    const at::Tensor kv_in = at::cat({ctx, u}, 0);
+    at::Tensor q = rms(at::matmul(u, w(p + "self_attn.q_proj.weight").t()).view({b, nh, d}),
+                       w(p + "self_attn.q_norm.weight"));
+    at::Tensor k =
+        rms(at::matmul(kv_in, w(p + "self_attn.k_proj.weight").t()).view({s + b, nkv, d}),
+            w(p + "self_attn.k_norm.weight"));
+    const at::Tensor v =
+        at::matmul(kv_in, w(p + "self_attn.v_proj.weight").t()).view({s + b, nkv, d});
+    q = rope(q, s);
+    k = rope(k, 0);
+    at::Tensor out = at::zeros({b, nh * d}, at::kDouble);
+    for (std::int64_t head = 0; head < nh; ++head) {
+      const std::int64_t g = head / (nh / nkv);
+      const at::Tensor scores =
+          at::matmul(q.select(1, head), k.select(1, g).t()) / std::sqrt(static_cast<double>(d));
+      out.narrow(1, head * d, d)
+          .copy_(at::matmul(at::softmax(scores, -1), v.select(1, g)));  // no mask
+    }
+    h = h + at::matmul(out, w(p + "self_attn.o_proj.weight").t());
+    const at::Tensor m = rms(h, w(p + "post_attention_layernorm.weight"));
+    const at::Tensor gate = at::matmul(m, w(p + "mlp.gate_proj.weight").t());
+    h = h + at::matmul(gate * at::sigmoid(gate) * at::matmul(m, w(p + "mlp.up_proj.weight").t()),
+                       w(p + "mlp.down_proj.weight").t());
+  }
+  return at::matmul(rms(h.narrow(0, 1, b - 1), w("norm.weight")),
+                    target.lm_head_weight().to(at::kDouble).t());
+}
+
+TEST(DrafterInference, MatchesNaiveRecomputationAndKeepsOnlyContext) {
+  const auto dir = drafter_with("semantics", [](auto&) {});
+  const auto ckpt = io::Checkpoint::open(dir);
+  const auto drafter = DFlashDrafter::load(ckpt, *pair().target);
+  std::vector<std::int64_t> tokens = {3, 14, 15, 92, 65, 35, 89};
+  const ForwardResult r = pair().target->forward(tokens, {0, 2});
+  DrafterState state = drafter->new_state();
+  drafter->add_context(
+      state, drafter->features(r, {0, 1, 2}));  // context arrives in pieces, as in decoding
+  drafter->add_context(state, drafter->features(r, {3, 4, 5, 6}));
+  EXPECT_EQ(state.context, 7);
+  const at::Tensor logits = drafter->draft(state, 42);
+  ASSERT_EQ(logits.sizes().vec(), (std::vector<std::int64_t>{7, 256}));
+  const at::Tensor all = drafter->features(r, {0, 1, 2, 3, 4, 5, 6});
+  const at::Tensor ref = naive_draft(ckpt, *pair().target, all, 42);
+  EXPECT_LT(
+      (logits.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>(),
+      1e-5);
+  EXPECT_EQ(state.context, 7);
+  EXPECT_TRUE(at::equal(drafter->draft(state, 42), logits)) << "the block's K/V must not persist";
+}
+
+}  // namespace
+}  // namespace draftgate::model
