@@ -10,63 +10,16 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <thread>
 
+#include "bench_models.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
 
 namespace draftgate::model {
 namespace {
-namespace fs = std::filesystem;
-
-struct BenchModel {
-  const char* name;
-  RandomTargetSpec spec;
-};
-
-RandomTargetSpec tiny(Family family) {
-  RandomTargetSpec s;
-  s.family = family;
-  s.layout = family == Family::kQwen3 ? TargetLayout::kFlat : TargetLayout::kTextResave;
-  return s;
-}
-
-RandomTargetSpec qwen3_0_6b() {  // Qwen3-0.6B shapes: 596M parameters
-  RandomTargetSpec s;
-  s.hidden = 1024, s.intermediate = 3072, s.layers = 28, s.heads = 16, s.kv_heads = 8,
-  s.head_dim = 128;
-  s.vocab = 151936, s.tied = true;
-  return s;
-}
-
-RandomTargetSpec qwen3_5_0_8b() {  // Qwen3.5-0.8B shapes with the Qwen3 vocabulary: 622M parameters
-  RandomTargetSpec s = qwen3_0_6b();
-  s.family = Family::kQwen3_5, s.layout = TargetLayout::kTextResave;
-  s.intermediate = 3584, s.layers = 24, s.heads = 8, s.kv_heads = 2, s.head_dim = 256;
-  s.linear_k_heads = 16, s.linear_v_heads = 16, s.linear_k_dim = 128, s.linear_v_dim = 128;
-  s.partial_rotary_factor = 0.25;
-  return s;
-}
-
-const std::map<std::string, RandomTargetSpec>& models() {
-  static const std::map<std::string, RandomTargetSpec> m = {
-      {"tiny-qwen3", tiny(Family::kQwen3)},
-      {"tiny-qwen3_5", tiny(Family::kQwen3_5)},
-      {"qwen3-0.6b", qwen3_0_6b()},
-      {"qwen3_5-0.8b", qwen3_5_0_8b()}};
-  return m;
-}
-
-fs::path model_dir(const std::string& name) {
-  const char* env = std::getenv("DRAFTGATE_BENCH_MODELS");
-  const fs::path dir = fs::path(env != nullptr ? env : "bench-models") / name;
-  if (!fs::exists(dir / "model.safetensors")) write_random_target(dir, models().at(name));
-  return dir;
-}
 
 struct Loaded {
   io::Checkpoint checkpoint;
@@ -77,7 +30,7 @@ Loaded& load(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Loaded>> cache;
   auto& slot = cache[name];
   if (!slot) {
-    auto ckpt = io::Checkpoint::open(model_dir(name));
+    auto ckpt = io::Checkpoint::open(bench::target_dir(name));
     slot = std::make_unique<Loaded>(Loaded{std::move(ckpt), nullptr});
     slot->model = TargetModel::load(slot->checkpoint, TargetOptions{});
   }
@@ -158,7 +111,9 @@ int main(int argc, char** argv) {
   // --make-models: write the benchmark models and exit, so a later run's peak RSS excludes their
   // generation.
   if (argc == 2 && std::string(argv[1]) == "--make-models") {
-    for (const auto& [name, spec] : draftgate::model::models()) draftgate::model::model_dir(name);
+    for (const auto& [name, spec] : draftgate::bench::target_models())
+      draftgate::bench::target_dir(name);
+    draftgate::bench::tiny_drafter_dir();
     return 0;
   }
   draftgate::model::register_all();

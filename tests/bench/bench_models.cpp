@@ -1,0 +1,70 @@
+#include "bench_models.h"
+
+#include <cstdlib>
+
+namespace draftgate::bench {
+namespace fs = std::filesystem;
+using model::Family;
+using model::RandomTargetSpec;
+using model::TargetLayout;
+
+namespace {
+
+fs::path root() {
+  const char* env = std::getenv("DRAFTGATE_BENCH_MODELS");
+  return fs::path(env != nullptr ? env : "bench-models");
+}
+
+RandomTargetSpec tiny(Family family) {
+  RandomTargetSpec s;
+  s.family = family;
+  s.layout = family == Family::kQwen3 ? TargetLayout::kFlat : TargetLayout::kTextResave;
+  return s;
+}
+
+RandomTargetSpec qwen3_0_6b() {  // Qwen3-0.6B shapes: 596M parameters
+  RandomTargetSpec s;
+  s.hidden = 1024, s.intermediate = 3072, s.layers = 28, s.heads = 16, s.kv_heads = 8,
+  s.head_dim = 128;
+  s.vocab = 151936, s.tied = true;
+  return s;
+}
+
+RandomTargetSpec qwen3_5_0_8b() {  // Qwen3.5-0.8B shapes with the Qwen3 vocabulary: 622M parameters
+  RandomTargetSpec s = qwen3_0_6b();
+  s.family = Family::kQwen3_5, s.layout = TargetLayout::kTextResave;
+  s.intermediate = 3584, s.layers = 24, s.heads = 8, s.kv_heads = 2, s.head_dim = 256;
+  s.linear_k_heads = 16, s.linear_v_heads = 16, s.linear_k_dim = 128, s.linear_v_dim = 128;
+  s.partial_rotary_factor = 0.25;
+  return s;
+}
+
+}  // namespace
+
+const std::map<std::string, RandomTargetSpec>& target_models() {
+  static const std::map<std::string, RandomTargetSpec> m = {
+      {"tiny-qwen3", tiny(Family::kQwen3)},
+      {"tiny-qwen3_5", tiny(Family::kQwen3_5)},
+      {"qwen3-0.6b", qwen3_0_6b()},
+      {"qwen3_5-0.8b", qwen3_5_0_8b()}};
+  return m;
+}
+
+fs::path target_dir(const std::string& name) {
+  const fs::path dir = root() / name;
+  if (!fs::exists(dir / "model.safetensors"))
+    model::write_random_target(dir, target_models().at(name));
+  return dir;
+}
+
+fs::path tiny_drafter_dir() {
+  const fs::path dir = root() / "tiny-qwen3_5-drafter";
+  if (!fs::exists(dir / "model.safetensors")) {
+    model::RandomDrafterSpec d;
+    d.block_size = 16;
+    model::write_random_drafter(dir, d);
+  }
+  return dir;
+}
+
+}  // namespace draftgate::bench
