@@ -157,13 +157,8 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   inv_freq_ = rope_inv_freq(d.head_dim, d.rope_theta).to(target.device());
   for (std::int64_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
-    Layer l;
-    l.input_norm = w.get(p + "input_layernorm.weight", {d.hidden});
-    l.post_norm = w.get(p + "post_attention_layernorm.weight", {d.hidden});
-    l.gate_proj = w.get(p + "mlp.gate_proj.weight", {d.intermediate, d.hidden});
-    l.up_proj = w.get(p + "mlp.up_proj.weight", {d.intermediate, d.hidden});
-    l.down_proj = w.get(p + "mlp.down_proj.weight", {d.hidden, d.intermediate});
-    l.attention = std::make_unique<Attention>(attention_config_, w, p + "self_attn.");
+    Layer l{NormsAndMlp(w, p, d.hidden, d.intermediate),
+            std::make_unique<Attention>(attention_config_, w, p + "self_attn."), false};
     l.sliding = d.layer_types[i] == "sliding_attention";
     layers_.push_back(std::move(l));
   }
@@ -215,11 +210,10 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    const at::Tensor u = rms_norm(h, l.input_norm, config_.rms_eps, NormStyle::kPlain);
+    const at::Tensor u = l.parts.mixer_input(h, config_.rms_eps, NormStyle::kPlain);
     h = h + l.attention->extend(u, rope, l.sliding ? window_visible : block_visible, state.kv[i]);
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
-    h = h + swiglu(rms_norm(h, l.post_norm, config_.rms_eps, NormStyle::kPlain), l.gate_proj,
-                   l.up_proj, l.down_proj);
+    h = l.parts.add_mlp(h, config_.rms_eps, NormStyle::kPlain);
   }
   const at::Tensor y = rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, NormStyle::kPlain);
   return dense(y, target_.lm_head_weight()).to(at::kFloat);

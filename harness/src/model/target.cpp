@@ -73,12 +73,7 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = stack_.layer_path(i) + ".";
-    Layer l;
-    l.input_norm = w.get(p + "input_layernorm.weight", {c.hidden});
-    l.post_norm = w.get(p + "post_attention_layernorm.weight", {c.hidden});
-    l.gate_proj = w.get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden});
-    l.up_proj = w.get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden});
-    l.down_proj = w.get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    Layer l{NormsAndMlp(w, p, c.hidden, c.intermediate), nullptr, nullptr};
     if (c.is_linear(i))
       l.linear = std::make_unique<GatedDeltaNet>(config_, w, p + "linear_attn.");
     else
@@ -137,11 +132,10 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
       config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    const at::Tensor normed = rms_norm(h, l.input_norm, config_.rms_eps, style);
+    const at::Tensor normed = l.parts.mixer_input(h, config_.rms_eps, style);
     h = h + (l.linear ? l.linear->extend(normed, state.linear[i], parents, gdn_)
                       : l.attention->extend(normed, rope, visible, state.kv[i]));
-    h = h + swiglu(rms_norm(h, l.post_norm, config_.rms_eps, style), l.gate_proj, l.up_proj,
-                   l.down_proj);
+    h = l.parts.add_mlp(h, config_.rms_eps, style);
     if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end())
       result.taps[static_cast<std::int64_t>(i)] = h.to(at::kFloat);
   }

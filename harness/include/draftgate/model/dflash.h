@@ -22,6 +22,7 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/attention.h"
+#include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/target.h"
 
 namespace draftgate::model {
@@ -80,7 +81,7 @@ class DFlashDrafter {
 
  private:
   struct Layer {
-    at::Tensor input_norm, post_norm, gate_proj, up_proj, down_proj;
+    NormsAndMlp parts;
     std::unique_ptr<Attention> attention;
     bool sliding = false;
   };

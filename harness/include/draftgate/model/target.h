@@ -17,6 +17,7 @@
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/cache.h"
+#include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/gated_delta_net.h"
 #include "draftgate/model/target_config.h"
 
@@ -69,7 +70,7 @@ class TargetModel {
 
  private:
   struct Layer {
-    at::Tensor input_norm, post_norm, gate_proj, up_proj, down_proj;
+    NormsAndMlp parts;
     std::unique_ptr<Attention> attention;
     std::unique_ptr<GatedDeltaNet> linear;
   };
