@@ -1,11 +1,5 @@
 #include "draftgate/io/sha256.h"
 
-#include <cstring>
-#include <fstream>
-#include <vector>
-
-#include "draftgate/error.h"
-
 namespace draftgate::io {
 namespace {
 
@@ -78,18 +72,6 @@ std::string Sha256::hex_digest() {
 std::string sha256_hex(std::string_view bytes) {
   Sha256 s;
   s.update(bytes);
-  return s.hex_digest();
-}
-
-std::string sha256_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open for hashing");
-  Sha256 s;
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    s.update(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
-  }
   return s.hex_digest();
 }
 

@@ -59,7 +59,6 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
 
   const std::filesystem::path& path() const { return path_; }
   const SafetensorsHeader& header() const { return header_; }
-  std::uint64_t file_size() const { return file_size_; }
 
   // The tensor's bytes inside the read-only mapping (mapped on first call). Valid while this object
   // lives.

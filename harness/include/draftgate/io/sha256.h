@@ -1,9 +1,8 @@
 #pragma once
-// SHA-256 (FIPS 180-4) for content hashes of prompt sets and checkpoint provenance.
+// SHA-256 (FIPS 180-4): the content hash that identifies a prompt set.
 
 #include <array>
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -24,7 +23,5 @@ class Sha256 {
 };
 
 std::string sha256_hex(std::string_view bytes);
-// Streams a file; draftgate::Error naming it when unreadable.
-std::string sha256_file(const std::filesystem::path& path);
 
 }  // namespace draftgate::io

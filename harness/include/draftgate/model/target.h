@@ -45,7 +45,6 @@ class TargetModel {
   at::ScalarType dtype() const { return dtype_; }
   at::Device device() const { return device_; }
   const at::Tensor& embed_weight() const { return embed_; }
-  const at::Tensor& final_norm_weight() const { return final_norm_; }
   const at::Tensor& lm_head_weight() const { return lm_head_; }
 
   TargetState new_state() const;
