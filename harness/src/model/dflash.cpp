@@ -3,6 +3,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "draftgate/error.h"
 #include "draftgate/model/ops.h"
@@ -217,6 +218,51 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   }
   const at::Tensor y = rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, NormStyle::kPlain);
   return dense(y, target_.lm_head_weight()).to(at::kFloat);
+}
+
+at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
+                                          const std::vector<std::int64_t>& input_ids,
+                                          const std::vector<std::int64_t>& anchors) const {
+  c10::InferenceMode inference;
+  const auto s = static_cast<std::int64_t>(input_ids.size());
+  const auto n = static_cast<std::int64_t>(anchors.size());
+  const std::int64_t b = config_.block_size;
+  if (features.size(0) != s) throw std::invalid_argument("features must have one row per input id");
+  for (const auto& t : config_.layer_types)
+    if (t != "full_attention")
+      throw Error("drafter", "training_logits supports full-attention drafter layers only");
+  std::vector<std::int64_t> ids, positions;
+  for (auto a : anchors) {
+    if (a < 0 || a >= s) throw std::invalid_argument("anchor outside the sequence");
+    for (std::int64_t k = 0; k < b; ++k) {
+      ids.push_back(k == 0 ? input_ids[a] : config_.mask_token_id);
+      positions.push_back(a + k);
+    }
+  }
+  const auto device = target_.device();
+  // Visibility [N·B, S + N·B]: context keys < a_j, then the own block only.
+  at::Tensor visible = at::zeros({n * b, s + n * b}, at::kBool);
+  for (std::int64_t j = 0; j < n; ++j) {
+    visible.narrow(0, j * b, b).narrow(1, 0, anchors[j]).fill_(true);
+    visible.narrow(0, j * b, b).narrow(1, s + j * b, b).fill_(true);
+  }
+  visible = visible.to(device);
+  const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
+                                  config_.rms_eps, NormStyle::kPlain);
+  const RopeTables ctx_rope =
+      rope_tables(at::arange(0, s, at::kLong).to(device), inv_freq_, target_.dtype());
+  const RopeTables block_rope =
+      rope_tables(at::tensor(positions, at::kLong).to(device), inv_freq_, target_.dtype());
+  at::Tensor h = target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(device));
+  for (const Layer& l : layers_) {
+    KVCache cache;
+    l.attention->append_kv(ctx, ctx_rope, cache);
+    h = h + l.attention->extend(l.parts.mixer_input(h, config_.rms_eps, NormStyle::kPlain),
+                                block_rope, visible, cache);
+    h = l.parts.add_mlp(h, config_.rms_eps, NormStyle::kPlain);
+  }
+  const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, NormStyle::kPlain);
+  return dense(y, target_.lm_head_weight()).to(at::kFloat).view({n, b, -1});
 }
 
 }  // namespace draftgate::model

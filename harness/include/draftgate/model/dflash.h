@@ -79,6 +79,13 @@ class DFlashDrafter {
   // onward.
   at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
 
+  // Training mode, all blocks in one pass (SpecForge after PR #473): features [S, taps × target hidden] of the
+  // whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per anchor a at positions a…a+B−1.
+  // Block j sees context positions strictly before a_j and its own block (bidirectionally), no other block.
+  // Returns [anchors, B, vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
+                             const std::vector<std::int64_t>& anchors) const;
+
  private:
   struct Layer {
     NormsAndMlp parts;

@@ -1,0 +1,93 @@
+// The training recipe: decay weights, same-position labels, losses, and the training-mode drafter
+// forward equal to inference mode for every anchor.
+
+#include "draftgate/train/recipe.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate::train {
+namespace {
+
+TEST(Recipe, DecayWeights) {
+  const at::Tensor w = position_weights(16, 7.0);
+  EXPECT_FLOAT_EQ(w[0].item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(w[1].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(w[2].item<float>(), std::exp(-1.0f / 7.0f));
+  EXPECT_FLOAT_EQ(w[15].item<float>(), std::exp(-14.0f / 7.0f));
+}
+
+TEST(Recipe, SamePositionLabelsMaskedAndCutAtTheEnd) {
+  const std::vector<std::int64_t> ids = {10, 11, 12, 13, 14, 15}, mask = {0, 1, 1, 0, 1, 1};
+  const BlockTargets t = block_targets(ids, mask, {1, 4}, 4, 4.0);
+  EXPECT_EQ(t.labels[0][1].item<std::int64_t>(), 12);  // anchor 1, k = 1 → token at position 2
+  EXPECT_EQ(t.weight[0][0].item<float>(), 0.0f);       // the anchor itself carries no label
+  EXPECT_EQ(t.weight[0][2].item<float>(), 0.0f);       // loss_mask[3] = 0
+  EXPECT_FLOAT_EQ(t.weight[0][3].item<float>(), std::exp(-2.0f / 4.0f));
+  EXPECT_EQ(t.labels[1][1].item<std::int64_t>(), 15);
+  EXPECT_EQ(t.weight[1][2].item<float>(), 0.0f);  // past the sequence end
+}
+
+TEST(Recipe, LossesOnAHandExample) {
+  const std::vector<std::int64_t> ids = {0, 1, 2}, mask = {1, 1, 1};
+  const BlockTargets t = block_targets(ids, mask, {0}, 3, 1.0);  // weights 0, 1, e^-1
+  at::Tensor logits = at::zeros({1, 3, 3});
+  logits[0][1][1] = 2.0;
+  const double ce1 = -std::log(std::exp(2.0) / (std::exp(2.0) + 2.0)), ce2 = std::log(3.0);
+  // The decay weights are float32.
+  EXPECT_NEAR(weighted_cross_entropy(logits, t),
+              (ce1 + std::exp(-1.0) * ce2) / (1 + std::exp(-1.0)), 1e-7);
+  EXPECT_NEAR(weighted_kl(logits, logits, t), 0.0, 1e-12);
+  EXPECT_GT(weighted_kl(logits, at::zeros({1, 3, 3}), t), 0.0);
+}
+
+TEST(Recipe, TeacherRowsPredictTheNextPosition) {
+  const at::Tensor teacher = at::arange(5, at::kFloat).unsqueeze(1).expand({5, 2}).contiguous();
+  const at::Tensor blocks = block_teacher_logits(teacher, {1, 3}, 3);
+  EXPECT_EQ(blocks[0][1][0].item<float>(), 1.0f);  // k = 1 → position a + k − 1 = 1
+  EXPECT_EQ(blocks[0][2][0].item<float>(), 2.0f);
+  EXPECT_EQ(blocks[1][2][0].item<float>(), 4.0f);
+}
+
+TEST(Recipe, TrainingModeLogitsEqualInferenceModeForEveryAnchor) {
+  const auto dir = testing::fresh_dir("recipe");
+  model::RandomTargetSpec t;
+  t.family = model::Family::kQwen3_5;
+  t.layout = model::TargetLayout::kVlm;
+  t.dtype = at::kFloat;
+  model::write_random_target(dir / "target", t);
+  model::RandomDrafterSpec d;
+  d.dtype = at::kFloat;
+  model::write_random_drafter(dir / "drafter", d);
+  const auto target_ckpt = io::Checkpoint::open(dir / "target");
+  const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
+  const auto target = model::TargetModel::load(target_ckpt, {});
+  const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back((i * 29 + 3) % 250);
+  const model::ForwardResult r = target->forward(ids, drafter->config().target_layer_ids, false);
+  std::vector<std::int64_t> all(ids.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+  const at::Tensor features = drafter->features(r, all);
+  const std::vector<std::int64_t> anchors = {0, 3, 7, 12};
+  const at::Tensor training = drafter->training_logits(features, ids, anchors);
+  ASSERT_EQ(training.sizes().vec(), (std::vector<std::int64_t>{4, 8, 256}));
+  for (std::size_t j = 0; j < anchors.size(); ++j) {
+    model::DrafterState state = drafter->new_state();
+    if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
+    const at::Tensor inference = drafter->draft(state, ids[anchors[j]]);
+    const at::Tensor rows = training[j].narrow(0, 1, 7);
+    EXPECT_LT((rows - inference).abs().max().item<double>() / inference.abs().max().item<double>(),
+              1e-5)
+        << "anchor " << anchors[j];
+  }
+}
+
+}  // namespace
+}  // namespace draftgate::train
