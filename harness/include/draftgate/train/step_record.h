@@ -1,0 +1,58 @@
+#pragma once
+// Training step records: what a trainer actually used at one step, in one safetensors file, so
+// checks can validate a fix on the first steps before retraining.
+//
+// Tensors (batch of one sequence; S positions, N anchors, B block size, V vocabulary, F = taps ×
+// target hidden):
+//   input_ids       I64 [S]          the sequence
+//   loss_mask       I64|U8|BOOL [S]  1 where a position may carry a label
+//   anchors         I64 [N]          block anchors
+//   fc_input        F32|BF16 [S, F]  the features fed to the drafter's fc (taps concatenated in
+//   order) teacher_logits  F32|BF16 [S, V]  the teacher's logits per position (row p predicts token
+//   p+1)   optional* labels          I64 [N, B]       the labels used (k = 0 ignored) optional*
+//   drafter_logits  F32|BF16 [N, B, V] the drafter's block logits at this step optional weights F32
+//   [N, B]       the per-element loss weights used                                optional
+//   (* at least one of teacher_logits and labels)
+// __metadata__: schema = "draftgate.step_record/1", block_size, gamma, mask_token_id,
+// target_layer_ids
+// ("1,9,17"), loss ("ce" | "kl"), logged_loss (decimal), step (optional).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "draftgate/train/recipe.h"
+
+namespace draftgate::train {
+
+inline constexpr const char* kStepRecordSchema = "draftgate.step_record/1";
+
+struct StepRecord {
+  std::string path;
+  std::vector<std::int64_t> input_ids;
+  std::vector<std::int64_t> loss_mask;
+  std::vector<std::int64_t> anchors;
+  at::Tensor fc_input;        // float32 [S, F]
+  at::Tensor teacher_logits;  // float32 [S, V] or undefined
+  at::Tensor labels;          // int64 [N, B] or undefined
+  at::Tensor drafter_logits;  // float32 [N, B, V] or undefined
+  at::Tensor weights;         // float32 [N, B] or undefined
+  std::int64_t block_size = 0;
+  double gamma = 0;
+  std::int64_t mask_token_id = 0;
+  std::vector<std::int64_t> target_layer_ids;
+  LossType loss = LossType::kHardCrossEntropy;
+  double logged_loss = 0;
+  std::optional<std::int64_t> step;
+};
+
+// Validates everything listed above; draftgate::Error naming the file and the problem.
+StepRecord read_step_record(const std::filesystem::path& path);
+// Writes a record atomically (tensors stored as given; undefined optional tensors are omitted).
+void write_step_record(const std::filesystem::path& path, const StepRecord& record);
+
+}  // namespace draftgate::train

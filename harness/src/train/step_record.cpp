@@ -1,0 +1,200 @@
+#include "draftgate/train/step_record.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "draftgate/error.h"
+#include "draftgate/io/safetensors.h"
+#include "draftgate/io/tensor_view.h"
+
+namespace draftgate::train {
+namespace {
+
+std::string join(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::filesystem::path& path)
+      : file_(io::SafetensorsFile::open(path)), name_(path.string()) {}
+
+  const std::string& name() const { return name_; }
+
+  std::string meta(const std::string& key, bool required = true) const {
+    const auto& m = file_->header().metadata;
+    auto it = m.find(key);
+    if (it == m.end()) {
+      if (required) throw Error(name_, "missing __metadata__ \"" + key + "\"");
+      return "";
+    }
+    return it->second;
+  }
+  double meta_number(const std::string& key) const {
+    const std::string text = meta(key);
+    std::istringstream in(text);
+    double v = 0;
+    if (!(in >> v) || !in.eof() || !std::isfinite(v))
+      throw Error(name_, "__metadata__ \"" + key + "\" = \"" + text + "\" is not a finite number");
+    return v;
+  }
+  std::int64_t meta_int(const std::string& key) const {
+    const double v = meta_number(key);
+    if (v != std::floor(v)) throw Error(name_, "__metadata__ \"" + key + "\" must be an integer");
+    return static_cast<std::int64_t>(v);
+  }
+
+  // The tensor `key` as `dtype`, of rank `rank`; undefined when absent and optional.
+  at::Tensor tensor(const std::string& key, std::int64_t rank, at::ScalarType dtype,
+                    bool required) const {
+    const io::TensorInfo* info = file_->header().find(key);
+    if (info == nullptr) {
+      if (required) throw Error(name_, "missing tensor \"" + key + "\"");
+      return {};
+    }
+    const at::Tensor t = io::tensor_view(file_, *info);
+    if (t.dim() != rank)
+      throw Error(name_, "tensor \"" + key + "\" has shape " + shape_text(t.sizes()) +
+                             ", expected rank " + std::to_string(rank));
+    const bool ok = dtype == at::kLong ? !t.is_floating_point() : t.is_floating_point();
+    if (!ok)
+      throw Error(name_,
+                  "tensor \"" + key + "\" has dtype " + std::string(io::dtype_name(info->dtype)));
+    return t.to(dtype).clone();
+  }
+
+ private:
+  std::shared_ptr<const io::SafetensorsFile> file_;
+  std::string name_;
+};
+
+std::vector<std::int64_t> to_vector(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  return std::vector<std::int64_t>(c.data_ptr<std::int64_t>(),
+                                   c.data_ptr<std::int64_t>() + c.numel());
+}
+
+void expect_shape(const std::string& file, const char* key, const at::Tensor& t,
+                  std::vector<std::int64_t> shape) {
+  if (t.defined() && t.sizes().vec() != shape)
+    throw Error(file, std::string("tensor \"") + key + "\" has shape " + shape_text(t.sizes()) +
+                          ", expected " + shape_text(shape));
+}
+
+}  // namespace
+
+StepRecord read_step_record(const std::filesystem::path& path) {
+  const Reader r(path);
+  const std::string& f = r.name();
+  if (r.meta("schema") != kStepRecordSchema)
+    throw Error(f, "schema \"" + r.meta("schema") + "\" is not " + kStepRecordSchema);
+  StepRecord rec;
+  rec.path = f;
+  rec.block_size = r.meta_int("block_size");
+  rec.gamma = r.meta_number("gamma");
+  rec.mask_token_id = r.meta_int("mask_token_id");
+  rec.logged_loss = r.meta_number("logged_loss");
+  if (rec.block_size < 2) throw Error(f, "block_size must be at least 2");
+  if (rec.gamma <= 0) throw Error(f, "gamma must be positive");
+  const std::string loss = r.meta("loss");
+  if (loss != "ce" && loss != "kl")
+    throw Error(f, "loss \"" + loss + "\" is neither \"ce\" nor \"kl\"");
+  rec.loss = loss == "ce" ? LossType::kHardCrossEntropy : LossType::kSoftKl;
+  std::istringstream taps(r.meta("target_layer_ids"));
+  for (std::string tap; std::getline(taps, tap, ',');) {
+    try {
+      std::size_t used = 0;
+      rec.target_layer_ids.push_back(std::stoll(tap, &used));
+      if (used != tap.size()) throw std::invalid_argument(tap);
+    } catch (const std::exception&) {
+      throw Error(f, "target_layer_ids \"" + r.meta("target_layer_ids") +
+                         "\" is not a comma-separated id list");
+    }
+  }
+  if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
+  if (const std::string step = r.meta("step", false); !step.empty()) rec.step = r.meta_int("step");
+
+  rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
+  rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
+  rec.anchors = to_vector(r.tensor("anchors", 1, at::kLong, true));
+  rec.fc_input = r.tensor("fc_input", 2, at::kFloat, true);
+  rec.teacher_logits = r.tensor("teacher_logits", 2, at::kFloat, false);
+  rec.labels = r.tensor("labels", 2, at::kLong, false);
+  rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
+  rec.weights = r.tensor("weights", 2, at::kFloat, false);
+  if (!rec.teacher_logits.defined() && !rec.labels.defined())
+    throw Error(f, "neither teacher_logits nor labels is recorded",
+                "record what the loss was computed against");
+
+  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
+  const auto n = static_cast<std::int64_t>(rec.anchors.size()), b = rec.block_size;
+  if (static_cast<std::int64_t>(rec.loss_mask.size()) != s)
+    throw Error(f, "loss_mask has " + std::to_string(rec.loss_mask.size()) + " entries for " +
+                       std::to_string(s) + " input_ids");
+  if (rec.fc_input.size(0) != s)
+    throw Error(f, "fc_input has " + std::to_string(rec.fc_input.size(0)) + " rows for " +
+                       std::to_string(s) + " input_ids");
+  if (rec.fc_input.size(1) % static_cast<std::int64_t>(rec.target_layer_ids.size()) != 0)
+    throw Error(f, "fc_input width " + std::to_string(rec.fc_input.size(1)) +
+                       " is not a multiple of the " + std::to_string(rec.target_layer_ids.size()) +
+                       " taps");
+  for (auto a : rec.anchors)
+    if (a < 0 || a >= s)
+      throw Error(f, "anchor " + std::to_string(a) + " is outside the sequence (0.." +
+                         std::to_string(s - 1) + ")");
+  for (auto t : rec.input_ids)
+    if (t < 0) throw Error(f, "input_ids holds a negative token id");
+  expect_shape(f, "labels", rec.labels, {n, b});
+  expect_shape(f, "weights", rec.weights, {n, b});
+  if (rec.teacher_logits.defined() && rec.teacher_logits.size(0) != s)
+    throw Error(f, "teacher_logits has " + std::to_string(rec.teacher_logits.size(0)) +
+                       " rows for " + std::to_string(s) + " input_ids");
+  if (rec.drafter_logits.defined()) {
+    const std::int64_t v = rec.drafter_logits.size(2);
+    expect_shape(f, "drafter_logits", rec.drafter_logits, {n, b, v});
+    if (rec.teacher_logits.defined() && rec.teacher_logits.size(1) != v)
+      throw Error(f, "drafter_logits vocabulary " + std::to_string(v) +
+                         " != teacher_logits vocabulary " +
+                         std::to_string(rec.teacher_logits.size(1)));
+  }
+  return rec;
+}
+
+void write_step_record(const std::filesystem::path& path, const StepRecord& rec) {
+  auto ids = [](const std::vector<std::int64_t>& v) { return at::tensor(v, at::kLong); };
+  io::NamedTensors tensors = {{"input_ids", ids(rec.input_ids)},
+                              {"loss_mask", ids(rec.loss_mask)},
+                              {"anchors", ids(rec.anchors)},
+                              {"fc_input", rec.fc_input}};
+  for (const auto& [name, t] :
+       {std::pair<const char*, const at::Tensor&>{"teacher_logits", rec.teacher_logits},
+        {"labels", rec.labels},
+        {"drafter_logits", rec.drafter_logits},
+        {"weights", rec.weights}})
+    if (t.defined()) tensors.emplace_back(name, t);
+  std::ostringstream loss;
+  loss.precision(17);
+  loss << rec.logged_loss;
+  std::ostringstream gamma;
+  gamma.precision(17);
+  gamma << rec.gamma;
+  std::map<std::string, std::string> meta = {{"schema", kStepRecordSchema},
+                                             {"block_size", std::to_string(rec.block_size)},
+                                             {"gamma", gamma.str()},
+                                             {"mask_token_id", std::to_string(rec.mask_token_id)},
+                                             {"target_layer_ids", join(rec.target_layer_ids)},
+                                             {"loss", loss_name(rec.loss)},
+                                             {"logged_loss", loss.str()}};
+  if (rec.step) meta["step"] = std::to_string(*rec.step);
+  io::write_tensors(path, tensors, meta);
+}
+
+}  // namespace draftgate::train

@@ -1,0 +1,177 @@
+// Training step records: a real (synthetic) training step written, read back, and its logged loss
+// recomputed; every malformed record rejected with a message naming the file.
+
+#include "draftgate/train/step_record.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "error_text.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate::train {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// One training step of a random drafter on a random Qwen3 target, as a trainer would record it.
+StepRecord training_step(LossType loss) {
+  static const fs::path dir = [] {
+    const auto d = testing::fresh_dir("step_record");
+    model::RandomTargetSpec t;
+    t.dtype = at::kFloat;
+    model::write_random_target(d / "target", t);
+    model::RandomDrafterSpec dr;
+    dr.dtype = at::kFloat;
+    model::write_random_drafter(d / "drafter", dr);
+    return d;
+  }();
+  const auto target_ckpt = io::Checkpoint::open(dir / "target");
+  const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
+  const auto target = model::TargetModel::load(target_ckpt, {});
+  const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+  StepRecord rec;
+  for (int i = 0; i < 16; ++i) rec.input_ids.push_back((i * 13 + 7) % 250);
+  rec.loss_mask.assign(16, 1);
+  rec.loss_mask[0] = rec.loss_mask[1] = 0;  // the "prompt"
+  rec.anchors = {2, 5, 9};
+  rec.block_size = 8;
+  rec.gamma = 4.0;
+  rec.mask_token_id = drafter->config().mask_token_id;
+  rec.target_layer_ids = drafter->config().target_layer_ids;
+  rec.loss = loss;
+  const auto r = target->forward(rec.input_ids, rec.target_layer_ids);
+  std::vector<std::int64_t> rows(16);
+  for (int i = 0; i < 16; ++i) rows[i] = i;
+  rec.fc_input = drafter->features(r, rows);
+  rec.teacher_logits = r.logits;
+  rec.drafter_logits = drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
+  const BlockTargets targets = block_targets(rec.input_ids, rec.loss_mask, rec.anchors, 8, 4.0);
+  rec.labels = targets.labels;
+  rec.weights = targets.weight;
+  rec.logged_loss = loss == LossType::kHardCrossEntropy
+                        ? weighted_cross_entropy(rec.drafter_logits, targets)
+                        : weighted_kl(rec.drafter_logits,
+                                      block_teacher_logits(r.logits, rec.anchors, 8), targets);
+  rec.step = 3;
+  return rec;
+}
+
+TEST(StepRecord, RoundTripAndLoggedLossRecomputes) {
+  for (LossType loss : {LossType::kHardCrossEntropy, LossType::kSoftKl}) {
+    const StepRecord written = training_step(loss);
+    const fs::path path = testing::fresh_dir("records") / "step.safetensors";
+    write_step_record(path, written);
+    const StepRecord back = read_step_record(path);
+    EXPECT_EQ(back.input_ids, written.input_ids);
+    EXPECT_EQ(back.anchors, written.anchors);
+    EXPECT_EQ(back.target_layer_ids, written.target_layer_ids);
+    EXPECT_EQ(back.loss, loss);
+    EXPECT_EQ(back.step, 3);
+    EXPECT_TRUE(at::equal(back.drafter_logits, written.drafter_logits));
+    const BlockTargets t =
+        block_targets(back.input_ids, back.loss_mask, back.anchors, back.block_size, back.gamma);
+    const double recomputed =
+        loss == LossType::kHardCrossEntropy
+            ? weighted_cross_entropy(back.drafter_logits, t)
+            : weighted_kl(back.drafter_logits,
+                          block_teacher_logits(back.teacher_logits, back.anchors, back.block_size),
+                          t);
+    EXPECT_DOUBLE_EQ(recomputed, back.logged_loss) << loss_name(loss);
+  }
+}
+
+struct BadRecord {
+  std::string label;
+  std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)> edit;
+  std::string message;
+};
+void PrintTo(const BadRecord& c, std::ostream* os) { *os << c.label; }
+
+class BadRecordTest : public ::testing::TestWithParam<BadRecord> {};
+
+TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
+  static const fs::path good = [] {
+    const fs::path p = testing::fresh_dir("good_record") / "step.safetensors";
+    write_step_record(p, training_step(LossType::kHardCrossEntropy));
+    return p;
+  }();
+  io::NamedTensors tensors;
+  const auto file = io::SafetensorsFile::open(good);
+  for (const auto& info : file->header().tensors)
+    tensors.emplace_back(info.name, io::tensor_view(file, info).clone());
+  auto meta = file->header().metadata;
+  GetParam().edit(tensors, meta);
+  const fs::path bad = good.parent_path() / (GetParam().label + ".safetensors");
+  io::write_tensors(bad, tensors, meta);
+  const std::string e = error_of([&] { read_step_record(bad); });
+  EXPECT_THAT(e, HasSubstr(bad.string() + ": "));
+  EXPECT_THAT(e, HasSubstr(GetParam().message));
+}
+
+void drop(io::NamedTensors& t, const std::string& name) {
+  t.erase(std::remove_if(t.begin(), t.end(), [&](const auto& p) { return p.first == name; }),
+          t.end());
+}
+void replace(io::NamedTensors& t, const std::string& name, const at::Tensor& value) {
+  for (auto& p : t)
+    if (p.first == name) p.second = value;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, BadRecordTest,
+    ::testing::Values(
+        BadRecord{"no_schema", [](auto&, auto& meta) { meta.erase("schema"); },
+                  "missing __metadata__ \"schema\""},
+        BadRecord{"other_schema",
+                  [](auto&, auto& meta) { meta["schema"] = "draftgate.step_record/9"; },
+                  "is not draftgate.step_record/1"},
+        BadRecord{"bad_loss", [](auto&, auto& meta) { meta["loss"] = "mse"; },
+                  "loss \"mse\" is neither"},
+        BadRecord{"bad_logged_loss", [](auto&, auto& meta) { meta["logged_loss"] = "nan"; },
+                  "is not a finite number"},
+        BadRecord{"bad_taps", [](auto&, auto& meta) { meta["target_layer_ids"] = "0,x"; },
+                  "not a comma-separated id list"},
+        BadRecord{"no_fc_input", [](auto& tensors, auto&) { drop(tensors, "fc_input"); },
+                  "missing tensor \"fc_input\""},
+        BadRecord{"no_teacher_or_labels",
+                  [](auto& tensors, auto&) {
+                    drop(tensors, "teacher_logits");
+                    drop(tensors, "labels");
+                  },
+                  "neither teacher_logits nor labels"},
+        BadRecord{
+            "short_loss_mask",
+            [](auto& tensors, auto&) { replace(tensors, "loss_mask", at::ones({15}, at::kLong)); },
+            "loss_mask has 15 entries for 16 input_ids"},
+        BadRecord{
+            "anchor_out_of_range",
+            [](auto& tensors, auto&) {
+              replace(tensors, "anchors", at::tensor(std::vector<std::int64_t>{2, 40}, at::kLong));
+            },
+            "anchor 40 is outside the sequence (0..15)"},
+        BadRecord{"labels_shape",
+                  [](auto& tensors, auto&) {
+                    replace(tensors, "labels", at::zeros({3, 7}, at::kLong));
+                  },
+                  "tensor \"labels\" has shape [3, 7], expected [3, 8]"},
+        BadRecord{"float_ids",
+                  [](auto& tensors, auto&) {
+                    replace(tensors, "input_ids", at::zeros({16}, at::kFloat));
+                  },
+                  "tensor \"input_ids\" has dtype F32"},
+        BadRecord{"vocab_mismatch",
+                  [](auto& tensors, auto&) {
+                    replace(tensors, "drafter_logits", at::zeros({3, 8, 100}, at::kFloat));
+                  },
+                  "drafter_logits vocabulary 100 != teacher_logits vocabulary 256"}),
+    [](const auto& p) { return p.param.label; });
+
+}  // namespace
+}  // namespace draftgate::train
