@@ -15,5 +15,6 @@ void add_forward(CLI::App& app, VerbRunner* runner);
 void add_make_target(CLI::App& app, VerbRunner* runner);
 void add_make_drafter(CLI::App& app, VerbRunner* runner);
 void add_eval(CLI::App& app, VerbRunner* runner);
+void add_check(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

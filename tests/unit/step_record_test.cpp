@@ -12,6 +12,7 @@
 #include "draftgate/model/random_checkpoint.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
+#include "synthetic_step_record.h"
 
 namespace draftgate::train {
 namespace {
@@ -20,52 +21,9 @@ using testing::error_of;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-// One training step of a random drafter on a random Qwen3 target, as a trainer would record it.
-StepRecord training_step(LossType loss) {
-  static const fs::path dir = [] {
-    const auto d = testing::fresh_dir("step_record");
-    model::RandomTargetSpec t;
-    t.dtype = at::kFloat;
-    model::write_random_target(d / "target", t);
-    model::RandomDrafterSpec dr;
-    dr.dtype = at::kFloat;
-    model::write_random_drafter(d / "drafter", dr);
-    return d;
-  }();
-  const auto target_ckpt = io::Checkpoint::open(dir / "target");
-  const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
-  const auto target = model::TargetModel::load(target_ckpt, {});
-  const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
-  StepRecord rec;
-  for (int i = 0; i < 16; ++i) rec.input_ids.push_back((i * 13 + 7) % 250);
-  rec.loss_mask.assign(16, 1);
-  rec.loss_mask[0] = rec.loss_mask[1] = 0;  // the "prompt"
-  rec.anchors = {2, 5, 9};
-  rec.block_size = 8;
-  rec.gamma = 4.0;
-  rec.mask_token_id = drafter->config().mask_token_id;
-  rec.target_layer_ids = drafter->config().target_layer_ids;
-  rec.loss = loss;
-  const auto r = target->forward(rec.input_ids, rec.target_layer_ids);
-  std::vector<std::int64_t> rows(16);
-  for (int i = 0; i < 16; ++i) rows[i] = i;
-  rec.fc_input = drafter->features(r, rows);
-  rec.teacher_logits = r.logits;
-  rec.drafter_logits = drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
-  const BlockTargets targets = block_targets(rec.input_ids, rec.loss_mask, rec.anchors, 8, 4.0);
-  rec.labels = targets.labels;
-  rec.weights = targets.weight;
-  rec.logged_loss = loss == LossType::kHardCrossEntropy
-                        ? weighted_cross_entropy(rec.drafter_logits, targets)
-                        : weighted_kl(rec.drafter_logits,
-                                      block_teacher_logits(r.logits, rec.anchors, 8), targets);
-  rec.step = 3;
-  return rec;
-}
-
 TEST(StepRecord, RoundTripAndLoggedLossRecomputes) {
   for (LossType loss : {LossType::kHardCrossEntropy, LossType::kSoftKl}) {
-    const StepRecord written = training_step(loss);
+    const StepRecord written = testing::training_step(loss);
     const fs::path path = testing::fresh_dir("records") / "step.safetensors";
     write_step_record(path, written);
     const StepRecord back = read_step_record(path);
@@ -99,7 +57,7 @@ class BadRecordTest : public ::testing::TestWithParam<BadRecord> {};
 TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
   static const fs::path good = [] {
     const fs::path p = testing::fresh_dir("good_record") / "step.safetensors";
-    write_step_record(p, training_step(LossType::kHardCrossEntropy));
+    write_step_record(p, testing::training_step(LossType::kHardCrossEntropy));
     return p;
   }();
   io::NamedTensors tensors;

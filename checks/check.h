@@ -1,0 +1,65 @@
+#pragma once
+// The gate's check framework: a check is a named decision over artifacts (target, drafter, step
+// record, ...) with typed parameters; it returns a result — never throws for a failed check. Bad
+// input (unreadable or inconsistent artifacts) is a draftgate::Error, reported as status "error"
+// and exit code 2.
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace draftgate::checks {
+
+enum class Status { kPass, kFail, kSkip, kError };
+const char* status_name(Status status);
+
+struct CheckResult {
+  std::string check;
+  Status status = Status::kPass;
+  // What was expected, what was found, where, and what to do.
+  std::string message;
+  nlohmann::json measured = nlohmann::json::object();
+  nlohmann::json thresholds = nlohmann::json::object();
+  nlohmann::json evidence = nlohmann::json::object();
+};
+
+// The artifacts a run names; a check skips (with the reason) when one it needs is absent.
+struct Artifacts {
+  std::optional<std::filesystem::path> target;
+  std::optional<std::filesystem::path> drafter;
+  std::optional<std::filesystem::path> step_record;
+};
+
+class Check {
+ public:
+  virtual ~Check() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;
+  // Parameters with their defaults; run() receives them merged with the user's.
+  virtual nlohmann::json default_params() const = 0;
+  virtual CheckResult run(const Artifacts& artifacts, const nlohmann::json& params) const = 0;
+};
+
+// Registry: each check's file registers itself, so adding a check is one file.
+void register_check(std::unique_ptr<Check> check);
+std::vector<const Check*> all_checks();  // sorted by name
+const Check* find_check(const std::string& name);
+
+// Runs one check with `params` over its defaults (unknown parameter names are bad input); a
+// draftgate::Error becomes status kError with its one-line message.
+CheckResult run_check(const Check& check, const Artifacts& artifacts, const nlohmann::json& params);
+
+// Helper for check files: `static const bool registered = register_as<MyCheck>();`
+template <class T>
+bool register_as() {
+  register_check(std::make_unique<T>());
+  return true;
+}
+
+CheckResult skip(const std::string& check, const std::string& why);
+
+}  // namespace draftgate::checks

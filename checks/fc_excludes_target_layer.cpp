@@ -1,0 +1,86 @@
+// fc_excludes_target_layer (static part): the drafter's taps are declared, unique, in range,
+// exclude the target's final layer (unless explicitly allowed), and fc is [H_draft, n_taps ×
+// H_target] with hidden_norm.
+
+#include "check.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/dflash.h"
+
+namespace draftgate::checks {
+namespace {
+
+std::string list(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+class FcExcludesTargetLayer : public Check {
+ public:
+  std::string name() const override { return "fc_excludes_target_layer"; }
+  std::string summary() const override {
+    return "the fc projection never reads the target's final layer";
+  }
+  nlohmann::json default_params() const override { return {{"allow_final_layer", false}}; }
+
+  CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
+    if (!a.target || !a.drafter)
+      return skip(name(), "needs a target and a drafter (--target, --drafter)");
+    const io::Checkpoint target = io::Checkpoint::open(*a.target);
+    const io::Checkpoint drafter = io::Checkpoint::open(*a.drafter);
+    const auto stack = layout::resolve_decoder_stack(target);
+    const auto d = model::DrafterConfig::from(drafter.config());
+    const std::int64_t l = stack.num_layers;
+    const std::int64_t target_hidden = target.config().require_int("hidden_size");
+    CheckResult r;
+    r.measured["target_layer_ids"] = d.target_layer_ids;
+    r.measured["target_layers"] = l;
+    r.evidence["drafter_config"] = drafter.config().file();
+    std::vector<std::string> problems;
+    std::vector<std::int64_t> sorted = d.target_layer_ids;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      problems.push_back("target_layer_ids " + list(d.target_layer_ids) + " repeat a layer");
+    for (auto tap : d.target_layer_ids) {
+      if (tap < 0 || tap >= l)
+        problems.push_back("tap " + std::to_string(tap) + " is not a target layer (0.." +
+                           std::to_string(l - 1) + ")");
+      else if (tap == l - 1 && !p["allow_final_layer"].get<bool>())
+        problems.push_back(
+            "tap " + std::to_string(tap) +
+            " is the target's final layer: its output already encodes "
+            "the next token, a shortcut during training that inference does not reproduce; tap an "
+            "earlier layer, or set allow_final_layer if this drafter is meant to read it");
+    }
+    const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
+    if (const io::TensorInfo* fc = drafter.info("fc.weight")) {
+      r.measured["fc_shape"] = fc->shape;
+      if (fc->shape != std::vector<std::int64_t>{d.hidden, n * target_hidden})
+        problems.push_back("fc.weight is [" + std::to_string(fc->shape.at(0)) + ", " +
+                           std::to_string(fc->shape.size() > 1 ? fc->shape[1] : 0) +
+                           "], expected [" + std::to_string(d.hidden) + ", " +
+                           std::to_string(n * target_hidden) + "] for " + std::to_string(n) +
+                           " taps of width " + std::to_string(target_hidden));
+    } else if (!drafter.contains("fc.weight")) {
+      problems.push_back("the drafter has no fc.weight");
+    }
+    if (!drafter.contains("hidden_norm.weight"))
+      problems.push_back(
+          "the drafter has no hidden_norm.weight (fc output must be normalised before injection)");
+    if (problems.empty()) {
+      r.status = Status::kPass;
+      r.message = "taps " + list(d.target_layer_ids) + " of " + std::to_string(l) +
+                  " target layers, final layer excluded, fc and hidden_norm as expected";
+    } else {
+      r.status = Status::kFail;
+      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
+    }
+    return r;
+  }
+};
+
+const bool registered = register_as<FcExcludesTargetLayer>();
+
+}  // namespace
+}  // namespace draftgate::checks

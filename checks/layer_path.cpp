@@ -1,0 +1,74 @@
+// layer_path: exactly one decoder stack resolves in the target (count = config, layer types agree
+// with the tensors), and every drafter tap names an existing target layer. Runs on metadata-only
+// checkpoints.
+
+#include "check.h"
+#include "draftgate/error.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/io/config.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/dflash.h"
+
+namespace draftgate::checks {
+namespace {
+
+class LayerPath : public Check {
+ public:
+  std::string name() const override { return "layer_path"; }
+  std::string summary() const override {
+    return "the target's decoder stack resolves and the taps exist";
+  }
+  nlohmann::json default_params() const override {
+    return {{"expected_prefix", nullptr}, {"expected_num_layers", nullptr}};
+  }
+
+  CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
+    if (!a.target) return skip(name(), "needs a target checkpoint (--target)");
+    const io::Checkpoint ckpt = io::Checkpoint::open(*a.target);
+    CheckResult r;
+    r.evidence["target"] = a.target->string();
+    layout::DecoderStack stack;
+    try {
+      stack = layout::resolve_decoder_stack(ckpt);
+    } catch (const Error& e) {
+      r.status = Status::kFail;
+      r.message = "the decoder stack does not resolve: " + e.one_line() +
+                  "; fix the checkpoint or its config before evaluating anything on it";
+      return r;
+    }
+    r.measured = layout::to_json(stack);
+    std::vector<std::string> problems;
+    if (!p["expected_prefix"].is_null() && p["expected_prefix"] != stack.prefix)
+      problems.push_back("expected decoder prefix " + p["expected_prefix"].dump() + ", found \"" +
+                         stack.prefix + "\"");
+    if (!p["expected_num_layers"].is_null() && p["expected_num_layers"] != stack.num_layers)
+      problems.push_back("expected " + p["expected_num_layers"].dump() + " layers, found " +
+                         std::to_string(stack.num_layers));
+    if (a.drafter) {
+      const auto d = model::DrafterConfig::from(io::ModelConfig::load(*a.drafter / "config.json"));
+      r.measured["target_layer_ids"] = d.target_layer_ids;
+      for (auto tap : d.target_layer_ids)
+        if (tap < 0 || tap >= stack.num_layers)
+          problems.push_back("drafter tap " + std::to_string(tap) + " names no target layer (" +
+                             stack.prefix + " has 0.." + std::to_string(stack.num_layers - 1) +
+                             ")");
+      if (d.num_target_layers && *d.num_target_layers != stack.num_layers)
+        problems.push_back("drafter num_target_layers " + std::to_string(*d.num_target_layers) +
+                           " but the target has " + std::to_string(stack.num_layers));
+    }
+    if (problems.empty()) {
+      r.status = Status::kPass;
+      r.message = stack.prefix + ", " + std::to_string(stack.num_layers) + " layers" +
+                  (a.drafter ? ", every tap is a target layer" : "");
+    } else {
+      r.status = Status::kFail;
+      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
+    }
+    return r;
+  }
+};
+
+const bool registered = register_as<LayerPath>();
+
+}  // namespace
+}  // namespace draftgate::checks

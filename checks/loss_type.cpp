@@ -1,0 +1,94 @@
+// loss_type: which loss did the trainer actually compute? Recomputes the decay-weighted hard
+// cross-entropy and the soft KL from a step record with the recipe module and compares both with
+// the logged loss.
+
+#include <cmath>
+#include <sstream>
+
+#include "check.h"
+#include "draftgate/train/recipe.h"
+#include "draftgate/train/step_record.h"
+
+namespace draftgate::checks {
+namespace {
+
+std::string num(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+class LossType : public Check {
+ public:
+  std::string name() const override { return "loss_type"; }
+  std::string summary() const override {
+    return "the logged loss is the recipe's loss (hard CE by default)";
+  }
+  nlohmann::json default_params() const override {
+    return {{"expected", "ce"}, {"rtol", 1e-3}, {"atol", 1e-5}};
+  }
+
+  CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
+    if (!a.step_record) return skip(name(), "needs a step record (--step-record)");
+    const train::StepRecord rec = train::read_step_record(*a.step_record);
+    if (!rec.drafter_logits.defined())
+      return skip(name(),
+                  rec.path + " records no drafter_logits, so its loss cannot be recomputed");
+    const std::string expected = p["expected"].get<std::string>();
+    const double rtol = p["rtol"].get<double>(), atol = p["atol"].get<double>();
+    const train::BlockTargets targets =
+        train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+    auto close = [&](double v) {
+      return std::abs(v - rec.logged_loss) <= atol + rtol * std::abs(rec.logged_loss);
+    };
+
+    CheckResult r;
+    r.measured["logged_loss"] = rec.logged_loss;
+    r.measured["claimed_loss"] = train::loss_name(rec.loss);
+    const double ce = train::weighted_cross_entropy(rec.drafter_logits, targets);
+    r.measured["recomputed_ce"] = ce;
+    std::optional<double> kl;
+    if (rec.teacher_logits.defined()) {
+      kl = train::weighted_kl(
+          rec.drafter_logits,
+          train::block_teacher_logits(rec.teacher_logits, rec.anchors, rec.block_size), targets);
+      r.measured["recomputed_kl"] = *kl;
+    }
+    std::vector<std::string> problems;
+    if (rec.weights.defined()) {
+      const at::Tensor expect_w = targets.weight;
+      const double diff = (rec.weights - expect_w).abs().max().item<double>();
+      r.measured["weights_max_abs_diff"] = diff;
+      if (diff > 1e-4)
+        problems.push_back("recorded weights differ from the recipe's (w_0 = 0, w_k = exp(-(k-1)/" +
+                           num(rec.gamma) + ") on the loss mask) by up to " + num(diff));
+    }
+    const bool is_ce = close(ce), is_kl = kl && close(*kl);
+    const std::string found = is_ce && is_kl ? "both" : is_ce ? "ce" : is_kl ? "kl" : "neither";
+    r.measured["logged_loss_matches"] = found;
+    r.evidence["step_record"] = rec.path;
+    const std::string numbers = "logged " + num(rec.logged_loss) + ", recomputed CE " + num(ce) +
+                                (kl ? ", KL " + num(*kl) : ", KL n/a (no teacher_logits)");
+    if (found == "neither")
+      problems.push_back("the logged loss matches neither the decay-weighted CE nor the KL (" +
+                         numbers + "); check the loss code, the weights and the labels");
+    else if (found != "both" && found != expected)
+      problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
+                         found + " (" + numbers + "); switch the trainer to " +
+                         (expected == "ce" ? "hard cross-entropy" : "soft KL"));
+    if (problems.empty()) {
+      r.status = Status::kPass;
+      r.message = "logged loss is the " + expected + " (" + numbers + ")";
+    } else {
+      r.status = Status::kFail;
+      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
+    }
+    return r;
+  }
+};
+
+const bool registered = register_as<LossType>();
+
+}  // namespace
+}  // namespace draftgate::checks

@@ -1,0 +1,80 @@
+#include <algorithm>
+#include <map>
+
+#include "check.h"
+#include "draftgate/error.h"
+
+namespace draftgate::checks {
+
+namespace {
+std::map<std::string, std::unique_ptr<Check>>& registry() {
+  static std::map<std::string, std::unique_ptr<Check>> r;
+  return r;
+}
+}  // namespace
+
+const char* status_name(Status status) {
+  switch (status) {
+    case Status::kPass:
+      return "pass";
+    case Status::kFail:
+      return "fail";
+    case Status::kSkip:
+      return "skip";
+    case Status::kError:
+      return "error";
+  }
+  return "error";
+}
+
+void register_check(std::unique_ptr<Check> check) {
+  const std::string name = check->name();
+  registry()[name] = std::move(check);
+}
+
+std::vector<const Check*> all_checks() {
+  std::vector<const Check*> out;
+  for (const auto& [name, check] : registry()) out.push_back(check.get());
+  return out;
+}
+
+const Check* find_check(const std::string& name) {
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second.get();
+}
+
+CheckResult skip(const std::string& check, const std::string& why) {
+  CheckResult r;
+  r.check = check;
+  r.status = Status::kSkip;
+  r.message = why;
+  return r;
+}
+
+CheckResult run_check(const Check& check, const Artifacts& artifacts,
+                      const nlohmann::json& params) {
+  nlohmann::json merged = check.default_params();
+  try {
+    if (!params.is_null()) {
+      if (!params.is_object()) throw Error(check.name(), "parameters must be a JSON object");
+      for (const auto& [key, value] : params.items()) {
+        if (!merged.contains(key))
+          throw Error(check.name(),
+                      "unknown parameter \"" + key + "\" (known: " + merged.dump() + ")");
+        merged[key] = value;
+      }
+    }
+    CheckResult r = check.run(artifacts, merged);
+    r.check = check.name();
+    r.thresholds.update(merged);
+    return r;
+  } catch (const Error& e) {
+    CheckResult r;
+    r.check = check.name();
+    r.status = Status::kError;
+    r.message = e.one_line();
+    return r;
+  }
+}
+
+}  // namespace draftgate::checks

@@ -1,0 +1,60 @@
+// `draftgate check` end to end: the table, exit codes 0/1/2, JSON and JUnit reports.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+
+TEST(CheckCli, VerdictsExitCodesAndReports) {
+  const fs::path dir = testing::fresh_dir("check_cli");
+  ASSERT_EQ(run_draftgate("make-target --out " + (dir / "t").string()).exit_code, 0);
+  ASSERT_EQ(run_draftgate("make-drafter --target " + (dir / "t").string() + " --taps 0,2 --out " +
+                          (dir / "good").string())
+                .exit_code,
+            0);
+  ASSERT_EQ(run_draftgate("make-drafter --target " + (dir / "t").string() + " --taps 1,3 --out " +
+                          (dir / "bad").string())
+                .exit_code,
+            0);
+  const std::string base = "check --target " + (dir / "t").string() + " --drafter ";
+
+  auto r = run_draftgate(base + (dir / "good").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("fc_excludes_target_layer  PASS"));
+  EXPECT_THAT(r.out, HasSubstr("loss_type                 SKIP   needs a step record"));
+  EXPECT_EQ(run_draftgate(base + (dir / "good").string() + " --fail-on-skip").exit_code, 1);
+
+  const fs::path json = dir / "report.json", junit = dir / "report.xml";
+  r = run_draftgate(base + (dir / "bad").string() + " --report " + json.string() + " --junit " +
+                    junit.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("tap 3 is the target's final layer"));
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(report["summary"]["fail"], 1);
+  std::ifstream xml(junit);
+  const std::string text((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"3\" failures=\"1\""));
+
+  EXPECT_EQ(run_draftgate(base + (dir / "bad").string() +
+                          " --param fc_excludes_target_layer.allow_final_layer=true")
+                .exit_code,
+            0);
+  r = run_draftgate("check --target /nonexistent --only layer_path");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent: no such directory"));
+  EXPECT_EQ(run_draftgate("check --only nope").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace draftgate

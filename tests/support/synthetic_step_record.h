@@ -1,0 +1,12 @@
+#pragma once
+// A real training step of a random DFlash drafter on a random Qwen3 target, recorded the way a
+// trainer would: the features fed to fc, the teacher logits, the drafter's training-mode block
+// logits, the labels, the recipe weights and the logged loss of `loss`.
+
+#include "draftgate/train/step_record.h"
+
+namespace draftgate::testing {
+
+train::StepRecord training_step(train::LossType loss);
+
+}  // namespace draftgate::testing

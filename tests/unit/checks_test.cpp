@@ -1,0 +1,172 @@
+// Each check proven both ways: it passes on the reference artifacts and fails on the artifact with
+// its bug.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "check.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "report.h"
+#include "synthetic_layouts.h"
+#include "synthetic_step_record.h"
+
+namespace draftgate::checks {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+const fs::path kQwen36 =
+    fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/real-layouts/qwen36-27b-awq-fantasylord";
+
+CheckResult run(const std::string& name, const Artifacts& a,
+                const nlohmann::json& params = nullptr) {
+  const Check* c = find_check(name);
+  EXPECT_NE(c, nullptr) << name;
+  return run_check(*c, a, params);
+}
+
+// A random 4-layer target and drafters with chosen taps, written once.
+const fs::path& pair_dir() {
+  static const fs::path dir = [] {
+    const fs::path d = testing::fresh_dir("checks");
+    model::RandomTargetSpec t;
+    model::write_random_target(d / "target", t);
+    for (const auto& [name, taps] : std::vector<std::pair<std::string, std::vector<std::int64_t>>>{
+             {"good", {0, 2}}, {"final", {0, 3}}, {"repeat", {2, 2}}, {"outside", {1, 7}}}) {
+      model::RandomDrafterSpec s;
+      s.target_layer_ids = taps;
+      model::write_random_drafter(d / name, s);
+    }
+    return d;
+  }();
+  return dir;
+}
+
+Artifacts target_and(const std::string& drafter) {
+  Artifacts a;
+  a.target = pair_dir() / "target";
+  a.drafter = pair_dir() / drafter;
+  return a;
+}
+
+TEST(LayerPath, PassesOnTheRealQwen36LayoutAndFailsOnACorruptedOne) {
+  Artifacts a;
+  a.target = kQwen36;
+  const CheckResult ok = run("layer_path", a);
+  EXPECT_EQ(ok.status, Status::kPass) << ok.message;
+  EXPECT_EQ(ok.measured["decoder_prefix"], "model.language_model.layers");
+
+  const fs::path broken = testing::fresh_dir("broken_layout");
+  fs::copy(kQwen36 / "model.safetensors.index.json", broken / "model.safetensors.index.json");
+  auto config = nlohmann::json::parse(std::ifstream(kQwen36 / "config.json"));
+  config["text_config"]["num_hidden_layers"] = 60;
+  auto& types = config["text_config"]["layer_types"];
+  types.erase(types.begin() + 60, types.end());
+  std::ofstream(broken / "config.json") << config.dump();
+  a.target = broken;
+  const CheckResult bad = run("layer_path", a);
+  EXPECT_EQ(bad.status, Status::kFail);
+  EXPECT_THAT(bad.message, HasSubstr("count 64 != num_hidden_layers 60"));
+
+  a.target = kQwen36;
+  const CheckResult golden = run("layer_path", a, {{"expected_prefix", "model.layers"}});
+  EXPECT_EQ(golden.status, Status::kFail);
+  EXPECT_THAT(golden.message, HasSubstr("expected decoder prefix \"model.layers\""));
+}
+
+TEST(LayerPath, DrafterTapsMustNameTargetLayers) {
+  EXPECT_EQ(run("layer_path", target_and("good")).status, Status::kPass);
+  const CheckResult r = run("layer_path", target_and("outside"));
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("drafter tap 7 names no target layer"));
+}
+
+TEST(FcExcludesTargetLayer, FinalLayerRepeatsAndOptIn) {
+  EXPECT_EQ(run("fc_excludes_target_layer", target_and("good")).status, Status::kPass);
+  const CheckResult final_tap = run("fc_excludes_target_layer", target_and("final"));
+  EXPECT_EQ(final_tap.status, Status::kFail);
+  EXPECT_THAT(final_tap.message, HasSubstr("tap 3 is the target's final layer"));
+  EXPECT_EQ(
+      run("fc_excludes_target_layer", target_and("final"), {{"allow_final_layer", true}}).status,
+      Status::kPass);
+  EXPECT_THAT(run("fc_excludes_target_layer", target_and("repeat")).message,
+              HasSubstr("repeat a layer"));
+  Artifacts only_target;
+  only_target.target = pair_dir() / "target";
+  EXPECT_EQ(run("fc_excludes_target_layer", only_target).status, Status::kSkip);
+}
+
+fs::path record(const std::string& name, train::LossType loss,
+                const std::function<void(train::StepRecord&)>& edit) {
+  train::StepRecord r = testing::training_step(loss);
+  edit(r);
+  const fs::path p = testing::fresh_dir("loss_type_records") / (name + ".safetensors");
+  train::write_step_record(p, r);
+  return p;
+}
+
+TEST(LossType, CrossEntropyPassesAndKlFailsAndNeitherFails) {
+  Artifacts a;
+  a.step_record = record("ce", train::LossType::kHardCrossEntropy, [](auto&) {});
+  const CheckResult ce = run("loss_type", a);
+  EXPECT_EQ(ce.status, Status::kPass) << ce.message;
+  EXPECT_EQ(ce.measured["logged_loss_matches"], "ce");
+
+  a.step_record = record("kl", train::LossType::kSoftKl, [](auto&) {});
+  const CheckResult kl = run("loss_type", a);
+  EXPECT_EQ(kl.status, Status::kFail);
+  EXPECT_THAT(kl.message, HasSubstr("expected the recipe's ce loss but the logged loss is the kl"));
+  EXPECT_EQ(run("loss_type", a, {{"expected", "kl"}}).status, Status::kPass);
+
+  a.step_record =
+      record("neither", train::LossType::kHardCrossEntropy, [](auto& r) { r.logged_loss *= 1.5; });
+  const CheckResult neither = run("loss_type", a);
+  EXPECT_EQ(neither.status, Status::kFail);
+  EXPECT_THAT(neither.message, HasSubstr("matches neither"));
+}
+
+TEST(LossType, WrongDecayWeightsFail) {
+  Artifacts a;
+  a.step_record = record("weights", train::LossType::kHardCrossEntropy,
+                         [](auto& r) { r.weights = r.weights.clone().fill_(1.0); });
+  const CheckResult r = run("loss_type", a);
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("recorded weights differ from the recipe's"));
+}
+
+TEST(CheckFramework, UnknownParametersAndBadInputAreErrors) {
+  Artifacts a;
+  a.target = kQwen36;
+  const CheckResult unknown = run("layer_path", a, {{"bogus", 1}});
+  EXPECT_EQ(unknown.status, Status::kError);
+  EXPECT_THAT(unknown.message, HasSubstr("unknown parameter \"bogus\""));
+  a.target = "/nonexistent";
+  EXPECT_EQ(run("layer_path", a).status, Status::kError);
+}
+
+TEST(Reports, ExitCodesJsonAndJunit) {
+  std::vector<CheckResult> results(3);
+  results[0].check = "a";
+  results[1].check = "b";
+  results[1].status = Status::kSkip;
+  results[1].message = "needs <x> & \"y\"";
+  results[2].check = "c";
+  EXPECT_EQ(exit_code(results, false), 0);
+  EXPECT_EQ(exit_code(results, true), 1);
+  results[2].status = Status::kFail;
+  EXPECT_EQ(exit_code(results, false), 1);
+  results[0].status = Status::kError;
+  EXPECT_EQ(exit_code(results, false), 2);
+  const auto j = json_report(results);
+  EXPECT_EQ(j["summary"]["fail"], 1);
+  EXPECT_EQ(j["results"][1]["status"], "skip");
+  const std::string xml = junit_report(results);
+  EXPECT_THAT(xml, HasSubstr("tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("needs &lt;x&gt; &amp; &quot;y&quot;"));
+}
+
+}  // namespace
+}  // namespace draftgate::checks
