@@ -44,12 +44,16 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
   EXPECT_EQ(report["summary"]["fail"], 1);
   std::ifstream xml(junit);
   const std::string text((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"3\" failures=\"1\""));
+  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"4\" failures=\"1\""));
 
   EXPECT_EQ(run_draftgate(base + (dir / "bad").string() +
                           " --param fc_excludes_target_layer.allow_final_layer=true")
                 .exit_code,
             0);
+  r = run_draftgate("check --target " + std::string(DRAFTGATE_SOURCE_DIR) +
+                    "/fixtures/real-layouts/qwen36-27b-awq-fantasylord");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("hidden_state_parity       SKIP   "));
   r = run_draftgate("check --target /nonexistent --only layer_path");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent: no such directory"));

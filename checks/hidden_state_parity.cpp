@@ -1,0 +1,166 @@
+// hidden_state_parity: the target's hidden states at every layer and its logits agree between two
+// backends (device:dtype[:gdn], e.g. cpu:f32 vs cpu:bf16, or gdn chunked vs recurrent) or against a
+// reference dump in the `draftgate forward` format (e.g. written on the GPU training server). Per
+// layer: max abs, NMSE, cosine; logits: top-1 agreement and mean KL. Budgets depend on the coarser
+// dtype of the pair; reports the first diverging layer.
+
+#include <sstream>
+
+#include "check.h"
+#include "draftgate/error.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/io/safetensors.h"
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/target.h"
+
+namespace draftgate::checks {
+namespace {
+
+struct Side {
+  std::string label;
+  bool bf16 = false;
+  std::vector<at::Tensor> layers;  // [T, H] float32 per layer
+  at::Tensor logits;               // [T, V] float32
+};
+
+Side run_backend(const io::Checkpoint& ckpt, const std::string& spec,
+                 const std::vector<std::int64_t>& tokens) {
+  std::istringstream in(spec);
+  std::string device, dtype, gdn = "chunked";
+  std::getline(in, device, ':');
+  std::getline(in, dtype, ':');
+  if (in) std::getline(in, gdn, ':');
+  if (gdn != "chunked" && gdn != "recurrent")
+    throw Error("hidden_state_parity",
+                "backend \"" + spec + "\": GDN algorithm must be chunked or recurrent");
+  model::TargetOptions o;
+  o.device = model::parse_device(device);
+  o.dtype = model::parse_dtype_flag(dtype);
+  o.gdn = gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent;
+  const auto target = model::TargetModel::load(ckpt, o);
+  std::vector<std::int64_t> taps(target->config().num_layers);
+  for (std::size_t i = 0; i < taps.size(); ++i) taps[i] = static_cast<std::int64_t>(i);
+  const auto r = target->forward(tokens, taps);
+  Side s{spec, dtype == "bf16", {}, r.logits.to(at::kCPU)};
+  for (auto t : taps) s.layers.push_back(r.taps.at(t).to(at::kCPU));
+  return s;
+}
+
+Side read_dump(const std::string& path, std::int64_t layers, std::vector<std::int64_t>* tokens) {
+  const auto file = io::SafetensorsFile::open(path);
+  const auto& meta = file->header().metadata;
+  auto it = meta.find("tokens");
+  if (it == meta.end())
+    throw Error(path,
+                "reference dump has no \"tokens\" metadata (write it with draftgate forward)");
+  tokens->clear();
+  std::istringstream in(it->second);
+  for (std::string t; std::getline(in, t, ',');) tokens->push_back(std::stoll(t));
+  Side s;
+  s.label = "dump " + path;
+  s.bf16 = meta.count("dtype") && meta.at("dtype") == "bf16";
+  const io::TensorInfo* logits = file->header().find("logits");
+  if (logits == nullptr) throw Error(path, "reference dump has no \"logits\" tensor");
+  s.logits = io::tensor_view(file, *logits).to(at::kFloat).clone();
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const io::TensorInfo* h = file->header().find("hidden." + std::to_string(l));
+    if (h == nullptr)
+      throw Error(path, "reference dump has no \"hidden." + std::to_string(l) + "\"",
+                  "dump every layer: draftgate forward --taps 0,1,…,L-1");
+    s.layers.push_back(io::tensor_view(file, *h).to(at::kFloat).clone());
+  }
+  return s;
+}
+
+class HiddenStateParity : public Check {
+ public:
+  std::string name() const override { return "hidden_state_parity"; }
+  std::string summary() const override {
+    return "target hidden states agree across backends, layer by layer";
+  }
+  nlohmann::json default_params() const override {
+    return {{"a", "cpu:f32:chunked"},
+            {"b", "cpu:f32:recurrent"},
+            {"reference_dump", nullptr},
+            {"tokens", {1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 12, 13, 14, 15, 16}},
+            // Budgets by the coarser dtype of the pair.
+            {"f32", {{"max_nmse", 1e-8}, {"min_cosine", 0.99999}, {"min_top1", 0.99}}},
+            {"bf16", {{"max_nmse", 1e-3}, {"min_cosine", 0.999}, {"min_top1", 0.9}}}};
+  }
+
+  CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
+    if (!a.target) return skip(name(), "needs a target checkpoint with weights (--target)");
+    const io::Checkpoint ckpt = io::Checkpoint::open(*a.target);
+    if (ckpt.metadata_only())
+      return skip(name(), a.target->string() + " is metadata-only (index without shards): no weights to run");
+    std::vector<std::int64_t> tokens = p["tokens"].get<std::vector<std::int64_t>>();
+    Side side_b;
+    if (!p["reference_dump"].is_null()) {
+      const auto n_layers = layout::resolve_decoder_stack(ckpt).num_layers;
+      side_b = read_dump(p["reference_dump"].get<std::string>(), n_layers, &tokens);
+    }
+    const Side side_a = run_backend(ckpt, p["a"].get<std::string>(), tokens);
+    if (p["reference_dump"].is_null())
+      side_b = run_backend(ckpt, p["b"].get<std::string>(), tokens);
+    if (side_b.logits.sizes() != side_a.logits.sizes())
+      throw Error(side_b.label, "logits shape differs from the target's on the same tokens");
+
+    const nlohmann::json budget = (side_a.bf16 || side_b.bf16) ? p["bf16"] : p["f32"];
+    CheckResult r;
+    r.evidence["a"] = side_a.label;
+    r.evidence["b"] = side_b.label;
+    r.evidence["budget"] = (side_a.bf16 || side_b.bf16) ? "bf16" : "f32";
+    r.measured["layers"] = nlohmann::json::array();
+    std::optional<std::size_t> first_bad;
+    for (std::size_t l = 0; l < side_a.layers.size(); ++l) {
+      const at::Tensor x = side_a.layers[l].to(at::kDouble), y = side_b.layers[l].to(at::kDouble);
+      if (x.sizes() != y.sizes())
+        throw Error(side_b.label, "hidden." + std::to_string(l) + " shape differs");
+      const double nmse = ((x - y).pow(2).sum() / y.pow(2).sum().clamp_min(1e-300)).item<double>();
+      const double cosine = at::cosine_similarity(x.flatten(), y.flatten(), 0).item<double>();
+      const double max_abs = (x - y).abs().max().item<double>();
+      r.measured["layers"].push_back(
+          {{"layer", l}, {"max_abs", max_abs}, {"nmse", nmse}, {"cosine", cosine}});
+      if (!first_bad &&
+          (nmse > budget["max_nmse"].get<double>() || cosine < budget["min_cosine"].get<double>()))
+        first_bad = l;
+    }
+    const at::Tensor la = side_a.logits.to(at::kDouble), lb = side_b.logits.to(at::kDouble);
+    const double top1 = (la.argmax(-1) == lb.argmax(-1)).to(at::kDouble).mean().item<double>();
+    const at::Tensor pb = at::log_softmax(lb, -1), pa = at::log_softmax(la, -1);
+    const double kl = (pb.exp() * (pb - pa)).sum(-1).mean().item<double>();
+    r.measured["logits_top1_agreement"] = top1;
+    r.measured["logits_mean_kl"] = kl;
+
+    std::ostringstream msg;
+    if (first_bad) {
+      const auto& m = r.measured["layers"][*first_bad];
+      msg << "hidden states diverge from layer " << *first_bad << " on (" << side_a.label << " vs "
+          << side_b.label << "): NMSE " << m["nmse"].get<double>() << " (budget "
+          << budget["max_nmse"].get<double>() << "), cosine " << m["cosine"].get<double>()
+          << " (budget " << budget["min_cosine"].get<double>()
+          << "); compare that layer's inputs and kernels between the two backends";
+      r.evidence["first_diverging_layer"] = *first_bad;
+    }
+    if (top1 < budget["min_top1"].get<double>())
+      msg << (first_bad ? "; " : "") << "logits top-1 agreement " << top1 << " < "
+          << budget["min_top1"].get<double>();
+    r.status = msg.str().empty() ? Status::kPass : Status::kFail;
+    if (r.status == Status::kPass) {
+      std::ostringstream ok;
+      ok << side_a.layers.size() << " layers within the " << r.evidence["budget"].get<std::string>()
+         << " budget (" << side_a.label << " vs " << side_b.label << "), logits top-1 agreement "
+         << top1;
+      r.message = ok.str();
+    } else {
+      r.message = msg.str();
+    }
+    return r;
+  }
+};
+
+const bool registered = register_as<HiddenStateParity>();
+
+}  // namespace
+}  // namespace draftgate::checks
