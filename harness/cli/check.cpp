@@ -3,6 +3,7 @@
 
 #include "check.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "draftgate/error.h"
@@ -19,6 +20,7 @@ struct CheckOptions {
   std::vector<std::string> params;  // check.param=json
   std::string report, junit;
   bool fail_on_skip = false;
+  int skip_exit_code = 0;
 };
 
 int run_check_verb(const CheckOptions& opt) {
@@ -64,6 +66,10 @@ int run_check_verb(const CheckOptions& opt) {
   if (!opt.junit.empty()) io::write_text_atomically(opt.junit, checks::junit_report(results));
   for (const auto& r : results)
     if (r.status == checks::Status::kError) std::cerr << "draftgate: error: " << r.message << "\n";
+  const bool all_skipped = std::all_of(results.begin(), results.end(), [](const auto& r) {
+    return r.status == checks::Status::kSkip;
+  });
+  if (all_skipped && opt.skip_exit_code != 0) return opt.skip_exit_code;
   return checks::exit_code(results, opt.fail_on_skip);
 }
 
@@ -83,6 +89,9 @@ void add_check(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--report", opt->report, "Write a JSON report");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report");
   cmd->add_flag("--fail-on-skip", opt->fail_on_skip, "Treat skipped checks as failures");
+  cmd->add_option(
+      "--skip-exit-code", opt->skip_exit_code,
+      "Exit with this code when every selected check skipped (ctest's SKIP_RETURN_CODE)");
   cmd->callback([opt, runner] { *runner = [opt] { return run_check_verb(*opt); }; });
 }
 

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "run_cli.h"
 #include "synthetic_layouts.h"
@@ -58,6 +59,21 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent: no such directory"));
   EXPECT_EQ(run_draftgate("check --only nope").exit_code, 2);
+}
+
+// The gate label's list of checks (tests/CMakeLists.txt) is the registry's.
+TEST(CheckCli, GateLabelCoversEveryCheck) {
+  const auto r =
+      run_draftgate("check");  // nothing configured: every check skips, naming its artifact
+  EXPECT_EQ(r.exit_code, 0);
+  std::string listed;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    listed += (listed.empty() ? "" : ",") + line.substr(0, line.find(' '));
+    EXPECT_THAT(line, HasSubstr(" SKIP "));
+  }
+  EXPECT_EQ(listed, DRAFTGATE_GATE_CHECKS);
+  EXPECT_EQ(run_draftgate("check --skip-exit-code 77").exit_code, 77);
 }
 
 }  // namespace
