@@ -61,5 +61,8 @@ bool register_as() {
 }
 
 CheckResult skip(const std::string& check, const std::string& why);
+// Pass with `pass_message` when `problems` is empty, else fail with the problems joined by "; ".
+CheckResult conclude(CheckResult result, const std::vector<std::string>& problems,
+                     const std::string& pass_message);
 
 }  // namespace draftgate::checks

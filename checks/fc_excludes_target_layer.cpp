@@ -3,18 +3,13 @@
 // H_target] with hidden_norm.
 
 #include "check.h"
+#include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/dflash.h"
 
 namespace draftgate::checks {
 namespace {
-
-std::string list(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 class FcExcludesTargetLayer : public Check {
  public:
@@ -41,7 +36,8 @@ class FcExcludesTargetLayer : public Check {
     std::vector<std::int64_t> sorted = d.target_layer_ids;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      problems.push_back("target_layer_ids " + list(d.target_layer_ids) + " repeat a layer");
+      problems.push_back("target_layer_ids [" + format_ids(d.target_layer_ids) +
+                         "] repeat a layer");
     for (auto tap : d.target_layer_ids) {
       if (tap < 0 || tap >= l)
         problems.push_back("tap " + std::to_string(tap) + " is not a target layer (0.." +
@@ -68,15 +64,9 @@ class FcExcludesTargetLayer : public Check {
     if (!drafter.contains("hidden_norm.weight"))
       problems.push_back(
           "the drafter has no hidden_norm.weight (fc output must be normalised before injection)");
-    if (problems.empty()) {
-      r.status = Status::kPass;
-      r.message = "taps " + list(d.target_layer_ids) + " of " + std::to_string(l) +
-                  " target layers, final layer excluded, fc and hidden_norm as expected";
-    } else {
-      r.status = Status::kFail;
-      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
-    }
-    return r;
+    return conclude(std::move(r), problems,
+                    "taps [" + format_ids(d.target_layer_ids) + "] of " + std::to_string(l) +
+                        " target layers, final layer excluded, fc and hidden_norm as expected");
   }
 };
 

@@ -93,7 +93,8 @@ class HiddenStateParity : public Check {
     if (!a.target) return skip(name(), "needs a target checkpoint with weights (--target)");
     const io::Checkpoint ckpt = io::Checkpoint::open(*a.target);
     if (ckpt.metadata_only())
-      return skip(name(), a.target->string() + " is metadata-only (index without shards): no weights to run");
+      return skip(name(), a.target->string() +
+                              " is metadata-only (index without shards): no weights to run");
     std::vector<std::int64_t> tokens = p["tokens"].get<std::vector<std::int64_t>>();
     Side side_b;
     if (!p["reference_dump"].is_null()) {

@@ -56,15 +56,9 @@ class LayerPath : public Check {
         problems.push_back("drafter num_target_layers " + std::to_string(*d.num_target_layers) +
                            " but the target has " + std::to_string(stack.num_layers));
     }
-    if (problems.empty()) {
-      r.status = Status::kPass;
-      r.message = stack.prefix + ", " + std::to_string(stack.num_layers) + " layers" +
-                  (a.drafter ? ", every tap is a target layer" : "");
-    } else {
-      r.status = Status::kFail;
-      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
-    }
-    return r;
+    return conclude(std::move(r), problems,
+                    stack.prefix + ", " + std::to_string(stack.num_layers) + " layers" +
+                        (a.drafter ? ", every tap is a target layer" : ""));
   }
 };
 

@@ -77,14 +77,8 @@ class LossType : public Check {
       problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
                          found + " (" + numbers + "); switch the trainer to " +
                          (expected == "ce" ? "hard cross-entropy" : "soft KL"));
-    if (problems.empty()) {
-      r.status = Status::kPass;
-      r.message = "logged loss is the " + expected + " (" + numbers + ")";
-    } else {
-      r.status = Status::kFail;
-      for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
-    }
-    return r;
+    return conclude(std::move(r), problems,
+                    "logged loss is the " + expected + " (" + numbers + ")");
   }
 };
 

@@ -51,6 +51,14 @@ CheckResult skip(const std::string& check, const std::string& why) {
   return r;
 }
 
+CheckResult conclude(CheckResult r, const std::vector<std::string>& problems,
+                     const std::string& pass_message) {
+  r.status = problems.empty() ? Status::kPass : Status::kFail;
+  r.message = problems.empty() ? pass_message : "";
+  for (const auto& m : problems) r.message += (r.message.empty() ? "" : "; ") + m;
+  return r;
+}
+
 CheckResult run_check(const Check& check, const Artifacts& artifacts,
                       const nlohmann::json& params) {
   nlohmann::json merged = check.default_params();

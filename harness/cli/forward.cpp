@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/target.h"
@@ -21,12 +22,6 @@ struct ForwardOptions {
   std::string gdn = "chunked";
   std::string out;
 };
-
-std::string join(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
 
 int run_forward(const ForwardOptions& opt) {
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.model);
@@ -50,15 +45,15 @@ int run_forward(const ForwardOptions& opt) {
       {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},
       {"device", opt.device},
       {"gdn", opt.gdn},
-      {"tokens", join(opt.tokens)},
-      {"taps", join(opt.taps)},
+      {"tokens", format_ids(opt.tokens)},
+      {"taps", format_ids(opt.taps)},
       {"tap_convention",
        "hidden.<l> = output of decoder layer l (HF hidden_states[l+1]), before the final norm"}};
   io::write_tensors(opt.out, tensors, metadata);
   std::cout << "wrote " << opt.out << ": logits [" << r.logits.size(0) << ", " << r.logits.size(1)
             << "]";
   if (!opt.taps.empty())
-    std::cout << ", hidden." << join(opt.taps) << " [" << r.logits.size(0) << ", "
+    std::cout << ", hidden." << format_ids(opt.taps) << " [" << r.logits.size(0) << ", "
               << target->config().hidden << "]";
   std::cout << "\n";
   return 0;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
 
@@ -38,12 +39,6 @@ std::optional<std::int64_t> either_place(const io::ModelConfig& c, const char* k
                               " at the top level but " + std::to_string(*nested) +
                               " under dflash_config");
   return nested ? nested : top;
-}
-
-std::string list(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 }  // namespace
@@ -126,7 +121,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
                 "the drafter reads the target's embeddings and lm_head, so the widths must match");
   for (auto tap : d.target_layer_ids)
     if (tap < 0 || tap >= t.num_layers)
-      throw Error(file, "target_layer_ids " + list(d.target_layer_ids) + ": tap " +
+      throw Error(file, "target_layer_ids [" + format_ids(d.target_layer_ids) + "]: tap " +
                             std::to_string(tap) + " is not a target layer (0.." +
                             std::to_string(t.num_layers - 1) + ")");
   if (d.num_target_layers && *d.num_target_layers != t.num_layers)

@@ -1,17 +1,10 @@
 #include "draftgate/model/weights.h"
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/tensor_view.h"
 
 namespace draftgate::model {
-
-namespace {
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-}  // namespace
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
                            at::Device device)
@@ -31,8 +24,8 @@ at::Tensor WeightLoader::view(const std::string& name,
   }
   const io::TensorInfo* info = checkpoint_.info(name);
   if (info != nullptr && info->shape != shape)
-    throw Error(where, "tensor \"" + name + "\" has shape " + shape_text(info->shape) +
-                           ", config implies " + shape_text(shape));
+    throw Error(where, "tensor \"" + name + "\" has shape " + format_shape(info->shape) +
+                           ", config implies " + format_shape(shape));
   const at::Tensor t = io::load_tensor(checkpoint_, name);
   if (!t.is_floating_point())
     throw Error(where, "tensor \"" + name + "\" has non-float dtype " +

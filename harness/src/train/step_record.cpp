@@ -4,23 +4,12 @@
 #include <sstream>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/safetensors.h"
 #include "draftgate/io/tensor_view.h"
 
 namespace draftgate::train {
 namespace {
-
-std::string join(const std::vector<std::int64_t>& v) {
-  std::string s;
-  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 class Reader {
  public:
@@ -62,7 +51,7 @@ class Reader {
     }
     const at::Tensor t = io::tensor_view(file_, *info);
     if (t.dim() != rank)
-      throw Error(name_, "tensor \"" + key + "\" has shape " + shape_text(t.sizes()) +
+      throw Error(name_, "tensor \"" + key + "\" has shape " + format_shape(t.sizes().vec()) +
                              ", expected rank " + std::to_string(rank));
     const bool ok = dtype == at::kLong ? !t.is_floating_point() : t.is_floating_point();
     if (!ok)
@@ -85,8 +74,8 @@ std::vector<std::int64_t> to_vector(const at::Tensor& t) {
 void expect_shape(const std::string& file, const char* key, const at::Tensor& t,
                   std::vector<std::int64_t> shape) {
   if (t.defined() && t.sizes().vec() != shape)
-    throw Error(file, std::string("tensor \"") + key + "\" has shape " + shape_text(t.sizes()) +
-                          ", expected " + shape_text(shape));
+    throw Error(file, std::string("tensor \"") + key + "\" has shape " +
+                          format_shape(t.sizes().vec()) + ", expected " + format_shape(shape));
 }
 
 }  // namespace
@@ -190,7 +179,7 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
                                              {"block_size", std::to_string(rec.block_size)},
                                              {"gamma", gamma.str()},
                                              {"mask_token_id", std::to_string(rec.mask_token_id)},
-                                             {"target_layer_ids", join(rec.target_layer_ids)},
+                                             {"target_layer_ids", format_ids(rec.target_layer_ids)},
                                              {"loss", loss_name(rec.loss)},
                                              {"logged_loss", loss.str()}};
   if (rec.step) meta["step"] = std::to_string(*rec.step);

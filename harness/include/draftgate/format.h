@@ -1,0 +1,24 @@
+#pragma once
+// Text forms of id lists and shapes shared by messages, metadata and reports.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace draftgate {
+
+// "1,9,17" (no spaces: also the metadata form of tap lists and token ids).
+inline std::string format_ids(const std::vector<std::int64_t>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+// "[4096, 2560]".
+inline std::string format_shape(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace draftgate
