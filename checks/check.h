@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/golden/golden.h"
+
 namespace draftgate::checks {
 
 enum class Status { kPass, kFail, kSkip, kError };
@@ -32,6 +34,8 @@ struct Artifacts {
   std::optional<std::filesystem::path> target;
   std::optional<std::filesystem::path> drafter;
   std::optional<std::filesystem::path> step_record;
+  std::optional<std::filesystem::path> reference_dump;  // `draftgate forward` output
+  std::optional<golden::Golden> golden;                 // read and validated up front
 };
 
 class Check {
@@ -49,8 +53,9 @@ void register_check(std::unique_ptr<Check> check);
 std::vector<const Check*> all_checks();  // sorted by name
 const Check* find_check(const std::string& name);
 
-// Runs one check with `params` over its defaults (unknown parameter names are bad input); a
-// draftgate::Error becomes status kError with its one-line message.
+// Runs one check with its defaults, overridden by the golden's check_params for it, overridden by
+// `params` (unknown parameter names are bad input); a draftgate::Error becomes status kError with
+// its one-line message.
 CheckResult run_check(const Check& check, const Artifacts& artifacts, const nlohmann::json& params);
 
 // Helper for check files: `static const bool registered = register_as<MyCheck>();`

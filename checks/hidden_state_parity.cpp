@@ -82,7 +82,6 @@ class HiddenStateParity : public Check {
   nlohmann::json default_params() const override {
     return {{"a", "cpu:f32:chunked"},
             {"b", "cpu:f32:recurrent"},
-            {"reference_dump", nullptr},
             {"tokens", {1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 12, 13, 14, 15, 16}},
             // Budgets by the coarser dtype of the pair.
             {"f32", {{"max_nmse", 1e-8}, {"min_cosine", 0.99999}, {"min_top1", 0.99}}},
@@ -97,13 +96,12 @@ class HiddenStateParity : public Check {
                               " is metadata-only (index without shards): no weights to run");
     std::vector<std::int64_t> tokens = p["tokens"].get<std::vector<std::int64_t>>();
     Side side_b;
-    if (!p["reference_dump"].is_null()) {
+    if (a.reference_dump) {
       const auto n_layers = layout::resolve_decoder_stack(ckpt).num_layers;
-      side_b = read_dump(p["reference_dump"].get<std::string>(), n_layers, &tokens);
+      side_b = read_dump(a.reference_dump->string(), n_layers, &tokens);
     }
     const Side side_a = run_backend(ckpt, p["a"].get<std::string>(), tokens);
-    if (p["reference_dump"].is_null())
-      side_b = run_backend(ckpt, p["b"].get<std::string>(), tokens);
+    if (!a.reference_dump) side_b = run_backend(ckpt, p["b"].get<std::string>(), tokens);
     if (side_b.logits.sizes() != side_a.logits.sizes())
       throw Error(side_b.label, "logits shape differs from the target's on the same tokens");
 

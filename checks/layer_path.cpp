@@ -44,6 +44,16 @@ class LayerPath : public Check {
     if (!p["expected_num_layers"].is_null() && p["expected_num_layers"] != stack.num_layers)
       problems.push_back("expected " + p["expected_num_layers"].dump() + " layers, found " +
                          std::to_string(stack.num_layers));
+    if (a.golden) {
+      const golden::Golden& g = *a.golden;
+      if (g.layout_prefix != stack.prefix || g.num_layers != stack.num_layers)
+        problems.push_back("the golden's reference target is " + g.layout_prefix + " with " +
+                           std::to_string(g.num_layers) + " layers, this one " + stack.prefix +
+                           " with " + std::to_string(stack.num_layers) + " (" + g.path + ")");
+      else if (!stack.layer_types.empty() && g.layer_types != stack.layer_types)
+        problems.push_back("layer types differ from the golden's reference target (" + g.path +
+                           ")");
+    }
     if (a.drafter) {
       const auto d = model::DrafterConfig::from(io::ModelConfig::load(*a.drafter / "config.json"));
       r.measured["target_layer_ids"] = d.target_layer_ids;

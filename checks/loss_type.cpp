@@ -37,8 +37,12 @@ class LossType : public Check {
                   rec.path + " records no drafter_logits, so its loss cannot be recomputed");
     const std::string expected = p["expected"].get<std::string>();
     const double rtol = p["rtol"].get<double>(), atol = p["atol"].get<double>();
-    const train::BlockTargets targets =
+    train::BlockTargets targets =
         train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+    // The labels the trainer used, when recorded (e.g. the teacher's greedy tokens); their
+    // integrity is target_logits_noise_free's concern.
+    if (rec.labels.defined()) targets.labels = rec.labels;
+    const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
     auto close = [&](double v) {
       return std::abs(v - rec.logged_loss) <= atol + rtol * std::abs(rec.logged_loss);
     };
@@ -46,13 +50,14 @@ class LossType : public Check {
     CheckResult r;
     r.measured["logged_loss"] = rec.logged_loss;
     r.measured["claimed_loss"] = train::loss_name(rec.loss);
-    const double ce = train::weighted_cross_entropy(rec.drafter_logits, targets);
+    const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
     r.measured["recomputed_ce"] = ce;
     std::optional<double> kl;
     if (rec.teacher_logits.defined()) {
       kl = train::weighted_kl(
-          rec.drafter_logits,
-          train::block_teacher_logits(rec.teacher_logits, rec.anchors, rec.block_size), targets);
+               logits, train::block_teacher_logits(rec.teacher_logits, rec.anchors, rec.block_size),
+               targets)
+               .item<double>();
       r.measured["recomputed_kl"] = *kl;
     }
     std::vector<std::string> problems;

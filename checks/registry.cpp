@@ -62,16 +62,20 @@ CheckResult conclude(CheckResult r, const std::vector<std::string>& problems,
 CheckResult run_check(const Check& check, const Artifacts& artifacts,
                       const nlohmann::json& params) {
   nlohmann::json merged = check.default_params();
-  try {
-    if (!params.is_null()) {
-      if (!params.is_object()) throw Error(check.name(), "parameters must be a JSON object");
-      for (const auto& [key, value] : params.items()) {
-        if (!merged.contains(key))
-          throw Error(check.name(),
-                      "unknown parameter \"" + key + "\" (known: " + merged.dump() + ")");
-        merged[key] = value;
-      }
+  auto apply = [&](const nlohmann::json& overrides, const std::string& source) {
+    if (overrides.is_null()) return;
+    if (!overrides.is_object()) throw Error(source, "parameters must be a JSON object");
+    for (const auto& [key, value] : overrides.items()) {
+      if (!merged.contains(key))
+        throw Error(source, "unknown parameter \"" + key + "\" of " + check.name() +
+                                " (known: " + merged.dump() + ")");
+      merged[key] = value;
     }
+  };
+  try {
+    if (artifacts.golden && artifacts.golden->check_params.contains(check.name()))
+      apply(artifacts.golden->check_params[check.name()], artifacts.golden->path);
+    apply(params, check.name());
     CheckResult r = check.run(artifacts, merged);
     r.check = check.name();
     r.thresholds.update(merged);

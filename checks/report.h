@@ -2,6 +2,7 @@
 // Reports of a check run: a text table for people, JSON and JUnit XML for CI.
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,9 +11,25 @@
 
 namespace draftgate::checks {
 
+// The results of one suite (or of one run from flags: name "draftgate").
+struct SuiteRun {
+  std::string name;
+  std::vector<CheckResult> results;
+  std::map<std::string, Status> expect;  // optional expected verdicts by instance name
+};
+
 std::string text_table(const std::vector<CheckResult>& results);
+// Rows: suites; columns: check instances; a '!' marks a verdict that differs from the suite's
+// expectation.
+std::string verdict_matrix(const std::vector<SuiteRun>& runs);
+// The names of instances whose verdict differs from the expectation.
+std::vector<std::string> unmet_expectations(const SuiteRun& run);
+
 nlohmann::json json_report(const std::vector<CheckResult>& results);
-std::string junit_report(const std::vector<CheckResult>& results);
+// {"suites": [{"name", "results", "summary", "unmet_expectations"}...], "summary"}.
+nlohmann::json json_report(const std::vector<SuiteRun>& runs);
+// One <testsuite> per suite (inside <testsuites> when there are several).
+std::string junit_report(const std::vector<SuiteRun>& runs);
 
 // 0 all pass (skips pass unless fail_on_skip), 1 any check failed, 2 any error.
 int exit_code(const std::vector<CheckResult>& results, bool fail_on_skip);

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "draftgate/decode/acceptance.h"
+#include "draftgate/decode/evaluation.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
 #include "draftgate/error.h"
@@ -62,12 +62,6 @@ int run_eval(const EvalOptions& opt) {
   if (opt.gdn != "chunked" && opt.gdn != "recurrent")
     throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
   const auto target = model::TargetModel::load(target_ckpt, options);
-  for (const auto& p : set.prompts)
-    for (auto t : p.input_ids)
-      if (t >= target->config().vocab)
-        throw Error(set.path, "prompt \"" + p.id + "\" holds token " + std::to_string(t) +
-                                  " outside the target's vocabulary (" +
-                                  std::to_string(target->config().vocab) + ")");
 
   std::unique_ptr<io::Checkpoint> drafter_ckpt;
   std::unique_ptr<model::DFlashDrafter> dflash;
@@ -81,16 +75,10 @@ int run_eval(const EvalOptions& opt) {
     drafter = decode::dflash_block_drafter(*dflash);
   }
 
-  std::vector<decode::PromptRun> runs;
-  for (std::size_t i = 0; i < set.prompts.size(); ++i) {
-    progress(i, set.prompts.size());
-    runs.push_back(
-        decode::speculative_generate(*target, *drafter, set.prompts[i].input_ids, opt.decode));
-    runs.back().id = set.prompts[i].id;
-  }
-  progress(set.prompts.size(), set.prompts.size());
-  const std::int64_t b = drafter->block_size();
-  const decode::AcceptanceStats stats = decode::summarize(runs, b);
+  const decode::Evaluation evaluation =
+      decode::evaluate(*target, *drafter, set, opt.decode, progress);
+  const decode::AcceptanceStats& stats = evaluation.stats;
+  const std::int64_t b = evaluation.block_size;
 
   const std::string mode =
       opt.oracle ? "oracle" : (opt.decode.tree_budget > 0 ? "ddtree" : "dflash");
@@ -122,20 +110,10 @@ int run_eval(const EvalOptions& opt) {
                               fixed(stats.drafter_seconds, 2) + " s");
 
   if (!opt.json.empty()) {
-    nlohmann::json out = decode::to_json(stats);
-    out["per_prompt"] = nlohmann::json::array();
-    for (const auto& r : runs) out["per_prompt"].push_back(decode::to_json(r));
+    nlohmann::json out = decode::evaluation_json(evaluation);
     out["prompt_set"] = set.path;
     out["prompt_set_sha256"] = set.sha256;
-    out["decoding"] = {{"mode", mode},
-                       {"block_size", b},
-                       {"tree_budget", opt.decode.tree_budget},
-                       {"tree_top_k", opt.decode.tree_top_k},
-                       {"max_new_tokens", opt.decode.max_new_tokens},
-                       {"eos_ids", opt.decode.eos_ids},
-                       {"temperature", 0},
-                       {"tau_definition",
-                        "accepted drafts + 1 per verify step; macro = mean of per-prompt means"}};
+    out["decoding"] = decode::decoding_json(opt.decode, mode, b);
     out["target"] = {{"path", opt.target},
                      {"family", model::family_name(target->config().family)},
                      {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},

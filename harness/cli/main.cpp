@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   draftgate::cli::add_forward(app, &runner);
   draftgate::cli::add_check(app, &runner);
   draftgate::cli::add_eval(app, &runner);
+  draftgate::cli::add_golden(app, &runner);
   draftgate::cli::add_make_target(app, &runner);
   draftgate::cli::add_make_drafter(app, &runner);
 

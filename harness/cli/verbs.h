@@ -16,5 +16,6 @@ void add_make_target(CLI::App& app, VerbRunner* runner);
 void add_make_drafter(CLI::App& app, VerbRunner* runner);
 void add_eval(CLI::App& app, VerbRunner* runner);
 void add_check(CLI::App& app, VerbRunner* runner);
+void add_golden(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

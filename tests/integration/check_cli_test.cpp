@@ -45,7 +45,7 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
   EXPECT_EQ(report["summary"]["fail"], 1);
   std::ifstream xml(junit);
   const std::string text((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"4\" failures=\"1\""));
+  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"7\" failures=\"1\""));
 
   EXPECT_EQ(run_draftgate(base + (dir / "bad").string() +
                           " --param fc_excludes_target_layer.allow_final_layer=true")

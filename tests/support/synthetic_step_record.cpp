@@ -11,7 +11,7 @@ using train::BlockTargets;
 using train::LossType;
 using train::StepRecord;
 
-StepRecord training_step(LossType loss) {
+const fs::path& training_step_models() {
   static const fs::path dir = [] {
     const auto d = fresh_dir("step_record");
     model::RandomTargetSpec t;
@@ -22,6 +22,11 @@ StepRecord training_step(LossType loss) {
     model::write_random_drafter(d / "drafter", dr);
     return d;
   }();
+  return dir;
+}
+
+StepRecord training_step(LossType loss) {
+  const fs::path& dir = training_step_models();
   const auto target_ckpt = io::Checkpoint::open(dir / "target");
   const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
   const auto target = model::TargetModel::load(target_ckpt, {});
@@ -42,15 +47,19 @@ StepRecord training_step(LossType loss) {
   rec.fc_input = drafter->features(r, rows);
   rec.teacher_logits = r.logits;
   rec.drafter_logits = drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
-  const BlockTargets targets =
-      train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, 8, 4.0);
+  BlockTargets targets = train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, 8, 4.0);
+  // Hard labels: the target's greedy tokens (what regenerated data holds).
+  targets.labels =
+      train::block_teacher_logits(r.logits, rec.anchors, 8).argmax(-1) * (targets.weight > 0);
   rec.labels = targets.labels;
   rec.weights = targets.weight;
   rec.logged_loss =
       loss == LossType::kHardCrossEntropy
-          ? train::weighted_cross_entropy(rec.drafter_logits, targets)
-          : train::weighted_kl(rec.drafter_logits,
-                               train::block_teacher_logits(r.logits, rec.anchors, 8), targets);
+          ? train::weighted_cross_entropy(rec.drafter_logits.to(at::kDouble), targets)
+                .item<double>()
+          : train::weighted_kl(rec.drafter_logits.to(at::kDouble),
+                               train::block_teacher_logits(r.logits, rec.anchors, 8), targets)
+                .item<double>();
   rec.step = 3;
   return rec;
 }

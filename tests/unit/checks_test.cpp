@@ -19,6 +19,7 @@ namespace draftgate::checks {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 const fs::path kQwen36 =
@@ -191,19 +192,16 @@ TEST(HiddenStateParity, ReferenceDumpNamesTheFirstDivergingLayer) {
   };
   Artifacts a;
   a.target = hybrid_target();
-  const CheckResult same =
-      run("hidden_state_parity", a,
-          {{"a", "cpu:f32"}, {"reference_dump", dump("same.safetensors", 99, -1)}});
+  a.reference_dump = dump("same.safetensors", 99, -1);
+  const CheckResult same = run("hidden_state_parity", a, {{"a", "cpu:f32"}});
   EXPECT_EQ(same.status, Status::kPass) << same.message;
-  const CheckResult drift =
-      run("hidden_state_parity", a,
-          {{"a", "cpu:f32"}, {"reference_dump", dump("drift.safetensors", 2, -1)}});
+  a.reference_dump = dump("drift.safetensors", 2, -1);
+  const CheckResult drift = run("hidden_state_parity", a, {{"a", "cpu:f32"}});
   EXPECT_EQ(drift.status, Status::kFail);
   EXPECT_EQ(drift.evidence["first_diverging_layer"], 2);
   EXPECT_THAT(drift.message, HasSubstr("diverge from layer 2"));
-  const CheckResult missing =
-      run("hidden_state_parity", a,
-          {{"a", "cpu:f32"}, {"reference_dump", dump("missing.safetensors", 99, 1)}});
+  a.reference_dump = dump("missing.safetensors", 99, 1);
+  const CheckResult missing = run("hidden_state_parity", a, {{"a", "cpu:f32"}});
   EXPECT_EQ(missing.status, Status::kError);
   EXPECT_THAT(missing.message, HasSubstr("reference dump has no \"hidden.1\""));
 }
@@ -234,9 +232,29 @@ TEST(Reports, ExitCodesJsonAndJunit) {
   const auto j = json_report(results);
   EXPECT_EQ(j["summary"]["fail"], 1);
   EXPECT_EQ(j["results"][1]["status"], "skip");
-  const std::string xml = junit_report(results);
+  const std::string xml = junit_report({{"run", results, {}}});
   EXPECT_THAT(xml, HasSubstr("tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"1\""));
   EXPECT_THAT(xml, HasSubstr("needs &lt;x&gt; &amp; &quot;y&quot;"));
+  EXPECT_THAT(xml, Not(HasSubstr("<testsuites>")));
+}
+
+TEST(Reports, VerdictMatrixMarksUnexpectedVerdicts) {
+  CheckResult pass, fail;
+  pass.check = "a";
+  fail.check = "b";
+  fail.status = Status::kFail;
+  const std::vector<SuiteRun> runs = {
+      {"ref", {pass, fail}, {{"a", Status::kPass}, {"b", Status::kPass}}},
+      {"bug", {pass, fail}, {{"b", Status::kFail}}}};
+  EXPECT_EQ(unmet_expectations(runs[0]), std::vector<std::string>{"b"});
+  EXPECT_TRUE(unmet_expectations(runs[1]).empty());
+  const std::string m = verdict_matrix(runs);
+  EXPECT_THAT(m, HasSubstr("FAIL!"));
+  EXPECT_EQ(m.find("FAIL!"), m.rfind("FAIL!")) << "only the reference's fail is unexpected";
+  const auto j = json_report(runs);
+  EXPECT_EQ(j["summary"]["fail"], 2);
+  EXPECT_EQ(j["suites"][0]["unmet_expectations"], nlohmann::json::array({"b"}));
+  EXPECT_THAT(junit_report(runs), HasSubstr("<testsuites>"));
 }
 
 }  // namespace

@@ -36,14 +36,14 @@ TEST(Recipe, SamePositionLabelsMaskedAndCutAtTheEnd) {
 TEST(Recipe, LossesOnAHandExample) {
   const std::vector<std::int64_t> ids = {0, 1, 2}, mask = {1, 1, 1};
   const BlockTargets t = block_targets(ids, mask, {0}, 3, 1.0);  // weights 0, 1, e^-1
-  at::Tensor logits = at::zeros({1, 3, 3});
+  at::Tensor logits = at::zeros({1, 3, 3}, at::kDouble);
   logits[0][1][1] = 2.0;
   const double ce1 = -std::log(std::exp(2.0) / (std::exp(2.0) + 2.0)), ce2 = std::log(3.0);
   // The decay weights are float32.
-  EXPECT_NEAR(weighted_cross_entropy(logits, t),
+  EXPECT_NEAR(weighted_cross_entropy(logits, t).item<double>(),
               (ce1 + std::exp(-1.0) * ce2) / (1 + std::exp(-1.0)), 1e-7);
-  EXPECT_NEAR(weighted_kl(logits, logits, t), 0.0, 1e-12);
-  EXPECT_GT(weighted_kl(logits, at::zeros({1, 3, 3}), t), 0.0);
+  EXPECT_NEAR(weighted_kl(logits, logits, t).item<double>(), 0.0, 1e-12);
+  EXPECT_GT(weighted_kl(logits, at::zeros({1, 3, 3}), t).item<double>(), 0.0);
 }
 
 TEST(Recipe, TeacherRowsPredictTheNextPosition) {

@@ -33,14 +33,16 @@ TEST(StepRecord, RoundTripAndLoggedLossRecomputes) {
     EXPECT_EQ(back.loss, loss);
     EXPECT_EQ(back.step, 3);
     EXPECT_TRUE(at::equal(back.drafter_logits, written.drafter_logits));
-    const BlockTargets t =
+    BlockTargets t =
         block_targets(back.input_ids, back.loss_mask, back.anchors, back.block_size, back.gamma);
+    t.labels = back.labels;
     const double recomputed =
         loss == LossType::kHardCrossEntropy
-            ? weighted_cross_entropy(back.drafter_logits, t)
-            : weighted_kl(back.drafter_logits,
+            ? weighted_cross_entropy(back.drafter_logits.to(at::kDouble), t).item<double>()
+            : weighted_kl(back.drafter_logits.to(at::kDouble),
                           block_teacher_logits(back.teacher_logits, back.anchors, back.block_size),
-                          t);
+                          t)
+                  .item<double>();
     EXPECT_DOUBLE_EQ(recomputed, back.logged_loss) << loss_name(loss);
   }
 }

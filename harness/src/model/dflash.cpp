@@ -103,14 +103,14 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
 }
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpoint,
-                                                   const TargetModel& target) {
+                                                   const TargetModel& target, bool autograd) {
   if (checkpoint.metadata_only())
     throw Error(checkpoint.dir().string(), "metadata-only drafter checkpoint has no weights");
-  return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target));
+  return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target, autograd));
 }
 
-DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& target)
-    : target_(target), config_(DrafterConfig::from(ckpt.config())) {
+DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& target, bool autograd)
+    : target_(target), autograd_(autograd), config_(DrafterConfig::from(ckpt.config())) {
   const auto& d = config_;
   const auto& t = target.config();
   const std::string file = ckpt.config().file();
@@ -145,7 +145,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   attention_config_.rope_theta = d.rope_theta;
   attention_config_.rms_eps = d.rms_eps;
 
-  const WeightLoader w(ckpt, target.dtype(), target.device());
+  const WeightLoader w(ckpt, target.dtype(), target.device(), autograd_ ? &parameters_ : nullptr);
   const auto n_taps = static_cast<std::int64_t>(d.target_layer_ids.size());
   fc_ = w.get("fc.weight", {d.hidden, n_taps * t.hidden});
   hidden_norm_ = w.get("hidden_norm.weight", {d.hidden});
@@ -175,7 +175,7 @@ at::Tensor DFlashDrafter::features(const ForwardResult& r,
 }
 
 void DFlashDrafter::add_context(DrafterState& state, const at::Tensor& features) const {
-  c10::InferenceMode inference;
+  c10::InferenceMode inference(!autograd_);
   const std::int64_t n = features.size(0);
   const at::Tensor x = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
                                 config_.rms_eps, NormStyle::kPlain);
@@ -188,7 +188,7 @@ void DFlashDrafter::add_context(DrafterState& state, const at::Tensor& features)
 }
 
 at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const {
-  c10::InferenceMode inference;
+  c10::InferenceMode inference(!autograd_);
   const std::int64_t b = config_.block_size, s = state.context;
   std::vector<std::int64_t> ids(b, config_.mask_token_id);
   ids[0] = anchor;
@@ -217,8 +217,9 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
 
 at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
                                           const std::vector<std::int64_t>& input_ids,
-                                          const std::vector<std::int64_t>& anchors) const {
-  c10::InferenceMode inference;
+                                          const std::vector<std::int64_t>& anchors,
+                                          ContextVisibility context) const {
+  c10::InferenceMode inference(!autograd_);
   const auto s = static_cast<std::int64_t>(input_ids.size());
   const auto n = static_cast<std::int64_t>(anchors.size());
   const std::int64_t b = config_.block_size;
@@ -238,7 +239,9 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   // Visibility [N·B, S + N·B]: context keys < a_j, then the own block only.
   at::Tensor visible = at::zeros({n * b, s + n * b}, at::kBool);
   for (std::int64_t j = 0; j < n; ++j) {
-    visible.narrow(0, j * b, b).narrow(1, 0, anchors[j]).fill_(true);
+    const std::int64_t visible_context =
+        anchors[j] + (context == ContextVisibility::kThroughAnchor ? 1 : 0);
+    visible.narrow(0, j * b, b).narrow(1, 0, visible_context).fill_(true);
     visible.narrow(0, j * b, b).narrow(1, s + j * b, b).fill_(true);
   }
   visible = visible.to(device);

@@ -64,8 +64,9 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
       config_(TargetConfig::from(ckpt.config(), stack_)),
       dtype_(options.dtype.value_or(stored_dtype(ckpt, stack_.embed_tokens))),
       device_(options.device),
-      gdn_(options.gdn) {
-  const WeightLoader w(ckpt, dtype_, device_);
+      gdn_(options.gdn),
+      autograd_(options.autograd) {
+  const WeightLoader w(ckpt, dtype_, device_, autograd_ ? &parameters_ : nullptr);
   const auto& c = config_;
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
@@ -96,7 +97,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                                   const std::vector<std::int64_t>& parents,
                                   const std::vector<std::int64_t>& taps, bool want_logits) const {
   if (state.has_pending()) throw std::logic_error("extend() with pending tokens: commit() first");
-  c10::InferenceMode inference;
+  c10::InferenceMode inference(!autograd_);
   if (tokens.empty()) throw std::invalid_argument("extend() needs at least one token");
   check_parents(parents, tokens.size());
   for (auto t : tokens)
@@ -154,7 +155,7 @@ at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
 }
 
 void TargetModel::commit(TargetState& state, const std::vector<std::int64_t>& path) const {
-  c10::InferenceMode inference;
+  c10::InferenceMode inference(!autograd_);
   const auto n = static_cast<std::int64_t>(state.pending.size());
   for (std::size_t i = 0; i < path.size(); ++i) {
     const std::int64_t expected_parent = i == 0 ? -1 : path[i - 1];

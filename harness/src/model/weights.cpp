@@ -7,8 +7,8 @@
 namespace draftgate::model {
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
-                           at::Device device)
-    : checkpoint_(checkpoint), dtype_(dtype), device_(device) {}
+                           at::Device device, ParameterMap* owned)
+    : checkpoint_(checkpoint), dtype_(dtype), device_(device), owned_(owned) {}
 
 at::Tensor WeightLoader::view(const std::string& name,
                               const std::vector<std::int64_t>& shape) const {
@@ -35,12 +35,19 @@ at::Tensor WeightLoader::view(const std::string& name,
 
 at::Tensor WeightLoader::get(const std::string& name,
                              const std::vector<std::int64_t>& shape) const {
-  return view(name, shape).to(device_, dtype_);
+  return hand_out(name, view(name, shape).to(device_, dtype_));
 }
 
 at::Tensor WeightLoader::get_f32(const std::string& name,
                                  const std::vector<std::int64_t>& shape) const {
-  return view(name, shape).to(device_, at::kFloat);
+  return hand_out(name, view(name, shape).to(device_, at::kFloat));
+}
+
+at::Tensor WeightLoader::hand_out(const std::string& name, at::Tensor converted) const {
+  if (owned_ == nullptr) return converted;
+  at::Tensor copy = converted.clone();  // never the read-only mapping: training writes into it
+  (*owned_)[name] = copy;
+  return copy;
 }
 
 }  // namespace draftgate::model

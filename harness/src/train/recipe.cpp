@@ -49,21 +49,21 @@ at::Tensor block_teacher_logits(const at::Tensor& teacher, const std::vector<std
       .view({static_cast<std::int64_t>(anchors.size()), block_size, teacher.size(1)});
 }
 
-double weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets) {
-  const at::Tensor logp = at::log_softmax(logits.to(at::kDouble), -1);
+at::Tensor weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets) {
+  const at::Tensor logp = at::log_softmax(logits, -1);
   const at::Tensor nll =
       -logp.gather(-1, targets.labels.to(logits.device()).unsqueeze(-1)).squeeze(-1);
-  const at::Tensor w = targets.weight.to(at::kDouble).to(logits.device());
-  return (nll * w).sum().item<double>() / w.sum().item<double>();
+  const at::Tensor w = targets.weight.to(logits.device(), logits.scalar_type());
+  return (nll * w).sum() / w.sum();
 }
 
-double weighted_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits,
-                   const BlockTargets& targets) {
-  const at::Tensor logq = at::log_softmax(logits.to(at::kDouble), -1);
-  const at::Tensor logp = at::log_softmax(teacher_block_logits.to(at::kDouble), -1);
+at::Tensor weighted_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits,
+                       const BlockTargets& targets) {
+  const at::Tensor logq = at::log_softmax(logits, -1);
+  const at::Tensor logp = at::log_softmax(teacher_block_logits.to(logits.scalar_type()), -1);
   const at::Tensor kl = (logp.exp() * (logp - logq)).sum(-1);
-  const at::Tensor w = targets.weight.to(at::kDouble).to(logits.device());
-  return (kl * w).sum().item<double>() / w.sum().item<double>();
+  const at::Tensor w = targets.weight.to(logits.device(), logits.scalar_type());
+  return (kl * w).sum() / w.sum();
 }
 
 }  // namespace draftgate::train

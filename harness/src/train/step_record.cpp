@@ -41,6 +41,13 @@ class Reader {
     return static_cast<std::int64_t>(v);
   }
 
+  // Stored dtype names ("F32", "BF16", ...) of every tensor in the file.
+  std::map<std::string, std::string> stored_dtypes() const {
+    std::map<std::string, std::string> out;
+    for (const auto& t : file_->header().tensors) out[t.name] = io::dtype_name(t.dtype);
+    return out;
+  }
+
   // The tensor `key` as `dtype`, of rank `rank`; undefined when absent and optional.
   at::Tensor tensor(const std::string& key, std::int64_t rank, at::ScalarType dtype,
                     bool required) const {
@@ -111,6 +118,7 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
   if (const std::string step = r.meta("step", false); !step.empty()) rec.step = r.meta_int("step");
 
+  rec.stored_dtypes = r.stored_dtypes();
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
   rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
   rec.anchors = to_vector(r.tensor("anchors", 1, at::kLong, true));

@@ -62,12 +62,14 @@ class DFlashDrafter {
  public:
   // Loads unprefixed DFlash tensors (fc, hidden_norm, norm, layers.N.*) and validates them against
   // `target` (hidden size, fc width = taps × target hidden, taps in range, mask id inside the
-  // target's embedding, vocab).
+  // target's embedding, vocab). `autograd`: owned weights in parameters(), passes record autograd.
   static std::unique_ptr<DFlashDrafter> load(const io::Checkpoint& checkpoint,
-                                             const TargetModel& target);
+                                             const TargetModel& target, bool autograd = false);
 
   const DrafterConfig& config() const { return config_; }
   std::int64_t block_size() const { return config_.block_size; }
+  // Every drafter weight by checkpoint name (autograd mode only; empty otherwise).
+  const ParameterMap& parameters() const { return parameters_; }
   DrafterState new_state() const;
 
   // The fc input rows for committed positions: taps of `r` concatenated in target_layer_ids order,
@@ -79,12 +81,17 @@ class DFlashDrafter {
   // onward.
   at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
 
-  // Training mode, all blocks in one pass (SpecForge after PR #473): features [S, taps × target hidden] of the
-  // whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per anchor a at positions a…a+B−1.
-  // Block j sees context positions strictly before a_j and its own block (bidirectionally), no other block.
-  // Returns [anchors, B, vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // Training mode, all blocks in one pass (SpecForge after PR #473): features [S, taps × target
+  // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
+  // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
+  // block (bidirectionally), no other block. Returns [anchors, B, vocab] float32 (row 0, the anchor
+  // itself, carries no label). Full-attention layers only. kThroughAnchor reproduces known bug 2
+  // (context kv <= a: the anchor's own target state leaks); it exists so fixtures can carry that
+  // bug.
+  enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
-                             const std::vector<std::int64_t>& anchors) const;
+                             const std::vector<std::int64_t>& anchors,
+                             ContextVisibility context = ContextVisibility::kBeforeAnchor) const;
 
  private:
   struct Layer {
@@ -92,9 +99,11 @@ class DFlashDrafter {
     std::unique_ptr<Attention> attention;
     bool sliding = false;
   };
-  DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target);
+  DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target, bool autograd);
 
   const TargetModel& target_;
+  bool autograd_;
+  ParameterMap parameters_;
   DrafterConfig config_;
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
   at::Tensor fc_, hidden_norm_, norm_, inv_freq_;

@@ -20,6 +20,7 @@
 #include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/gated_delta_net.h"
 #include "draftgate/model/target_config.h"
+#include "draftgate/model/weights.h"
 
 namespace draftgate::model {
 
@@ -28,6 +29,9 @@ struct TargetOptions {
       dtype;  // kBFloat16 or kFloat; unset = as stored (f32 for other dtypes)
   at::Device device = at::kCPU;
   GdnAlgorithm gdn = GdnAlgorithm::kChunked;  // for pending chains; trees always walk recurrently
+  // Training: weights become owned copies listed in parameters() and forward passes record
+  // autograd (no InferenceMode). The caller decides which parameters require grad.
+  bool autograd = false;
 };
 
 struct ForwardResult {
@@ -46,6 +50,9 @@ class TargetModel {
   at::Device device() const { return device_; }
   const at::Tensor& embed_weight() const { return embed_; }
   const at::Tensor& lm_head_weight() const { return lm_head_; }
+  bool autograd() const { return autograd_; }
+  // Every weight by checkpoint name (autograd mode only; empty otherwise).
+  const ParameterMap& parameters() const { return parameters_; }
 
   TargetState new_state() const;
 
@@ -81,6 +88,8 @@ class TargetModel {
   at::ScalarType dtype_;
   at::Device device_;
   GdnAlgorithm gdn_;
+  bool autograd_;
+  ParameterMap parameters_;
   at::Tensor embed_, final_norm_, lm_head_;
   at::Tensor inv_freq_;  // shared by every attention layer
   std::vector<Layer> layers_;

@@ -1,10 +1,12 @@
 #pragma once
 // Loads named weights from a checkpoint with their shapes checked, as zero-copy views when the
-// stored dtype and device already match, converted otherwise.
+// stored dtype and device already match, converted otherwise. For training, a loader given a
+// ParameterMap hands out owned, writable copies instead and records each under its checkpoint name.
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,9 +14,13 @@
 
 namespace draftgate::model {
 
+// Checkpoint tensor name -> the model's tensor (the same storage the model computes with).
+using ParameterMap = std::map<std::string, at::Tensor>;
+
 class WeightLoader {
  public:
-  WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype, at::Device device);
+  WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype, at::Device device,
+               ParameterMap* owned = nullptr);
 
   // The tensor `name` with exactly `shape`, in the loader's dtype and device. Throws
   // draftgate::Error naming the checkpoint and tensor when it is missing, quantised, or shaped
@@ -25,10 +31,12 @@ class WeightLoader {
 
  private:
   at::Tensor view(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
 
   const io::Checkpoint& checkpoint_;
   at::ScalarType dtype_;
   at::Device device_;
+  ParameterMap* owned_;
 };
 
 }  // namespace draftgate::model

@@ -36,10 +36,11 @@ BlockTargets block_targets(const std::vector<std::int64_t>& input_ids,
 at::Tensor block_teacher_logits(const at::Tensor& teacher, const std::vector<std::int64_t>& anchors,
                                 std::int64_t block_size);
 
-// Σ w·CE(logits, labels) / Σ w over [N, B, V] logits.
-double weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets);
-// Σ w·KL(softmax(teacher) ‖ softmax(logits)) / Σ w.
-double weighted_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits,
-                   const BlockTargets& targets);
+// Σ w·CE(logits, labels) / Σ w over [N, B, V] logits: a scalar in the logits' dtype,
+// differentiable (checks pass float64 logits, trainers float32).
+at::Tensor weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets);
+// Σ w·KL(softmax(teacher) ‖ softmax(logits)) / Σ w, likewise.
+at::Tensor weighted_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits,
+                       const BlockTargets& targets);
 
 }  // namespace draftgate::train

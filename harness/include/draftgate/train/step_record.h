@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,13 @@ struct StepRecord {
   LossType loss = LossType::kHardCrossEntropy;
   double logged_loss = 0;
   std::optional<std::int64_t> step;
+  std::map<std::string, std::string> stored_dtypes;  // tensor -> dtype as stored ("F32", "BF16")
+
+  // True when `tensor` was stored below float32 precision (its values carry that rounding).
+  bool stored_below_f32(const std::string& tensor) const {
+    auto it = stored_dtypes.find(tensor);
+    return it != stored_dtypes.end() && it->second != "F32" && it->second != "F64";
+  }
 };
 
 // Validates everything listed above; draftgate::Error naming the file and the problem.

@@ -1,0 +1,109 @@
+#include "suite.h"
+
+#include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
+
+namespace draftgate::checks {
+namespace fs = std::filesystem;
+
+namespace {
+
+Status parse_status(const std::string& s, const std::string& file) {
+  for (Status st : {Status::kPass, Status::kFail, Status::kSkip, Status::kError})
+    if (s == status_name(st)) return st;
+  throw Error(file, "expected verdict \"" + s + "\" is not pass, fail, skip or error");
+}
+
+}  // namespace
+
+std::vector<CheckInstance> all_check_instances() {
+  std::vector<CheckInstance> out;
+  for (const Check* c : all_checks()) out.push_back({c->name(), c, nullptr});
+  return out;
+}
+
+Suite read_suite(const fs::path& path) {
+  const std::string file = path.string();
+  const nlohmann::json doc = io::read_json_file(path);
+  if (!doc.is_object()) throw Error(file, "a suite file must be a JSON object");
+  for (const auto& [key, value] : doc.items())
+    if (key != "schema" && key != "name" && key != "artifacts" && key != "checks" &&
+        key != "expect")
+      throw Error(file, "unknown suite field \"" + key + "\"");
+  if (doc.value("schema", "") != kSuiteSchema)
+    throw Error(file, "suite schema must be \"" + std::string(kSuiteSchema) + "\"");
+  Suite s;
+  s.path = file;
+  s.name = doc.contains("name") && doc["name"].is_string() ? doc["name"].get<std::string>()
+                                                           : path.stem().string();
+  const fs::path base = path.parent_path();
+  if (doc.contains("artifacts")) {
+    const auto& a = doc["artifacts"];
+    if (!a.is_object()) throw Error(file, "artifacts must be an object of paths");
+    const std::map<std::string, std::optional<fs::path>*> slots = {
+        {"target", &s.artifacts.target},
+        {"drafter", &s.artifacts.drafter},
+        {"step_record", &s.artifacts.step_record},
+        {"golden", &s.artifacts.golden},
+        {"reference_dump", &s.artifacts.reference_dump}};
+    for (const auto& [key, value] : a.items()) {
+      auto it = slots.find(key);
+      if (it == slots.end()) throw Error(file, "unknown artifact \"" + key + "\"");
+      if (!value.is_string()) throw Error(file, "artifact \"" + key + "\" must be a path string");
+      const fs::path p = value.get<std::string>();
+      *it->second = (p.is_absolute() ? p : base / p).lexically_normal();
+    }
+  }
+  if (!doc.contains("checks")) {
+    s.checks = all_check_instances();
+  } else {
+    if (!doc["checks"].is_array()) throw Error(file, "checks must be an array");
+    for (const auto& entry : doc["checks"]) {
+      if (!entry.is_object() || !entry.contains("check") || !entry["check"].is_string())
+        throw Error(file, "each checks entry needs a \"check\" name: " + entry.dump());
+      CheckInstance in;
+      const std::string check = entry["check"].get<std::string>();
+      in.check = find_check(check);
+      if (in.check == nullptr) throw Error(file, "unknown check \"" + check + "\"");
+      in.name = entry.value("name", check);
+      if (entry.contains("params")) in.params = entry["params"];
+      for (const auto& other : s.checks)
+        if (other.name == in.name)
+          throw Error(file, "check instance \"" + in.name + "\" appears twice; give it a name");
+      s.checks.push_back(std::move(in));
+    }
+  }
+  if (doc.contains("expect")) {
+    if (!doc["expect"].is_object()) throw Error(file, "expect must map instance names to verdicts");
+    for (const auto& [key, value] : doc["expect"].items()) {
+      if (!value.is_string()) throw Error(file, "expect." + key + " must be a verdict string");
+      bool known = false;
+      for (const auto& in : s.checks) known = known || in.name == key;
+      if (!known) throw Error(file, "expect names \"" + key + "\", which the suite does not run");
+      s.expect[key] = parse_status(value.get<std::string>(), file);
+    }
+  }
+  return s;
+}
+
+Artifacts open_artifacts(const ArtifactPaths& paths) {
+  Artifacts a;
+  a.target = paths.target;
+  a.drafter = paths.drafter;
+  a.step_record = paths.step_record;
+  a.reference_dump = paths.reference_dump;
+  if (paths.golden) a.golden = golden::read_golden(*paths.golden);
+  return a;
+}
+
+std::vector<CheckResult> run_instances(const std::vector<CheckInstance>& instances,
+                                       const Artifacts& artifacts) {
+  std::vector<CheckResult> results;
+  for (const auto& in : instances) {
+    results.push_back(run_check(*in.check, artifacts, in.params));
+    results.back().check = in.name;
+  }
+  return results;
+}
+
+}  // namespace draftgate::checks

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Gate a training run in your CI: runs draftgate's checks on a checkpoint (and, optionally, a step
+# record of its first steps and the golden of your reference drafter), writes JSON and JUnit
+# reports, and exits with draftgate's code: 0 all checks pass, 1 a check failed, 2 bad input.
+#
+#   ci/gate.sh --target DIR --drafter DIR [--step-record FILE] [--golden FILE] [--out DIR]
+#              [any other `draftgate check` flag, e.g. --suite FILE, --only a,b, --fail-on-skip]
+#
+# DRAFTGATE (default: build/draftgate next to this script) names the binary.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+draftgate=${DRAFTGATE:-$root/build/draftgate}
+out=gate-reports
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [ ! -x "$draftgate" ]; then
+  echo "gate.sh: $draftgate not found; build it first (bash ci/build.sh) or set DRAFTGATE" >&2
+  exit 2
+fi
+mkdir -p "$out"
+"$draftgate" check "${args[@]}" --report "$out/draftgate.json" --junit "$out/draftgate.xml"
+code=$?
+case $code in
+  0) echo "gate.sh: all checks passed (reports in $out/)" ;;
+  1) echo "gate.sh: a check FAILED — see the table above and $out/draftgate.json" >&2 ;;
+  *) echo "gate.sh: bad input or usage (exit $code) — see the error above" >&2 ;;
+esac
+exit $code

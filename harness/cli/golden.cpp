@@ -1,0 +1,119 @@
+// `draftgate golden record`: measures the reference drafter and writes the golden baseline the
+// checks compare against (format: draftgate/golden/golden.h).
+
+#include "draftgate/golden/golden.h"
+
+#include <ctime>
+#include <iostream>
+
+#include "check.h"
+#include "draftgate/decode/evaluation.h"
+#include "draftgate/error.h"
+#include "draftgate/io/atomic_file.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/target.h"
+#include "verbs.h"
+
+namespace draftgate::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct GoldenOptions {
+  std::string target;
+  std::string drafter;
+  std::string prompts;
+  std::string out;
+  bool force = false;
+  decode::DecodeConfig decode;
+  std::string dtype = "f32";
+  std::string gdn = "chunked";
+  std::string loss = "ce";
+};
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+int record(const GoldenOptions& opt) {
+  if (fs::exists(opt.out) && !opt.force)
+    throw Error(opt.out, "golden file exists; refusing to overwrite it",
+                "pass --force to replace the baseline");
+  if (opt.loss != "ce" && opt.loss != "kl")
+    throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
+  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
+    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
+  const auto set = decode::read_prompt_set(opt.prompts);
+  const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
+  model::TargetOptions options;
+  options.dtype = model::parse_dtype_flag(opt.dtype);
+  options.gdn =
+      opt.gdn == "recurrent" ? model::GdnAlgorithm::kRecurrent : model::GdnAlgorithm::kChunked;
+  const auto target = model::TargetModel::load(target_ckpt, options);
+  const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
+  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const auto drafter = decode::dflash_block_drafter(*dflash);
+  const decode::Evaluation e = decode::evaluate(*target, *drafter, set, opt.decode);
+
+  nlohmann::json g;
+  g["schema"] = golden::kGoldenSchema;
+  g["decoding"] = decode::decoding_json(
+      opt.decode, opt.decode.tree_budget > 0 ? "ddtree" : "dflash", e.block_size);
+  g["decoding"]["dtype"] = opt.dtype;
+  g["decoding"]["gdn"] = opt.gdn;
+  const fs::path out_dir = fs::absolute(opt.out).parent_path();
+  g["prompt_set"] = {{"path", fs::relative(fs::absolute(opt.prompts), out_dir).generic_string()},
+                     {"sha256", set.sha256},
+                     {"prompts", set.prompts.size()}};
+  g["tau"] = decode::evaluation_json(e);
+  const auto& stack = target->stack();
+  g["target_layout"] = {{"prefix", stack.prefix},
+                        {"num_layers", stack.num_layers},
+                        {"layer_types", stack.layer_types}};
+  g["taps"] = dflash->config().target_layer_ids;
+  g["check_params"] = {{"loss_type", {{"expected", opt.loss}}}};
+  if (const checks::Check* parity = checks::find_check("hidden_state_parity"))
+    g["check_params"]["hidden_state_parity"] = parity->default_params();
+  g["provenance"] = {
+      {"target", {{"path", opt.target}, {"files", golden::directory_hashes(opt.target)}}},
+      {"drafter", {{"path", opt.drafter}, {"files", golden::directory_hashes(opt.drafter)}}},
+      {"draftgate_version", DRAFTGATE_VERSION},
+      {"recorded_at", utc_now()}};
+  io::write_text_atomically(opt.out, g.dump(2) + "\n");
+  std::cout << "golden " << opt.out << ": tau macro " << e.stats.tau_macro << ", pooled "
+            << e.stats.tau_pooled << " over " << set.prompts.size() << " prompts (block "
+            << e.block_size << ", " << opt.dtype << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_golden(CLI::App& app, VerbRunner* runner) {
+  CLI::App* golden = app.add_subcommand("golden", "Golden baselines of a reference drafter");
+  golden->require_subcommand(1);
+  auto opt = std::make_shared<GoldenOptions>();
+  CLI::App* cmd = golden->add_subcommand(
+      "record", "Measure the reference drafter's τ and write the golden file the checks read");
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory")->required();
+  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)")->required();
+  cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
+  cmd->add_flag("--force", opt->force, "Replace an existing golden file");
+  cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")->delimiter(',');
+  cmd->add_option("--tree-budget", opt->decode.tree_budget, "DDTree node budget (0 = linear)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16")
+      ->capture_default_str();
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent")
+      ->capture_default_str();
+  cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl")
+      ->capture_default_str();
+  cmd->callback([opt, runner] { *runner = [opt] { return record(*opt); }; });
+}
+
+}  // namespace draftgate::cli

@@ -1,0 +1,42 @@
+#pragma once
+// Evaluating a drafter on a prompt set: speculative decoding of every prompt, the τ statistics, and
+// the JSON that `eval --json`, golden files and the min_tau check share.
+
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "draftgate/decode/acceptance.h"
+#include "draftgate/decode/prompt_set.h"
+#include "draftgate/decode/speculative.h"
+#include "draftgate/model/target.h"
+
+namespace draftgate::decode {
+
+struct Evaluation {
+  std::vector<PromptRun> runs;
+  AcceptanceStats stats;
+  std::int64_t block_size = 0;
+};
+
+// Throws draftgate::Error naming the prompt file when a prompt holds a token outside the target's
+// vocabulary.
+void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& target);
+
+// `progress(done, total)` is called before each prompt and once at the end.
+Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, const PromptSet& set,
+                    const DecodeConfig& config,
+                    const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+// The decoding configuration as recorded in reports and goldens ("mode": dflash | ddtree | oracle).
+nlohmann::json decoding_json(const DecodeConfig& config, const std::string& mode,
+                             std::int64_t block_size);
+// Reads back the fields decoding_json wrote (draftgate::Error naming `file` when malformed).
+DecodeConfig decode_config_from_json(const nlohmann::json& decoding, const std::string& file);
+
+// τ statistics and per-prompt results (no timings: identical for identical inputs).
+nlohmann::json evaluation_json(const Evaluation& evaluation);
+
+}  // namespace draftgate::decode

@@ -1,0 +1,126 @@
+// `draftgate golden record` and `draftgate check --golden / --suite` end to end on the bundled
+// trained Qwen3 fixture: atomic, refuse-to-overwrite goldens; min_tau against them; suite files
+// with relative paths and expected verdicts; bad goldens and suites are exit 2 with one line.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "draftgate/golden/golden.h"
+#include "run_cli.h"
+#include "synthetic_layouts.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+
+const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string& record_args() {
+  static const std::string args = " --target " + (kTrained / "qwen3-target").string() +
+                                  " --drafter " + (kTrained / "qwen3-drafter-reference").string() +
+                                  " --prompts " + (kTrained / "prompts/held-out.jsonl").string() +
+                                  " --max-new 16 --eos 0";
+  return args;
+}
+
+TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
+  const fs::path dir = testing::fresh_dir("golden_cli");
+  const fs::path out = dir / "qwen3.json";
+  auto r = run_draftgate("golden record" + record_args() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const golden::Golden g = golden::read_golden(out);
+  EXPECT_EQ(g.layout_prefix, "model.layers");
+  EXPECT_EQ(g.taps, (std::vector<std::int64_t>{0, 2}));
+  EXPECT_GT(g.tau_macro, 1.5);
+  EXPECT_TRUE(fs::exists(g.prompt_set)) << "the prompt path is relative to the golden file";
+  const nlohmann::json doc = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(doc["provenance"]["target"]["files"]["model.safetensors"].get<std::string>().size(),
+            64u);
+  EXPECT_EQ(doc["check_params"]["loss_type"]["expected"], "ce");
+
+  const std::string before = slurp(out);
+  r = run_draftgate("golden record" + record_args() + " --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("refusing to overwrite"));
+  EXPECT_EQ(slurp(out), before);
+  EXPECT_EQ(run_draftgate("golden record" + record_args() + " --out " + out.string() + " --force")
+                .exit_code,
+            0);
+
+  const std::string check = "check --only min_tau,layer_path,fc_excludes_target_layer --target " +
+                            (kTrained / "qwen3-target").string() + " --drafter " +
+                            (kTrained / "qwen3-drafter-reference").string() + " --golden ";
+  r = run_draftgate(check + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ratio 1)"));
+
+  nlohmann::json edited = doc;
+  edited["prompt_set"]["sha256"] = std::string(64, '0');
+  std::ofstream(dir / "other_prompts.json") << edited.dump();
+  r = run_draftgate(check + (dir / "other_prompts.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("differs from the golden's"));
+
+  edited = doc;
+  edited["schema"] = "draftgate.golden/0";
+  std::ofstream(dir / "old_schema.json") << edited.dump();
+  r = run_draftgate(check + (dir / "old_schema.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("golden schema \"draftgate.golden/0\""));
+}
+
+TEST(SuiteCli, RelativePathsExpectationsAndBadSuites) {
+  const fs::path dir = testing::fresh_dir("suite_cli");
+  const std::string rel = fs::relative(kTrained, dir).string();
+  auto suite = [&](const std::string& name, const nlohmann::json& expect,
+                   const nlohmann::json& checks) {
+    nlohmann::json s = {
+        {"schema", "draftgate.suite/1"},
+        {"artifacts",
+         {{"target", rel + "/qwen35-target"},
+          {"drafter", rel + "/qwen35-drafter-reference"},
+          {"step_record", rel + "/step-records/qwen35-drafter-reference.safetensors"}}},
+        {"checks", checks},
+        {"expect", expect}};
+    std::ofstream(dir / name) << s.dump(2);
+    return (dir / name).string();
+  };
+  const nlohmann::json two = nlohmann::json::array(
+      {{{"check", "loss_type"}},
+       {{"check", "loss_type"}, {"name", "loss_is_kl"}, {"params", {{"expected", "kl"}}}}});
+  const std::string good = suite("good.json", {{"loss_type", "pass"}, {"loss_is_kl", "fail"}}, two);
+  auto r = run_draftgate("check --verify-expectations --suite " + good);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("loss_is_kl"));
+  r = run_draftgate("check --suite " + good);
+  EXPECT_EQ(r.exit_code, 1) << "without --verify-expectations a failing check fails the run";
+
+  const std::string wrong = suite("wrong.json", {{"loss_type", "fail"}}, two);
+  r = run_draftgate("check --verify-expectations --suite " + good + " --suite " + wrong);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("verdicts"));
+  EXPECT_THAT(r.out, HasSubstr("pass!"));
+
+  const std::string unknown =
+      suite("unknown.json", nlohmann::json::object(), {{{"check", "no_such_check"}}});
+  r = run_draftgate("check --suite " + unknown);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown check \"no_such_check\""));
+}
+
+}  // namespace
+}  // namespace draftgate
