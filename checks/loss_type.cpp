@@ -3,21 +3,14 @@
 // the logged loss.
 
 #include <cmath>
-#include <sstream>
 
 #include "check.h"
+#include "draftgate/format.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
 
 namespace draftgate::checks {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(6);
-  s << v;
-  return s.str();
-}
 
 class LossType : public Check {
  public:
@@ -67,14 +60,16 @@ class LossType : public Check {
       r.measured["weights_max_abs_diff"] = diff;
       if (diff > 1e-4)
         problems.push_back("recorded weights differ from the recipe's (w_0 = 0, w_k = exp(-(k-1)/" +
-                           num(rec.gamma) + ") on the loss mask) by up to " + num(diff));
+                           format_number(rec.gamma, 6) + ") on the loss mask) by up to " +
+                           format_number(diff, 6));
     }
     const bool is_ce = close(ce), is_kl = kl && close(*kl);
     const std::string found = is_ce && is_kl ? "both" : is_ce ? "ce" : is_kl ? "kl" : "neither";
     r.measured["logged_loss_matches"] = found;
     r.evidence["step_record"] = rec.path;
-    const std::string numbers = "logged " + num(rec.logged_loss) + ", recomputed CE " + num(ce) +
-                                (kl ? ", KL " + num(*kl) : ", KL n/a (no teacher_logits)");
+    const std::string numbers =
+        "logged " + format_number(rec.logged_loss, 6) + ", recomputed CE " + format_number(ce, 6) +
+        (kl ? ", KL " + format_number(*kl, 6) : ", KL n/a (no teacher_logits)");
     if (found == "neither")
       problems.push_back("the logged loss matches neither the decay-weighted CE nor the KL (" +
                          numbers + "); check the loss code, the weights and the labels");

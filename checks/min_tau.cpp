@@ -2,24 +2,16 @@
 // golden was, is at least min_ratio × the reference's (and a floor), above the collapse tripwire,
 // with drafts actually proposed and optional per-position floors.
 
-#include <sstream>
-
 #include "check.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
 
 namespace draftgate::checks {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(4);
-  s << v;
-  return s.str();
-}
 
 class MinTau : public Check {
  public:
@@ -83,14 +75,15 @@ class MinTau : public Check {
                               set.path + " (golden " + g.path + ")";
     if (s.drafted == 0) problems.push_back("no draft tokens were proposed" + where);
     if (s.tau_macro <= p["collapse_tau"].get<double>())
-      problems.push_back("τ collapsed to " + num(s.tau_macro) +
+      problems.push_back("τ collapsed to " + format_number(s.tau_macro, 4) +
                          ": almost nothing the drafter proposes is accepted; look for a "
                          "train/inference mismatch (train_infer_consistency) or a shortcut "
                          "(fc_excludes_target_layer)");
     if (s.tau_macro < required)
-      problems.push_back("τ macro " + num(s.tau_macro) + " < required " + num(required) + " (" +
-                         num(p["min_ratio"].get<double>()) + " × golden " + num(g.tau_macro) + ")" +
-                         where +
+      problems.push_back("τ macro " + format_number(s.tau_macro, 4) + " < required " +
+                         format_number(required, 4) + " (" +
+                         format_number(p["min_ratio"].get<double>(), 4) + " × golden " +
+                         format_number(g.tau_macro, 4) + ")" + where +
                          "; run the step-record checks (loss_type, target_logits_noise_free, "
                          "fc_excludes_target_layer) to find the cause");
     if (!p["per_position_min_ratio"].is_null()) {
@@ -99,11 +92,14 @@ class MinTau : public Check {
            d < s.per_position_acceptance.size() && d < g.per_position_acceptance.size(); ++d)
         if (s.per_position_acceptance[d] < ratio * g.per_position_acceptance[d])
           problems.push_back("depth " + std::to_string(d + 1) + " acceptance " +
-                             num(s.per_position_acceptance[d]) + " < " + num(ratio) + " × golden " +
-                             num(g.per_position_acceptance[d]));
+                             format_number(s.per_position_acceptance[d], 4) + " < " +
+                             format_number(ratio, 4) + " × golden " +
+                             format_number(g.per_position_acceptance[d], 4));
     }
-    const std::string pass = "τ macro " + num(s.tau_macro) + " ≥ " + num(required) + " (golden " +
-                             num(g.tau_macro) + ", ratio " + num(s.tau_macro / g.tau_macro) + ")";
+    const std::string pass = "τ macro " + format_number(s.tau_macro, 4) + " ≥ " +
+                             format_number(required, 4) + " (golden " +
+                             format_number(g.tau_macro, 4) + ", ratio " +
+                             format_number(s.tau_macro / g.tau_macro, 4) + ")";
     return conclude(std::move(r), problems, pass);
   }
 };

@@ -5,10 +5,10 @@
 // teacher computed without the final norm when that is what the record holds.
 
 #include <cmath>
-#include <sstream>
 
 #include "check.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/target.h"
@@ -17,13 +17,6 @@
 
 namespace draftgate::checks {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(3);
-  s << v;
-  return s.str();
-}
 
 // Residual noise of `recorded` around `reference`, relative to the reference's RMS.
 double noise_ratio(const at::Tensor& recorded, const at::Tensor& reference) {
@@ -103,14 +96,15 @@ class TargetLogitsNoiseFree : public Check {
           problems.push_back(
               "the recorded teacher logits equal lm_head(h_last) WITHOUT the final norm "
               "(residual " +
-              num(no_norm_ratio) + " of RMS against that, " + num(ratio) +
+              format_number(no_norm_ratio) + " of RMS against that, " + format_number(ratio) +
               " against the real logits); apply the target's final norm before lm_head");
         else
           problems.push_back(
-              "the recorded teacher logits deviate from the target's by noise of " + num(ratio) +
-              " of their RMS (budget " + num(max_ratio) + ", " + num(ratio / rounding) + "x what " +
-              (low ? "bf16" : "f32") + " rounding explains), top-1 agreement " + num(top1) +
-              " (budget " + num(min_top1) + "), worst at position " +
+              "the recorded teacher logits deviate from the target's by noise of " +
+              format_number(ratio) + " of their RMS (budget " + format_number(max_ratio) + ", " +
+              format_number(ratio / rounding) + "x what " + (low ? "bf16" : "f32") +
+              " rounding explains), top-1 agreement " + format_number(top1) + " (budget " +
+              format_number(min_top1) + "), worst at position " +
               std::to_string(where / teacher.size(1)) +
               "; remove noise from the teacher path (noise belongs on fc inputs only)");
       }
@@ -125,9 +119,10 @@ class TargetLogitsNoiseFree : public Check {
       const double agree = n == 0 ? 1.0 : ((rec.labels == greedy) & used).sum().item<double>() / n;
       r.measured["label_agreement"] = agree;
       if (agree < min_top1)
-        problems.push_back("only " + num(agree) +
+        problems.push_back("only " + format_number(agree) +
                            " of the recorded labels are the target's greedy tokens (budget " +
-                           num(min_top1) + "); the labels must be argmax of the clean teacher");
+                           format_number(min_top1) +
+                           "); the labels must be argmax of the clean teacher");
     }
     return conclude(std::move(r), problems,
                     "the recorded teacher is the target's own output within " +

@@ -3,10 +3,9 @@
 // positions strictly before the anchor, the block [anchor, MASK…] at positions a…a+B−1. Catches
 // training masks that leak (context through the anchor), causal blocks, and position offsets.
 
-#include <sstream>
-
 #include "check.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
@@ -14,13 +13,6 @@
 
 namespace draftgate::checks {
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s.precision(3);
-  s << v;
-  return s.str();
-}
 
 class TrainInferConsistency : public Check {
  public:
@@ -97,17 +89,17 @@ class TrainInferConsistency : public Check {
     std::vector<std::string> problems;
     if (rel > max_rel || top1 < min_top1)
       problems.push_back(
-          "the recorded training-mode logits differ from the inference path's by " + num(rel) +
-          " of their RMS (budget " + num(max_rel) + "), top-1 agreement " + num(top1) +
-          " (budget " + num(min_top1) + "), worst at anchor " +
-          std::to_string(rec.anchors[worst / (b - 1)]) + " block position " +
-          std::to_string(worst % (b - 1) + 1) +
+          "the recorded training-mode logits differ from the inference path's by " +
+          format_number(rel) + " of their RMS (budget " + format_number(max_rel) +
+          "), top-1 agreement " + format_number(top1) + " (budget " + format_number(min_top1) +
+          "), worst at anchor " + std::to_string(rec.anchors[worst / (b - 1)]) +
+          " block position " + std::to_string(worst % (b - 1) + 1) +
           "; check the training mask (context strictly before the anchor, bidirectional block, "
           "no cross-block visibility), the block positions a…a+B−1, and that --drafter is the "
           "checkpoint the record was made with");
     return conclude(std::move(r), problems,
                     "training and inference agree on " + std::to_string(n) + " anchors (" +
-                        num(rel) + " of RMS)");
+                        format_number(rel) + " of RMS)");
   }
 };
 

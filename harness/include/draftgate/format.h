@@ -1,7 +1,8 @@
 #pragma once
-// Text forms of id lists and shapes shared by messages, metadata and reports.
+// Text forms of id lists, shapes and measured numbers shared by messages, metadata and reports.
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@ inline std::string format_shape(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// A measured number in a message: `significant` significant digits ("0.00123", "3.49e+07").
+inline std::string format_number(double v, int significant = 3) {
+  std::ostringstream s;
+  s.precision(significant);
+  s << v;
+  return s.str();
 }
 
 }  // namespace draftgate
