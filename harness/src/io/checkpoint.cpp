@@ -11,6 +11,22 @@ using nlohmann::json;
 
 namespace {
 
+// A shard must resolve inside the checkpoint — or, for a Hugging Face hub cache snapshot
+// (.../snapshots/REV/), inside the same repository's blobs/ — never to an arbitrary file.
+void require_inside(const fs::path& dir, const fs::path& file) {
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(file, ec);
+  const fs::path root = fs::weakly_canonical(dir, ec);
+  auto within = [&](const fs::path& base) {
+    const auto rel = real.lexically_relative(base);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  const bool hub_snapshot = root.parent_path().filename() == "snapshots";
+  if (within(root) || (hub_snapshot && within(root.parent_path().parent_path() / "blobs"))) return;
+  throw Error(file.string(), "is a symlink pointing outside the checkpoint (to " + real.string() + ")",
+              "copy the file into the checkpoint directory");
+}
+
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
 
@@ -103,7 +119,10 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     for (const auto& f : files) ckpt.shards_.emplace(f, nullptr);
   }
 
-  for (auto& [shard, file] : ckpt.shards_) file = SafetensorsFile::open(dir / shard);
+  for (auto& [shard, file] : ckpt.shards_) {
+    require_inside(dir, dir / shard);
+    file = SafetensorsFile::open(dir / shard);
+  }
 
   if (ckpt.metadata_only_) {
     for (const auto& [name, shard] : weight_map) ckpt.entries_.emplace(name, Entry{shard, nullptr});

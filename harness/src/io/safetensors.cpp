@@ -161,7 +161,8 @@ SafetensorsFile::~SafetensorsFile() {
 
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& path) {
   const std::string file = path.string();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted in a checkpoint must not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(file, "cannot open: " + errno_text());
   struct FdCloser {
     int fd;

@@ -71,6 +71,7 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   lm_head_ = stack_.tied_embeddings ? embed_ : w.get(stack_.lm_head, {c.vocab, c.hidden});
+  check_tie_flag(ckpt);
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = stack_.layer_path(i) + ".";
@@ -81,6 +82,23 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
       l.attention = std::make_unique<Attention>(config_, w, p + "self_attn.");
     layers_.push_back(std::move(l));
   }
+}
+
+// The config's tie flag and the files must agree: an untied config without an lm_head makes
+// loaders initialise one randomly (known bug 4), and a tied config beside a different lm_head is
+// two answers to one question.
+void TargetModel::check_tie_flag(const io::Checkpoint& ckpt) const {
+  const auto tie = ckpt.config().tie_word_embeddings();
+  if (!tie || *tie == stack_.tied_embeddings) return;
+  if (!*tie)
+    throw Error(ckpt.config().file(),
+                "tie_word_embeddings is false but the checkpoint has no lm_head weight",
+                "loaders would initialise lm_head randomly; add it or set tie_word_embeddings");
+  if (!at::equal(lm_head_, embed_))
+    throw Error(ckpt.config().file(),
+                "tie_word_embeddings is true but " + stack_.lm_head +
+                    " differs from the embeddings " + stack_.embed_tokens,
+                "say which one the model uses: set tie_word_embeddings false or drop lm_head");
 }
 
 TargetState TargetModel::new_state() const {

@@ -30,6 +30,10 @@ at::Tensor WeightLoader::view(const std::string& name,
   if (!t.is_floating_point())
     throw Error(where, "tensor \"" + name + "\" has non-float dtype " +
                            std::string(io::dtype_name(info->dtype)));
+  // One pass over the values: a NaN or Inf weight would silently poison every hidden state.
+  if (!at::isfinite(t).all().item<bool>())
+    throw Error(where, "tensor \"" + name + "\" holds NaN or Inf values",
+                "the checkpoint is corrupt or was saved after a diverged step");
   return t;
 }
 

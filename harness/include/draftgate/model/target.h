@@ -82,6 +82,7 @@ class TargetModel {
   };
 
   TargetModel(const io::Checkpoint& checkpoint, const TargetOptions& options);
+  void check_tie_flag(const io::Checkpoint& checkpoint) const;
 
   layout::DecoderStack stack_;
   TargetConfig config_;
