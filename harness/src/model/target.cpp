@@ -8,6 +8,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/io/tensor_view.h"
+#include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
 
@@ -66,6 +67,9 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
       device_(options.device),
       gdn_(options.gdn),
       autograd_(options.autograd) {
+  require_memory(ckpt,
+                 materialised_weight_bytes(ckpt, stack_, at::elementSize(dtype_), autograd_),
+                 std::string("loading the weights as ") + (dtype_ == at::kFloat ? "f32" : "bf16"));
   const WeightLoader w(ckpt, dtype_, device_, autograd_ ? &parameters_ : nullptr);
   const auto& c = config_;
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});

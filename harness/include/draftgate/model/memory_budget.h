@@ -1,0 +1,27 @@
+#pragma once
+// Refusing what cannot fit: a model whose weights must be materialised (converted to another dtype,
+// or copied for training) is checked against the memory the machine has available before anything
+// is allocated, so a run ends with a clear message instead of the OOM killer.
+
+#include <cstdint>
+#include <string>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+
+namespace draftgate::model {
+
+// MemAvailable from /proc/meminfo, in bytes (0 when unknown).
+std::uint64_t available_memory_bytes();
+
+// Bytes the text stack's weights need beyond the mapping when loaded as `element_bytes`-byte
+// elements: every tensor stored at another width is converted into new memory; `copy_all` (training)
+// copies every one.
+std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
+                                        const layout::DecoderStack& stack,
+                                        std::size_t element_bytes, bool copy_all);
+
+// Throws draftgate::Error naming the checkpoint when `bytes` exceed the available memory.
+void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const std::string& why);
+
+}  // namespace draftgate::model

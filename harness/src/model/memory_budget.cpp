@@ -1,0 +1,48 @@
+#include "draftgate/model/memory_budget.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "draftgate/error.h"
+
+namespace draftgate::model {
+
+std::uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
+                                        const layout::DecoderStack& stack,
+                                        std::size_t element_bytes, bool copy_all) {
+  std::uint64_t total = 0;
+  for (const auto& name : checkpoint.names()) {
+    const bool used = name.rfind(stack.prefix + ".", 0) == 0 || name == stack.embed_tokens ||
+                      name == stack.final_norm || name == stack.lm_head;
+    const io::TensorInfo* info = checkpoint.info(name);
+    if (!used || info == nullptr) continue;
+    if (copy_all || io::dtype_size(info->dtype) != element_bytes)
+      total += info->numel() * element_bytes;
+  }
+  return total;
+}
+
+void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const std::string& why) {
+  const std::uint64_t available = available_memory_bytes();
+  if (available == 0 || bytes <= available) return;
+  auto gib = [](std::uint64_t b) {
+    std::ostringstream s;
+    s.precision(3);
+    s << static_cast<double>(b) / (1ull << 30) << " GiB";
+    return s.str();
+  };
+  throw Error(checkpoint.dir().string(),
+              why + " needs " + gib(bytes) + " of memory but " + gib(available) + " is available",
+              "run at the stored dtype (weights are then mapped, not copied) or on a larger machine");
+}
+
+}  // namespace draftgate::model
