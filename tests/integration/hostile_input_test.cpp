@@ -183,15 +183,17 @@ INSTANTIATE_TEST_SUITE_P(
         forward_case(
             "nan_weight",
             [](const fs::path& ckpt) {
-              edit_tensor(ckpt, "model.layers.1.mlp.up_proj.weight",
-                          [](at::Tensor x) { return x.index_fill(0, at::tensor(std::vector<std::int64_t>{3}), NAN); });
+              edit_tensor(ckpt, "model.layers.1.mlp.up_proj.weight", [](at::Tensor x) {
+                return x.index_fill(0, at::tensor(std::vector<std::int64_t>{3}), NAN);
+              });
             },
             "\"model.layers.1.mlp.up_proj.weight\" holds NaN or Inf"),
         forward_case(
             "inf_weight",
             [](const fs::path& ckpt) {
-              edit_tensor(ckpt, "model.norm.weight",
-                          [](at::Tensor x) { return x.index_fill(0, at::tensor(std::vector<std::int64_t>{0}), INFINITY); });
+              edit_tensor(ckpt, "model.norm.weight", [](at::Tensor x) {
+                return x.index_fill(0, at::tensor(std::vector<std::int64_t>{0}), INFINITY);
+              });
             },
             "\"model.norm.weight\" holds NaN or Inf"),
         forward_case(
@@ -286,7 +288,8 @@ INSTANTIATE_TEST_SUITE_P(
         drafter_case("fc_width_contradicts_taps",
                      config_edit([](json& c) { c["dflash_config"]["target_layer_ids"] = {0}; }),
                      "\"fc.weight\" has shape [64, 128], config implies [64, 64]"),
-        drafter_case("block_size_contradiction", config_edit([](json& c) { c["dflash_config"]["block_size"] = 4; }),
+        drafter_case("block_size_contradiction",
+                     config_edit([](json& c) { c["dflash_config"]["block_size"] = 4; }),
                      "block_size = 8 at the top level but 4 under dflash_config"),
         // Step records.
         record_case(

@@ -4,13 +4,12 @@
 // than the machine has is refused up front with exit 2 instead of being killed.
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -62,14 +61,15 @@ Measured run_measured(const std::vector<std::string>& args, const fs::path& err_
 // A Qwen3-shaped bf16 checkpoint of ~50 GB whose data is one sparse hole.
 fs::path sparse_50gb_checkpoint() {
   const fs::path dir = testing::fresh_dir("sparse_50gb");
-  const std::int64_t hidden = 8192, inter = 29568, vocab = 151936, layers = 26, heads = 64,
-                     kv = 8, head_dim = 128;
+  const std::int64_t hidden = 8192, inter = 29568, vocab = 151936, layers = 26, heads = 64, kv = 8,
+                     head_dim = 128;
   json header = json::object();
   std::uint64_t offset = 0;
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
     std::uint64_t bytes = 2;
     for (auto d : shape) bytes *= static_cast<std::uint64_t>(d);
-    header[name] = {{"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   };
   add("model.embed_tokens.weight", {vocab, hidden});
@@ -99,11 +99,11 @@ fs::path sparse_50gb_checkpoint() {
   }
   fs::resize_file(dir / "model.safetensors", 8 + text.size() + offset);
   std::ofstream(dir / "config.json")
-      << json{{"model_type", "qwen3"},         {"hidden_size", hidden},
-              {"intermediate_size", inter},    {"vocab_size", vocab},
-              {"num_hidden_layers", layers},   {"num_attention_heads", heads},
-              {"num_key_value_heads", kv},     {"head_dim", head_dim},
-              {"rms_norm_eps", 1e-6},          {"rope_theta", 1000000.0},
+      << json{{"model_type", "qwen3"},        {"hidden_size", hidden},
+              {"intermediate_size", inter},   {"vocab_size", vocab},
+              {"num_hidden_layers", layers},  {"num_attention_heads", heads},
+              {"num_key_value_heads", kv},    {"head_dim", head_dim},
+              {"rms_norm_eps", 1e-6},         {"rope_theta", 1000000.0},
               {"tie_word_embeddings", false}, {"max_position_embeddings", 40960}}
              .dump();
   return dir;
@@ -129,10 +129,9 @@ TEST(ResourceBounds, ARunThatCannotFitIsRefusedUpFront) {
   const std::uint64_t needed = 2 * (fs::file_size(dir / "model.safetensors") - 1000000);
   if (needed <= model::available_memory_bytes())
     GTEST_SKIP() << "this machine has memory for 100 GB of f32 weights";
-  const Measured m = run_measured(
-      {"forward", "--model", dir.string(), "--dtype", "f32", "--tokens", "1", "--out",
-       (dir / "x.safetensors").string()},
-      dir / "err.txt");
+  const Measured m = run_measured({"forward", "--model", dir.string(), "--dtype", "f32", "--tokens",
+                                   "1", "--out", (dir / "x.safetensors").string()},
+                                  dir / "err.txt");
   EXPECT_EQ(m.exit_code, 2) << m.err;
   EXPECT_THAT(m.err, HasSubstr("loading the weights as f32 needs "));
   EXPECT_THAT(m.err, HasSubstr("GiB of memory but"));

@@ -23,7 +23,8 @@ void require_inside(const fs::path& dir, const fs::path& file) {
   };
   const bool hub_snapshot = root.parent_path().filename() == "snapshots";
   if (within(root) || (hub_snapshot && within(root.parent_path().parent_path() / "blobs"))) return;
-  throw Error(file.string(), "is a symlink pointing outside the checkpoint (to " + real.string() + ")",
+  throw Error(file.string(),
+              "is a symlink pointing outside the checkpoint (to " + real.string() + ")",
               "copy the file into the checkpoint directory");
 }
 

@@ -40,9 +40,10 @@ void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const
     s << static_cast<double>(b) / (1ull << 30) << " GiB";
     return s.str();
   };
-  throw Error(checkpoint.dir().string(),
-              why + " needs " + gib(bytes) + " of memory but " + gib(available) + " is available",
-              "run at the stored dtype (weights are then mapped, not copied) or on a larger machine");
+  throw Error(
+      checkpoint.dir().string(),
+      why + " needs " + gib(bytes) + " of memory but " + gib(available) + " is available",
+      "run at the stored dtype (weights are then mapped, not copied) or on a larger machine");
 }
 
 }  // namespace draftgate::model

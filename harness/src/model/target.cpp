@@ -67,8 +67,7 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
       device_(options.device),
       gdn_(options.gdn),
       autograd_(options.autograd) {
-  require_memory(ckpt,
-                 materialised_weight_bytes(ckpt, stack_, at::elementSize(dtype_), autograd_),
+  require_memory(ckpt, materialised_weight_bytes(ckpt, stack_, at::elementSize(dtype_), autograd_),
                  std::string("loading the weights as ") + (dtype_ == at::kFloat ? "f32" : "bf16"));
   const WeightLoader w(ckpt, dtype_, device_, autograd_ ? &parameters_ : nullptr);
   const auto& c = config_;

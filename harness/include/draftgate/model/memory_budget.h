@@ -15,8 +15,8 @@ namespace draftgate::model {
 std::uint64_t available_memory_bytes();
 
 // Bytes the text stack's weights need beyond the mapping when loaded as `element_bytes`-byte
-// elements: every tensor stored at another width is converted into new memory; `copy_all` (training)
-// copies every one.
+// elements: every tensor stored at another width is converted into new memory; `copy_all`
+// (training) copies every one.
 std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                                         const layout::DecoderStack& stack,
                                         std::size_t element_bytes, bool copy_all);
