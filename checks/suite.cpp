@@ -30,7 +30,7 @@ Suite read_suite(const fs::path& path) {
     if (key != "schema" && key != "name" && key != "artifacts" && key != "checks" &&
         key != "expect")
       throw Error(file, "unknown suite field \"" + key + "\"");
-  if (doc.value("schema", "") != kSuiteSchema)
+  if (!doc.contains("schema") || !doc["schema"].is_string() || doc["schema"] != kSuiteSchema)
     throw Error(file, "suite schema must be \"" + std::string(kSuiteSchema) + "\"");
   Suite s;
   s.path = file;
@@ -65,7 +65,12 @@ Suite read_suite(const fs::path& path) {
       const std::string check = entry["check"].get<std::string>();
       in.check = find_check(check);
       if (in.check == nullptr) throw Error(file, "unknown check \"" + check + "\"");
-      in.name = entry.value("name", check);
+      in.name = check;
+      if (entry.contains("name")) {
+        if (!entry["name"].is_string())
+          throw Error(file, "a check instance's \"name\" must be a string: " + entry.dump());
+        in.name = entry["name"].get<std::string>();
+      }
       if (entry.contains("params")) in.params = entry["params"];
       for (const auto& other : s.checks)
         if (other.name == in.name)

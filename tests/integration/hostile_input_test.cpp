@@ -371,6 +371,13 @@ INSTANTIATE_TEST_SUITE_P(
                    "unknown check \"tau_min\""),
         suite_case("suite_path_not_a_string", suite_with("artifacts", {{"target", 3}}),
                    "artifact \"target\" must be a path string"),
+        // Found by fuzz_suite: a non-string schema escaped as a JSON type error.
+        suite_case("suite_schema_not_a_string",
+                   json::parse("{\"schema\": 33333330000000000000000052310}"),
+                   "suite schema must be"),
+        suite_case("suite_instance_name_not_a_string",
+                   suite_with("checks", {{{"check", "layer_path"}, {"name", 7}}}),
+                   "\"name\" must be a string"),
         suite_case("suite_other_schema", json{{"schema", "draftgate.suite/2"}},
                    "suite schema must be"),
         suite_case("suite_expects_an_unknown_instance",
