@@ -80,6 +80,10 @@ class FcExcludesTargetLayer : public Check {
                          a.golden->path + ")");
     if (a.step_record && !target.metadata_only())
       check_fed_features(target, *a.step_record, d, p, r, problems);
+    else
+      r.evidence["fed_features"] = a.step_record
+                                       ? "not checked: the target is metadata-only (no weights)"
+                                       : "not checked: no step record";
     const std::string pass =
         "taps [" + format_ids(d.target_layer_ids) + "] of " + std::to_string(l) +
         " target layers, final layer excluded, fc and hidden_norm as expected" +

@@ -59,6 +59,7 @@ class TrainInferConsistency : public Check {
 
     const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(rec.anchors.size()),
                                           p["max_anchors"].get<std::int64_t>());
+    if (n <= 0) return skip(name(), rec.path + " records no anchors to compare");
     std::vector<at::Tensor> recorded, inferred;
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t anchor = rec.anchors[j];
