@@ -1,53 +1,54 @@
-// draftgate command line: maps every outcome onto the exit-code contract
-// 0 success, 1 a check failed, 2 bad input or usage — with one line on stderr for errors.
+// The draftgate front end. `probe` runs here, on the torch-free structure library, so inspecting
+// even a 50 GB checkpoint costs a few MB of memory and no libtorch start-up; every other verb (and
+// --help) runs in the engine, libdraftgate_engine.so beside this binary, which brings libtorch.
 
-#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
-#include <exception>
+#include <filesystem>
 #include <iostream>
-#include <thread>
+#include <string>
 
-#include "draftgate/error.h"
-#include "verbs.h"
+#include "run_cli.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"draftgate: gates DFlash drafter training runs against a target checkpoint",
-               "draftgate"};
-  app.set_version_flag("--version", DRAFTGATE_VERSION);
-  app.require_subcommand(1);
-  draftgate::cli::VerbRunner runner;
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
-  app.add_option("--threads", threads, "Intra-op threads (default: the machine's cores)")
-      ->check(CLI::PositiveNumber);
-  draftgate::cli::add_probe(app, &runner);
-  draftgate::cli::add_forward(app, &runner);
-  draftgate::cli::add_check(app, &runner);
-  draftgate::cli::add_eval(app, &runner);
-  draftgate::cli::add_golden(app, &runner);
-  draftgate::cli::add_make_target(app, &runner);
-  draftgate::cli::add_make_drafter(app, &runner);
+namespace {
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "draftgate: usage error: " << e.what() << " (run with --help)\n";
+// The first positional argument (global options and the value of --threads skipped).
+std::string verb_of(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads") {
+      ++i;
+      continue;
+    }
+    if (a.empty() || a[0] != '-') return a;
+  }
+  return "";
+}
+
+int run_engine(int argc, char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string engine = (self.parent_path() / "libdraftgate_engine.so").string();
+  void* lib = ::dlopen(engine.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    std::cerr << "draftgate: error: " << engine << ": cannot load the engine: " << ::dlerror()
+              << "\n";
     return 2;
   }
-  at::set_num_threads(threads);
-  try {
-    return runner();
-  } catch (const draftgate::Error& e) {
-    std::cerr << "draftgate: error: " << e.one_line() << "\n";
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    std::cerr << "draftgate: error: " << what << "\n";
+  using EngineMain = int (*)(int, char**);
+  auto entry = reinterpret_cast<EngineMain>(::dlsym(lib, "draftgate_engine_main"));
+  if (entry == nullptr) {
+    std::cerr << "draftgate: error: " << engine << ": no draftgate_engine_main\n";
+    return 2;
   }
-  return 2;
+  return entry(argc, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (verb_of(argc, argv) == "probe")
+    return draftgate::cli::run_cli(argc, argv, {draftgate::cli::add_probe}, [](int) {});
+  return run_engine(argc, argv);
 }

@@ -1,0 +1,14 @@
+// The engine: every verb, with libtorch. The front end (main.cpp) loads this library for every
+// verb but probe.
+
+#include <ATen/Parallel.h>
+
+#include "run_cli.h"
+
+extern "C" __attribute__((visibility("default"))) int draftgate_engine_main(int argc, char** argv) {
+  using namespace draftgate::cli;
+  return run_cli(
+      argc, argv,
+      {add_probe, add_forward, add_check, add_eval, add_golden, add_make_target, add_make_drafter},
+      [](int threads) { at::set_num_threads(threads); });
+}
