@@ -139,7 +139,9 @@ TEST(ResourceBounds, ARunThatCannotFitIsRefusedUpFront) {
   EXPECT_EQ(m.exit_code, 2) << m.err;
   EXPECT_THAT(m.err, HasSubstr("loading the weights as f32 needs "));
   EXPECT_THAT(m.err, HasSubstr("GiB of memory but"));
-  EXPECT_LT(m.max_rss_kib, 200 * 1024);
+#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer's shadow memory inflates RSS
+  EXPECT_LT(m.max_rss_kib, 200 * 1024) << "refused before allocating";
+#endif
 }
 
 }  // namespace
