@@ -43,8 +43,7 @@ class MinTau : public Check {
     const io::Checkpoint target_ckpt = io::Checkpoint::open(*a.target);
     model::TargetOptions options;
     options.dtype = model::parse_dtype_flag(g.dtype);
-    options.gdn =
-        g.gdn == "recurrent" ? model::GdnAlgorithm::kRecurrent : model::GdnAlgorithm::kChunked;
+    options.gdn = model::parse_gdn_flag(g.gdn);
     const auto target = model::TargetModel::load(target_ckpt, options);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);

@@ -57,10 +57,7 @@ int run_eval(const EvalOptions& opt) {
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
-  options.gdn =
-      opt.gdn == "recurrent" ? model::GdnAlgorithm::kRecurrent : model::GdnAlgorithm::kChunked;
-  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
-    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
+  options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(target_ckpt, options);
 
   std::unique_ptr<io::Checkpoint> drafter_ckpt;

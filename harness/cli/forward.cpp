@@ -28,10 +28,7 @@ int run_forward(const ForwardOptions& opt) {
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
   options.device = model::parse_device(opt.device);
-  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
-    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
-  options.gdn =
-      opt.gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent;
+  options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(ckpt, options);
   const model::ForwardResult r = target->forward(opt.tokens, opt.taps);
 

@@ -44,14 +44,11 @@ int record(const GoldenOptions& opt) {
                 "pass --force to replace the baseline");
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
-  if (opt.gdn != "chunked" && opt.gdn != "recurrent")
-    throw Error("--gdn", "unknown algorithm \"" + opt.gdn + "\" (expected chunked or recurrent)");
   const auto set = decode::read_prompt_set(opt.prompts);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   options.dtype = model::parse_dtype_flag(opt.dtype);
-  options.gdn =
-      opt.gdn == "recurrent" ? model::GdnAlgorithm::kRecurrent : model::GdnAlgorithm::kChunked;
+  options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(target_ckpt, options);
   const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
   const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);

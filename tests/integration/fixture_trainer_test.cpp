@@ -18,13 +18,6 @@ using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int run_trainer(const fs::path& out) {
   const std::string cmd = std::string(DRAFTGATE_FIXTURES_BINARY) + " --out " + out.string() +
                           " --target-steps 12 --drafter-steps 12 2>/dev/null";
@@ -40,7 +33,8 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     if (!e.is_regular_file()) continue;
     ++files;
     const fs::path twin = dir / "b" / fs::relative(e.path(), dir / "a");
-    EXPECT_EQ(slurp(e.path()), slurp(twin)) << fs::relative(e.path(), dir / "a");
+    EXPECT_EQ(testing::read_file(e.path()), testing::read_file(twin))
+        << fs::relative(e.path(), dir / "a");
   }
   EXPECT_EQ(files, 2 * 2 + 5 * 2 + 6 + 1 + 1) << "targets, drafters, records, prompts, report";
 

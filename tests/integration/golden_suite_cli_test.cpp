@@ -22,13 +22,6 @@ namespace fs = std::filesystem;
 
 const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 const std::string& record_args() {
   static const std::string args = " --target " + (kTrained / "qwen3-target").string() +
                                   " --drafter " + (kTrained / "qwen3-drafter-reference").string() +
@@ -47,16 +40,16 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   EXPECT_EQ(g.taps, (std::vector<std::int64_t>{0, 2}));
   EXPECT_GT(g.tau_macro, 1.5);
   EXPECT_TRUE(fs::exists(g.prompt_set)) << "the prompt path is relative to the golden file";
-  const nlohmann::json doc = nlohmann::json::parse(slurp(out));
+  const nlohmann::json doc = nlohmann::json::parse(testing::read_file(out));
   EXPECT_EQ(doc["provenance"]["target"]["files"]["model.safetensors"].get<std::string>().size(),
             64u);
   EXPECT_EQ(doc["check_params"]["loss_type"]["expected"], "ce");
 
-  const std::string before = slurp(out);
+  const std::string before = testing::read_file(out);
   r = run_draftgate("golden record" + record_args() + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("refusing to overwrite"));
-  EXPECT_EQ(slurp(out), before);
+  EXPECT_EQ(testing::read_file(out), before);
   EXPECT_EQ(run_draftgate("golden record" + record_args() + " --out " + out.string() + " --force")
                 .exit_code,
             0);

@@ -31,19 +31,12 @@ namespace fs = std::filesystem;
 
 const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every file below `dir` with its bytes and modification time.
 std::map<std::string, std::pair<std::string, fs::file_time_type>> snapshot(const fs::path& dir) {
   std::map<std::string, std::pair<std::string, fs::file_time_type>> out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    out[fs::relative(e.path(), dir).string()] = {e.is_regular_file() ? slurp(e.path()) : "",
-                                                 fs::last_write_time(e.path())};
+    out[fs::relative(e.path(), dir).string()] = {
+        e.is_regular_file() ? testing::read_file(e.path()) : "", fs::last_write_time(e.path())};
   return out;
 }
 
@@ -97,7 +90,7 @@ TEST(NoDataLoss, AKilledGoldenRecordLeavesTheOldFileOrTheNewOne) {
                            (kTrained / "qwen3-drafter-reference").string() + " --prompts " +
                            (kTrained / "prompts/held-out.jsonl").string() + " --max-new 16 --eos 0";
   ASSERT_EQ(run_draftgate("golden record" + args + " --out " + golden.string()).exit_code, 0);
-  const std::string old = slurp(golden);
+  const std::string old = testing::read_file(golden);
   std::vector<std::string> argv_s = {DRAFTGATE_BINARY, "golden", "record",
                                      "--force",        "--out",  golden.string()};
   std::istringstream rest(args);
@@ -113,7 +106,7 @@ TEST(NoDataLoss, AKilledGoldenRecordLeavesTheOldFileOrTheNewOne) {
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    const std::string now = slurp(golden);
+    const std::string now = testing::read_file(golden);
     if (now != old) ++replaced;
     EXPECT_NO_THROW(golden::read_golden(golden)) << "killed after " << delay_ms << " ms";
   }
@@ -129,14 +122,14 @@ TEST(Determinism, ReportsAreByteIdenticalAcrossRunsAndThreadCounts) {
     run_draftgate(std::string("--threads ") + threads + " check --suite " +
                   (suites / "qwen35-final-layer-leak.json").string() + " --report " +
                   report.string());
-    reports.push_back(slurp(report));
+    reports.push_back(testing::read_file(report));
     const fs::path eval = dir / (std::string("e") + threads + ".json");
     run_draftgate(std::string("--threads ") + threads + " eval --target " +
                   (kTrained / "qwen35-target").string() + " --drafter " +
                   (kTrained / "qwen35-drafter-reference").string() + " --prompts " +
                   (kTrained / "prompts/held-out.jsonl").string() + " --max-new 8 --json " +
                   eval.string());
-    auto j = nlohmann::json::parse(slurp(eval));
+    auto j = nlohmann::json::parse(testing::read_file(eval));
     j.erase("timing");
     for (auto& p : j["per_prompt"]) p.erase("seconds");
     reports.push_back(j.dump());

@@ -10,14 +10,7 @@
 
 namespace draftgate::testing {
 
-namespace {
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
+namespace {}  // namespace
 
 CliResult run_draftgate(const std::string& args) {
   static int counter = 0;
@@ -30,8 +23,8 @@ CliResult run_draftgate(const std::string& args) {
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_file(out);
+  r.err = read_file(err);
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "draftgate/io/safetensors.h"
 
@@ -267,6 +268,13 @@ void write_tiny_weights(const fs::path& dir, const SyntheticLayout& layout) {
     tensors.push_back(
         {n, io::DType::F32, {2}, std::string_view(reinterpret_cast<const char*>(kData), 8)});
   io::write_safetensors(dir / "model.safetensors", tensors);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 fs::path fresh_dir(const std::string& name) {

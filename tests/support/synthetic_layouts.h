@@ -51,4 +51,7 @@ void write_tiny_weights(const std::filesystem::path& dir, const SyntheticLayout&
 // A fresh empty directory under the test temp dir.
 std::filesystem::path fresh_dir(const std::string& name);
 
+// A file's bytes ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+
 }  // namespace draftgate::testing

@@ -51,6 +51,12 @@ at::ScalarType parse_dtype_flag(const std::string& name) {
   throw Error("--dtype", "unknown dtype \"" + name + "\" (expected bf16 or f32)");
 }
 
+GdnAlgorithm parse_gdn_flag(const std::string& name) {
+  if (name == "chunked") return GdnAlgorithm::kChunked;
+  if (name == "recurrent") return GdnAlgorithm::kRecurrent;
+  throw Error("--gdn", "unknown algorithm \"" + name + "\" (expected chunked or recurrent)");
+}
+
 std::unique_ptr<TargetModel> TargetModel::load(const io::Checkpoint& checkpoint,
                                                const TargetOptions& options) {
   if (checkpoint.metadata_only())

@@ -100,5 +100,7 @@ class TargetModel {
 at::Device parse_device(const std::string& name);
 // Parses "bf16" / "f32".
 at::ScalarType parse_dtype_flag(const std::string& name);
+// Parses "chunked" / "recurrent".
+GdnAlgorithm parse_gdn_flag(const std::string& name);
 
 }  // namespace draftgate::model
