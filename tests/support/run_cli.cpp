@@ -5,12 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "test_files.h"
 
 namespace draftgate::testing {
-
-namespace {}  // namespace
 
 CliResult run_draftgate(const std::string& args) {
   static int counter = 0;

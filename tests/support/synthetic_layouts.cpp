@@ -1,10 +1,7 @@
 #include "synthetic_layouts.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "draftgate/io/safetensors.h"
 
@@ -268,29 +265,6 @@ void write_tiny_weights(const fs::path& dir, const SyntheticLayout& layout) {
     tensors.push_back(
         {n, io::DType::F32, {2}, std::string_view(reinterpret_cast<const char*>(kData), 8)});
   io::write_safetensors(dir / "model.safetensors", tensors);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  // One root per test process, removed when the process exits.
-  struct Root {
-    fs::path path = fs::temp_directory_path() / ("draftgate_test_" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  };
-  static const Root root;
-  const fs::path dir = root.path / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 }  // namespace draftgate::testing

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "test_files.h"
+
 namespace draftgate::testing {
 
 struct SyntheticLayout {
@@ -47,11 +49,5 @@ SyntheticLayout gptq_quantised(int layers);
 void write_metadata_only(const std::filesystem::path& dir, const SyntheticLayout& layout);
 // Writes config.json and one model.safetensors holding a 2-element F32 tensor per name.
 void write_tiny_weights(const std::filesystem::path& dir, const SyntheticLayout& layout);
-
-// A fresh empty directory under the test temp dir.
-std::filesystem::path fresh_dir(const std::string& name);
-
-// A file's bytes ("" when it cannot be read).
-std::string read_file(const std::filesystem::path& path);
 
 }  // namespace draftgate::testing

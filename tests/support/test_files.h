@@ -1,0 +1,15 @@
+#pragma once
+// Scratch directories and whole-file reads for the tests.
+
+#include <filesystem>
+#include <string>
+
+namespace draftgate::testing {
+
+// A fresh empty directory under the test temp dir.
+std::filesystem::path fresh_dir(const std::string& name);
+
+// A file's bytes ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace draftgate::testing
