@@ -46,6 +46,9 @@ class Check {
   // Parameters with their defaults; run() receives them merged with the user's.
   virtual nlohmann::json default_params() const = 0;
   virtual CheckResult run(const Artifacts& artifacts, const nlohmann::json& params) const = 0;
+  // False when this process lacks what the check needs for these artifacts: the torch-free front
+  // end then hands the run to the engine.
+  virtual bool runs_here(const Artifacts& /*artifacts*/) const { return true; }
 };
 
 // Registry: each check's file registers itself, so adding a check is one file.

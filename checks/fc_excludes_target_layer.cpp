@@ -3,19 +3,25 @@
 // × H_target] with hidden_norm. Dynamic (with a step record and target weights): each slice of the
 // fc input the trainer fed is matched against every target layer's output (and the embeddings) for
 // the recorded ids, naming the layer it really came from — an off-by-one tap index or the final
-// layer fed under a good-looking config shows up here.
+// layer fed under a good-looking config shows up here (fed_features.cpp, in the engine).
+
+#include <algorithm>
 
 #include "check.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/dflash.h"
-#include "draftgate/model/target.h"
-#include "draftgate/train/step_record.h"
+#include "draftgate/model/drafter_config.h"
+#include "fed_features.h"
 
 namespace draftgate::checks {
 namespace {
+
+FedFeatureMatcher& installed_matcher() {
+  static FedFeatureMatcher matcher = nullptr;
+  return matcher;
+}
 
 class FcExcludesTargetLayer : public Check {
  public:
@@ -27,6 +33,11 @@ class FcExcludesTargetLayer : public Check {
     // max_nmse: how close a fed slice must be to its declared layer (room for the recipe's
     // uniform noise on fc inputs, std 0.05, and bf16 storage).
     return {{"allow_final_layer", false}, {"max_nmse", 0.05}};
+  }
+
+  // The fed-feature comparison runs target forwards: only where the engine installed it.
+  bool runs_here(const Artifacts& a) const override {
+    return !a.step_record || fed_feature_matcher() != nullptr;
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -79,7 +90,7 @@ class FcExcludesTargetLayer : public Check {
                          "] differ from the golden's [" + format_ids(a.golden->taps) + "] (" +
                          a.golden->path + ")");
     if (a.step_record && !target.metadata_only())
-      check_fed_features(target, *a.step_record, d, p, r, problems);
+      fed_feature_matcher()(target, *a.step_record, d, p["max_nmse"].get<double>(), r, problems);
     else
       r.evidence["fed_features"] = a.step_record
                                        ? "not checked: the target is metadata-only (no weights)"
@@ -90,71 +101,16 @@ class FcExcludesTargetLayer : public Check {
         (r.measured.contains("fed_slices") ? ", fed features match their taps" : "");
     return conclude(std::move(r), problems, pass);
   }
-
- private:
-  void check_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path& record,
-                          const model::DrafterConfig& d, const nlohmann::json& p, CheckResult& r,
-                          std::vector<std::string>& problems) const;
 };
-
-// Names the layer each fc_input slice came from and reports slices that are not their declared
-// tap.
-void FcExcludesTargetLayer::check_fed_features(const io::Checkpoint& ckpt,
-                                               const std::filesystem::path& record,
-                                               const model::DrafterConfig& d,
-                                               const nlohmann::json& p, CheckResult& r,
-                                               std::vector<std::string>& problems) const {
-  const train::StepRecord rec = train::read_step_record(record);
-  if (rec.target_layer_ids != d.target_layer_ids)
-    problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
-                       "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
-  model::TargetOptions options;
-  options.dtype = at::kFloat;
-  const auto target = model::TargetModel::load(ckpt, options);
-  const std::int64_t h = target->config().hidden, layers = target->config().num_layers;
-  const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
-  if (rec.fc_input.size(1) != n * h)
-    throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
-                              std::to_string(n) + " taps x " + std::to_string(h));
-  std::vector<std::int64_t> all(layers);
-  for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
-  const auto fwd = target->forward(rec.input_ids, all, /*want_logits=*/false);
-  // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output.
-  std::vector<at::Tensor> candidates = {
-      target->embed_weight().index_select(0, at::tensor(rec.input_ids)).to(at::kFloat)};
-  for (auto l : all) candidates.push_back(fwd.taps.at(l));
-  const double max_nmse = p["max_nmse"].get<double>();
-  r.measured["fed_slices"] = nlohmann::json::array();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const at::Tensor slice = rec.fc_input.narrow(1, i * h, h);
-    std::int64_t best = -2;
-    double best_nmse = 0, declared_nmse = 0;
-    for (std::int64_t c = 0; c <= layers; ++c) {
-      const at::Tensor ref = candidates[c];
-      const double nmse = (slice - ref).pow(2).sum().item<double>() /
-                          std::max(ref.pow(2).sum().item<double>(), 1e-30);
-      if (best == -2 || nmse < best_nmse) best = c - 1, best_nmse = nmse;
-      if (c - 1 == d.target_layer_ids[i]) declared_nmse = nmse;
-    }
-    const auto name = [](std::int64_t l) {
-      return l < 0 ? std::string("the embeddings") : "layer " + std::to_string(l);
-    };
-    r.measured["fed_slices"].push_back({{"slice", i},
-                                        {"declared_layer", d.target_layer_ids[i]},
-                                        {"came_from", best},
-                                        {"nmse_to_declared", declared_nmse},
-                                        {"nmse_to_source", best_nmse}});
-    if (best != d.target_layer_ids[i] || declared_nmse > max_nmse)
-      problems.push_back(
-          "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
-          " but matches " + name(best) + " (NMSE " + std::to_string(best_nmse) + " vs " +
-          std::to_string(declared_nmse) + " to the declared)" +
-          (best == layers - 1 ? ", the target's FINAL layer" : "") +
-          "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
-  }
-}
 
 const bool registered = register_as<FcExcludesTargetLayer>();
 
 }  // namespace
+
+bool install_fed_feature_matcher(FedFeatureMatcher matcher) {
+  installed_matcher() = matcher;
+  return true;
+}
+
+FedFeatureMatcher fed_feature_matcher() { return installed_matcher(); }
 }  // namespace draftgate::checks

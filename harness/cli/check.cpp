@@ -1,7 +1,8 @@
 // `draftgate check`: runs the gate's checks over the given artifacts (flags, or suite files); a
 // table on stdout (and a verdict matrix for several suites), JSON and JUnit reports, exit 0 all
 // pass, 1 a check failed, 2 bad input. --verify-expectations instead exits 0 iff every verdict is
-// the one its suite expects (how the bundled fixtures prove each check both ways).
+// the one its suite expects (how the bundled fixtures prove each check both ways). The front end
+// runs it when every selected check is structural; otherwise the engine does.
 
 #include "check.h"
 
@@ -76,26 +77,57 @@ std::vector<checks::CheckInstance> select(std::vector<checks::CheckInstance> ins
   return instances;
 }
 
-int run_check_verb(const CheckOptions& opt) {
+struct PlannedSuite {
+  checks::Suite suite;
+  checks::Artifacts artifacts;
+  std::vector<checks::CheckInstance> instances;
+};
+
+// Reads every suite, opens its artifacts and selects its instances before anything runs or prints.
+std::vector<PlannedSuite> plan(const CheckOptions& opt) {
   const auto params = parse_params(opt.params);
-  auto override_paths = [&](checks::ArtifactPaths& p) {
+  std::vector<checks::Suite> suites;
+  for (const auto& path : opt.suites) suites.push_back(checks::read_suite(path));
+  if (suites.empty()) suites.push_back({"", "draftgate", {}, checks::all_check_instances(), {}});
+  std::vector<PlannedSuite> planned;
+  for (auto& suite : suites) {
+    checks::ArtifactPaths& p = suite.artifacts;
     if (!opt.target.empty()) p.target = opt.target;
     if (!opt.drafter.empty()) p.drafter = opt.drafter;
     if (!opt.step_record.empty()) p.step_record = opt.step_record;
     if (!opt.golden.empty()) p.golden = opt.golden;
     if (!opt.reference_dump.empty()) p.reference_dump = opt.reference_dump;
-  };
-  std::vector<checks::Suite> suites;
-  for (const auto& path : opt.suites) suites.push_back(checks::read_suite(path));
-  if (suites.empty()) suites.push_back({"", "draftgate", {}, checks::all_check_instances(), {}});
+    checks::Artifacts artifacts = checks::open_artifacts(p);
+    auto instances = select(suite.checks, opt, params);
+    planned.push_back({std::move(suite), std::move(artifacts), std::move(instances)});
+  }
+  return planned;
+}
 
+// In the front end the registry holds the structural checks only, so it takes runs that select
+// checks with --only; a plan that names another check (or fails to read) or a check that cannot
+// run here goes to the engine, which owns the verdict and any error message.
+std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
+  if (opt.only.empty()) throw NeedsEngine{};  // every check, or a suite's list
+  std::vector<PlannedSuite> planned;
+  try {
+    planned = plan(opt);
+  } catch (const Error&) {
+    throw NeedsEngine{};
+  }
+  for (const auto& p : planned)
+    for (const auto& in : p.instances)
+      if (!in.check->runs_here(p.artifacts)) throw NeedsEngine{};
+  return planned;
+}
+
+int run_check_verb(const CheckOptions& opt, bool front_end) {
+  const std::vector<PlannedSuite> planned = front_end ? plan_in_front_end(opt) : plan(opt);
   std::vector<checks::SuiteRun> runs;
-  for (auto& suite : suites) {
-    override_paths(suite.artifacts);
-    const checks::Artifacts artifacts = checks::open_artifacts(suite.artifacts);
-    checks::SuiteRun run{suite.name, {}, suite.expect};
-    run.results = checks::run_instances(select(suite.checks, opt, params), artifacts);
-    if (suites.size() > 1) std::cout << "== " << suite.name << " (" << suite.path << ")\n";
+  for (const auto& p : planned) {
+    checks::SuiteRun run{p.suite.name, {}, p.suite.expect};
+    run.results = checks::run_instances(p.instances, p.artifacts);
+    if (planned.size() > 1) std::cout << "== " << p.suite.name << " (" << p.suite.path << ")\n";
     std::cout << checks::text_table(run.results);
     for (const auto& r : run.results)
       if (r.status == checks::Status::kError && !run.expect.count(r.check))
@@ -133,9 +165,7 @@ int run_check_verb(const CheckOptions& opt) {
   return checks::exit_code(all, opt.fail_on_skip);
 }
 
-}  // namespace
-
-void add_check(CLI::App& app, VerbRunner* runner) {
+void add_check_verb(CLI::App& app, VerbRunner* runner, bool front_end) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* cmd =
       app.add_subcommand("check", "Run the gate's checks on a target, drafter and step record");
@@ -159,7 +189,14 @@ void add_check(CLI::App& app, VerbRunner* runner) {
   cmd->add_option(
       "--skip-exit-code", opt->skip_exit_code,
       "Exit with this code when every selected check skipped (ctest's SKIP_RETURN_CODE)");
-  cmd->callback([opt, runner] { *runner = [opt] { return run_check_verb(*opt); }; });
+  cmd->callback([opt, runner, front_end] {
+    *runner = [opt, front_end] { return run_check_verb(*opt, front_end); };
+  });
 }
+
+}  // namespace
+
+void add_check(CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, false); }
+void add_structural_check(CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, true); }
 
 }  // namespace draftgate::cli

@@ -1,6 +1,7 @@
-// The draftgate front end. `probe` runs here, on the torch-free structure library, so inspecting
-// even a 50 GB checkpoint costs a few MB of memory and no libtorch start-up; every other verb (and
-// --help) runs in the engine, libdraftgate_engine.so beside this binary, which brings libtorch.
+// The draftgate front end. `probe` and `check` runs whose checks are all structural (layer_path,
+// the static fc_excludes_target_layer) run here, on the torch-free libraries, so inspecting even a
+// 50 GB checkpoint costs a few MB of memory and no libtorch start-up; everything else (and --help)
+// runs in the engine, libdraftgate_engine.so beside this binary, which brings libtorch.
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -48,7 +49,14 @@ int run_engine(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (verb_of(argc, argv) == "probe")
-    return draftgate::cli::run_cli(argc, argv, {draftgate::cli::add_probe}, [](int) {});
+  using namespace draftgate::cli;
+  const std::string verb = verb_of(argc, argv);
+  if (verb == "probe" || verb == "check") {
+    try {
+      return run_cli(argc, argv, {add_probe, add_structural_check}, [](int) {});
+    } catch (const NeedsEngine&) {
+      // a check that runs models: the engine parses and runs the whole command again
+    }
+  }
   return run_engine(argc, argv);
 }

@@ -10,12 +10,18 @@ namespace draftgate::cli {
 
 using VerbRunner = std::function<int()>;
 
+// Thrown by a front-end verb that the engine must run instead.
+struct NeedsEngine {};
+
 void add_probe(CLI::App& app, VerbRunner* runner);
 void add_forward(CLI::App& app, VerbRunner* runner);
 void add_make_target(CLI::App& app, VerbRunner* runner);
 void add_make_drafter(CLI::App& app, VerbRunner* runner);
 void add_eval(CLI::App& app, VerbRunner* runner);
 void add_check(CLI::App& app, VerbRunner* runner);
+// `check` as the torch-free front end runs it: throws NeedsEngine (before printing anything) when
+// a selected check, or reading the suites, needs the engine.
+void add_structural_check(CLI::App& app, VerbRunner* runner);
 void add_golden(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

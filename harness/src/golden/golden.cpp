@@ -3,7 +3,7 @@
 #include <fstream>
 #include <map>
 
-#include "draftgate/decode/evaluation.h"
+#include "draftgate/decode/decode_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Evaluating a drafter on a prompt set: speculative decoding of every prompt, the τ statistics, and
-// the JSON that `eval --json`, golden files and the min_tau check share.
+// the JSON of its results.
 
 #include <cstddef>
 #include <functional>
@@ -29,12 +29,6 @@ void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& tar
 Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, const PromptSet& set,
                     const DecodeConfig& config,
                     const std::function<void(std::size_t, std::size_t)>& progress = {});
-
-// The decoding configuration as recorded in reports and goldens ("mode": dflash | ddtree | oracle).
-nlohmann::json decoding_json(const DecodeConfig& config, const std::string& mode,
-                             std::int64_t block_size);
-// Reads back the fields decoding_json wrote (draftgate::Error naming `file` when malformed).
-DecodeConfig decode_config_from_json(const nlohmann::json& decoding, const std::string& file);
 
 // τ statistics and per-prompt results (no timings: identical for identical inputs).
 nlohmann::json evaluation_json(const Evaluation& evaluation);

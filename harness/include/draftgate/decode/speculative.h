@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/decode/decode_config.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
 
@@ -37,13 +38,6 @@ std::unique_ptr<BlockDrafter> dflash_block_drafter(const model::DFlashDrafter& d
 // ends).
 std::unique_ptr<BlockDrafter> oracle_block_drafter(const model::TargetModel& target,
                                                    std::int64_t block_size, std::int64_t horizon);
-
-struct DecodeConfig {
-  std::int64_t max_new_tokens = 128;
-  std::vector<std::int64_t> eos_ids;
-  std::int64_t tree_budget = 0;  // 0: linear DFlash; K > 0: DDTree with K non-root nodes
-  std::int64_t tree_top_k = 0;   // candidates per depth; 0 = min(budget, vocab)
-};
 
 struct PromptRun {
   std::string id;

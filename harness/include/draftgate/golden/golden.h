@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "draftgate/decode/speculative.h"
+#include "draftgate/decode/decode_config.h"
 
 namespace draftgate::golden {
 

@@ -1,0 +1,72 @@
+// The dynamic half of fc_excludes_target_layer: which target layer each slice of the fc input a
+// trainer fed really came from. Runs the target, so it lives with the engine's checks and installs
+// itself into the torch-free check.
+
+#include "fed_features.h"
+
+#include "draftgate/error.h"
+#include "draftgate/format.h"
+#include "draftgate/model/target.h"
+#include "draftgate/train/step_record.h"
+
+namespace draftgate::checks {
+namespace {
+
+// Names the layer each fc_input slice came from and reports slices that are not their declared
+// tap.
+void match_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path& record,
+                        const model::DrafterConfig& d, double max_nmse, CheckResult& r,
+                        std::vector<std::string>& problems) {
+  const train::StepRecord rec = train::read_step_record(record);
+  if (rec.target_layer_ids != d.target_layer_ids)
+    problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
+                       "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
+  model::TargetOptions options;
+  options.dtype = at::kFloat;
+  const auto target = model::TargetModel::load(ckpt, options);
+  const std::int64_t h = target->config().hidden, layers = target->config().num_layers;
+  const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
+  if (rec.fc_input.size(1) != n * h)
+    throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
+                              std::to_string(n) + " taps x " + std::to_string(h));
+  std::vector<std::int64_t> all(layers);
+  for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
+  const auto fwd = target->forward(rec.input_ids, all, /*want_logits=*/false);
+  // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output.
+  std::vector<at::Tensor> candidates = {
+      target->embed_weight().index_select(0, at::tensor(rec.input_ids)).to(at::kFloat)};
+  for (auto l : all) candidates.push_back(fwd.taps.at(l));
+  r.measured["fed_slices"] = nlohmann::json::array();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const at::Tensor slice = rec.fc_input.narrow(1, i * h, h);
+    std::int64_t best = -2;
+    double best_nmse = 0, declared_nmse = 0;
+    for (std::int64_t c = 0; c <= layers; ++c) {
+      const at::Tensor ref = candidates[c];
+      const double nmse = (slice - ref).pow(2).sum().item<double>() /
+                          std::max(ref.pow(2).sum().item<double>(), 1e-30);
+      if (best == -2 || nmse < best_nmse) best = c - 1, best_nmse = nmse;
+      if (c - 1 == d.target_layer_ids[i]) declared_nmse = nmse;
+    }
+    const auto name = [](std::int64_t l) {
+      return l < 0 ? std::string("the embeddings") : "layer " + std::to_string(l);
+    };
+    r.measured["fed_slices"].push_back({{"slice", i},
+                                        {"declared_layer", d.target_layer_ids[i]},
+                                        {"came_from", best},
+                                        {"nmse_to_declared", declared_nmse},
+                                        {"nmse_to_source", best_nmse}});
+    if (best != d.target_layer_ids[i] || declared_nmse > max_nmse)
+      problems.push_back(
+          "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
+          " but matches " + name(best) + " (NMSE " + std::to_string(best_nmse) + " vs " +
+          std::to_string(declared_nmse) + " to the declared)" +
+          (best == layers - 1 ? ", the target's FINAL layer" : "") +
+          "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
+  }
+}
+
+const bool installed = install_fed_feature_matcher(&match_fed_features);
+
+}  // namespace
+}  // namespace draftgate::checks

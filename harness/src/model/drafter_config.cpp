@@ -1,0 +1,97 @@
+#include "draftgate/model/drafter_config.h"
+
+#include "draftgate/error.h"
+
+namespace draftgate::model {
+
+namespace {
+
+const nlohmann::json* dflash_block(const io::ModelConfig& c) {
+  auto it = c.root().find("dflash_config");
+  if (it == c.root().end() || it->is_null()) return nullptr;
+  if (!it->is_object()) throw Error(c.file(), "dflash_config must be an object");
+  return &*it;
+}
+
+// An integer that may sit at the top level and/or under dflash_config; both must agree.
+std::optional<std::int64_t> either_place(const io::ModelConfig& c, const char* key) {
+  std::optional<std::int64_t> top, nested;
+  auto read = [&](const nlohmann::json& obj,
+                  const std::string& where) -> std::optional<std::int64_t> {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer())
+      throw Error(c.file(), where + key + " must be an integer, got " + it->dump());
+    return it->get<std::int64_t>();
+  };
+  top = read(c.root(), "");
+  if (const auto* d = dflash_block(c)) nested = read(*d, "dflash_config.");
+  if (top && nested && *top != *nested)
+    throw Error(c.file(), std::string(key) + " = " + std::to_string(*top) +
+                              " at the top level but " + std::to_string(*nested) +
+                              " under dflash_config");
+  return nested ? nested : top;
+}
+
+}  // namespace
+
+DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
+  DrafterConfig d;
+  d.hidden = c.require_int("hidden_size");
+  d.intermediate = c.require_int("intermediate_size");
+  d.num_layers = c.num_hidden_layers();
+  d.num_heads = c.require_int("num_attention_heads");
+  d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
+  d.head_dim = c.require_int("head_dim");
+  d.rms_eps = c.find_double("rms_norm_eps").value_or(1e-6);
+  d.rope_theta = c.require_double("rope_theta");
+  if (d.num_heads <= 0 || d.num_kv_heads <= 0 || d.num_heads % d.num_kv_heads != 0 ||
+      d.head_dim <= 0)
+    throw Error(c.file(), "attention shape " + std::to_string(d.num_heads) + " heads / " +
+                              std::to_string(d.num_kv_heads) + " kv heads / head_dim " +
+                              std::to_string(d.head_dim) + " is not valid");
+  const auto block = either_place(c, "block_size");
+  if (!block) throw Error(c.file(), "missing block_size (top level or dflash_config)");
+  if (*block < 2 || *block > 256)
+    throw Error(c.file(), "block_size " + std::to_string(*block) + " is out of range");
+  d.block_size = *block;
+  const auto mask = either_place(c, "mask_token_id");
+  if (!mask) throw Error(c.file(), "missing mask_token_id (dflash_config or top level)");
+  d.mask_token_id = *mask;
+
+  const nlohmann::json* taps = nullptr;
+  if (const auto* blk = dflash_block(c); blk != nullptr && blk->contains("target_layer_ids"))
+    taps = &(*blk)["target_layer_ids"];
+  else if (c.root().contains("target_layer_ids"))
+    taps = &c.root()["target_layer_ids"];
+  if (taps == nullptr)
+    throw Error(c.file(), "missing dflash_config.target_layer_ids",
+                "declare the taps the drafter was trained with; the default formula is not used");
+  if (!taps->is_array() || taps->empty())
+    throw Error(c.file(), "target_layer_ids must be a non-empty array of layer ids");
+  for (const auto& t : *taps) {
+    if (!t.is_number_integer())
+      throw Error(c.file(), "target_layer_ids holds " + t.dump() + ", not an integer");
+    d.target_layer_ids.push_back(t.get<std::int64_t>());
+  }
+  d.num_target_layers = c.find_int("num_target_layers");
+  d.vocab_size = c.find_int("vocab_size");
+  if (auto lt = c.layer_types()) {
+    if (static_cast<std::int64_t>(lt->size()) != d.num_layers)
+      throw Error(c.file(), "layer_types has " + std::to_string(lt->size()) + " entries for " +
+                                std::to_string(d.num_layers) + " layers");
+    for (const auto& t : *lt)
+      if (t != "full_attention" && t != "sliding_attention")
+        throw Error(c.file(), "drafter layer type \"" + t + "\" is not supported");
+    d.layer_types = *lt;
+  } else {
+    d.layer_types.assign(d.num_layers, "full_attention");
+  }
+  d.sliding_window = c.find_int("sliding_window");
+  for (const auto& t : d.layer_types)
+    if (t == "sliding_attention" && (!d.sliding_window || *d.sliding_window <= 0))
+      throw Error(c.file(), "sliding_attention layers need a positive sliding_window");
+  return d;
+}
+
+}  // namespace draftgate::model
