@@ -55,6 +55,7 @@ Suite read_suite(const fs::path& path) {
     }
   }
   if (!doc.contains("checks")) {
+    s.every_check = true;
     s.checks = all_check_instances();
   } else {
     if (!doc["checks"].is_array()) throw Error(file, "checks must be an array");

@@ -41,6 +41,7 @@ struct Suite {
   std::string name;
   ArtifactPaths artifacts;
   std::vector<CheckInstance> checks;
+  bool every_check = false;  // no "checks" list: every registered check
   std::map<std::string, Status> expect;
 };
 

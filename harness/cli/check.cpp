@@ -88,7 +88,8 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt) {
   const auto params = parse_params(opt.params);
   std::vector<checks::Suite> suites;
   for (const auto& path : opt.suites) suites.push_back(checks::read_suite(path));
-  if (suites.empty()) suites.push_back({"", "draftgate", {}, checks::all_check_instances(), {}});
+  if (suites.empty())
+    suites.push_back({"", "draftgate", {}, checks::all_check_instances(), true, {}});
   std::vector<PlannedSuite> planned;
   for (auto& suite : suites) {
     checks::ArtifactPaths& p = suite.artifacts;
@@ -104,20 +105,22 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt) {
   return planned;
 }
 
-// In the front end the registry holds the structural checks only, so it takes runs that select
-// checks with --only; a plan that names another check (or fails to read) or a check that cannot
-// run here goes to the engine, which owns the verdict and any error message.
+// In the front end the registry holds the structural checks only, so "every check" (no --only, a
+// suite without a check list) means the engine's; a plan that names another check (or fails to
+// read) or a check that cannot run here goes to the engine, which owns the verdict and any error
+// message.
 std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
-  if (opt.only.empty()) throw NeedsEngine{};  // every check, or a suite's list
   std::vector<PlannedSuite> planned;
   try {
     planned = plan(opt);
   } catch (const Error&) {
     throw NeedsEngine{};
   }
-  for (const auto& p : planned)
+  for (const auto& p : planned) {
+    if (p.suite.every_check && opt.only.empty()) throw NeedsEngine{};
     for (const auto& in : p.instances)
       if (!in.check->runs_here(p.artifacts)) throw NeedsEngine{};
+  }
   return planned;
 }
 
