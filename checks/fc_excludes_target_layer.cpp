@@ -113,4 +113,5 @@ bool install_fed_feature_matcher(FedFeatureMatcher matcher) {
 }
 
 FedFeatureMatcher fed_feature_matcher() { return installed_matcher(); }
+
 }  // namespace draftgate::checks
