@@ -1,5 +1,5 @@
 // The engine: every verb, with libtorch. The front end (main.cpp) loads this library for every
-// verb but probe.
+// run it cannot do itself (all but probe and structural-only checks).
 
 #include <ATen/Parallel.h>
 

@@ -55,6 +55,17 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
                     "/fixtures/real-layouts/qwen36-27b-awq-fantasylord");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("hidden_state_parity       SKIP   "));
+  // A suite without a check list means every check, the structural ones alone being runnable
+  // without libtorch notwithstanding.
+  const fs::path suite = dir / "suite.json";
+  std::ofstream(suite) << nlohmann::json{{"schema", "draftgate.suite/1"},
+                                         {"name", "every-check"},
+                                         {"artifacts", {{"target", "t"}, {"drafter", "good"}}}}
+                              .dump();
+  r = run_draftgate("check --suite " + suite.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("layer_path                PASS"));
+  EXPECT_THAT(r.out, HasSubstr("loss_type                 SKIP   needs a step record"));
   r = run_draftgate("check --target /nonexistent --only layer_path");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent: no such directory"));
