@@ -11,6 +11,28 @@ std::map<std::string, std::unique_ptr<Check>>& registry() {
   static std::map<std::string, std::unique_ptr<Check>> r;
   return r;
 }
+
+CheckResult error_result(const std::string& check, const std::string& message) {
+  CheckResult r;
+  r.check = check;
+  r.status = Status::kError;
+  r.message = message;
+  return r;
+}
+
+// The file a library error most likely concerns: the record a check reads before the models.
+std::string artifact_named(const Artifacts& a) {
+  if (a.step_record) return a.step_record->string();
+  if (a.reference_dump) return a.reference_dump->string();
+  if (a.drafter) return a.drafter->string();
+  if (a.target) return a.target->string();
+  return "draftgate";
+}
+
+// Library messages (libtorch's especially) carry multi-line backtraces; keep the first line.
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 }  // namespace
 
 const char* status_name(Status status) {
@@ -81,11 +103,11 @@ CheckResult run_check(const Check& check, const Artifacts& artifacts,
     r.thresholds.update(merged);
     return r;
   } catch (const Error& e) {
-    CheckResult r;
-    r.check = check.name();
-    r.status = Status::kError;
-    r.message = e.one_line();
-    return r;
+    return error_result(check.name(), e.one_line());
+  } catch (const std::exception& e) {
+    // A library error inside one check (shape mismatch, index out of range, allocation) is that
+    // check's error verdict; the other checks still run and the reports are still written.
+    return error_result(check.name(), Error(artifact_named(artifacts), check.name() + " could not complete: " + first_line(e.what())).one_line());
   }
 }
 
