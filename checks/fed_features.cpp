@@ -8,6 +8,7 @@
 #include "draftgate/format.h"
 #include "draftgate/model/target.h"
 #include "draftgate/train/step_record.h"
+#include "metrics.h"
 
 namespace draftgate::checks {
 namespace {
@@ -18,6 +19,10 @@ void match_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path&
                         const model::DrafterConfig& d, double max_nmse, CheckResult& r,
                         std::vector<std::string>& problems) {
   const train::StepRecord rec = train::read_step_record(record);
+  if (auto bad = metrics::non_finite_problem("fc_input", rec.fc_input)) {
+    problems.push_back(*bad + "; the features a trainer feeds fc must be finite");
+    return;
+  }
   if (rec.target_layer_ids != d.target_layer_ids)
     problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
                        "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
@@ -32,36 +37,42 @@ void match_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path&
   std::vector<std::int64_t> all(layers);
   for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
   const auto fwd = target->forward(rec.input_ids, all, /*want_logits=*/false);
-  // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output.
+  // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output, then the
+  // final layer's output after the final norm (what HF returns as hidden_states[-1]).
   std::vector<at::Tensor> candidates = {
       target->embed_weight().index_select(0, at::tensor(rec.input_ids)).to(at::kFloat)};
   for (auto l : all) candidates.push_back(fwd.taps.at(l));
+  candidates.push_back(target->final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
+  const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   r.measured["fed_slices"] = nlohmann::json::array();
   for (std::int64_t i = 0; i < n; ++i) {
     const at::Tensor slice = rec.fc_input.narrow(1, i * h, h);
     std::int64_t best = -2;
     double best_nmse = 0, declared_nmse = 0;
-    for (std::int64_t c = 0; c <= layers; ++c) {
-      const at::Tensor ref = candidates[c];
-      const double nmse = (slice - ref).pow(2).sum().item<double>() /
-                          std::max(ref.pow(2).sum().item<double>(), 1e-30);
+    for (std::int64_t c = 0; c <= layers + 1; ++c) {
+      const double nmse = metrics::nmse(slice, candidates[c]);
       if (best == -2 || nmse < best_nmse) best = c - 1, best_nmse = nmse;
       if (c - 1 == d.target_layer_ids[i]) declared_nmse = nmse;
     }
-    const auto name = [](std::int64_t l) {
+    const auto name = [&](std::int64_t l) {
+      if (l == post_norm)
+        return "layer " + std::to_string(layers - 1) +
+               " after the final norm (HF hidden_states[-1], which transformers returns post-norm)";
       return l < 0 ? std::string("the embeddings") : "layer " + std::to_string(l);
     };
-    r.measured["fed_slices"].push_back({{"slice", i},
-                                        {"declared_layer", d.target_layer_ids[i]},
-                                        {"came_from", best},
-                                        {"nmse_to_declared", declared_nmse},
-                                        {"nmse_to_source", best_nmse}});
+    nlohmann::json slice_report = {{"slice", i},
+                                   {"declared_layer", d.target_layer_ids[i]},
+                                   {"came_from", std::min(best, layers - 1)},
+                                   {"nmse_to_declared", declared_nmse},
+                                   {"nmse_to_source", best_nmse}};
+    if (best == post_norm) slice_report["after_final_norm"] = true;
+    r.measured["fed_slices"].push_back(slice_report);
     if (best != d.target_layer_ids[i] || declared_nmse > max_nmse)
       problems.push_back(
           "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
           " but matches " + name(best) + " (NMSE " + std::to_string(best_nmse) + " vs " +
           std::to_string(declared_nmse) + " to the declared)" +
-          (best == layers - 1 ? ", the target's FINAL layer" : "") +
+          (best >= layers - 1 ? ", the target's FINAL layer" : "") +
           "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
   }
 }

@@ -13,6 +13,7 @@
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/target.h"
+#include "metrics.h"
 
 namespace draftgate::checks {
 namespace {
@@ -109,15 +110,31 @@ class HiddenStateParity : public Check {
     CheckResult r;
     r.evidence["a"] = side_a.label;
     r.evidence["b"] = side_b.label;
+    // A non-finite value makes every budget comparison false: it fails before any is made.
+    std::vector<std::string> non_finite;
+    for (const Side* side : std::initializer_list<const Side*>{&side_a, &side_b}) {
+      std::optional<std::string> bad;
+      for (std::size_t l = 0; l < side->layers.size() && !bad; ++l)
+        bad = metrics::non_finite_problem(side->label + " hidden." + std::to_string(l),
+                                          side->layers[l]);
+      if (!bad) bad = metrics::non_finite_problem(side->label + " logits", side->logits);
+      if (bad) non_finite.push_back(*bad);
+    }
+    if (!non_finite.empty()) {
+      non_finite.back() +=
+          "; find where the backend first produces it (overflow, uninitialised "
+          "memory, a bad kernel)";
+      return conclude(std::move(r), non_finite, "");
+    }
     r.evidence["budget"] = (side_a.bf16 || side_b.bf16) ? "bf16" : "f32";
     r.measured["layers"] = nlohmann::json::array();
     std::optional<std::size_t> first_bad;
     for (std::size_t l = 0; l < side_a.layers.size(); ++l) {
-      const at::Tensor x = side_a.layers[l].to(at::kDouble), y = side_b.layers[l].to(at::kDouble);
+      const at::Tensor& x = side_a.layers[l];
+      const at::Tensor& y = side_b.layers[l];
       if (x.sizes() != y.sizes())
         throw Error(side_b.label, "hidden." + std::to_string(l) + " shape differs");
-      const double nmse = ((x - y).pow(2).sum() / y.pow(2).sum().clamp_min(1e-300)).item<double>();
-      const double cosine = at::cosine_similarity(x.flatten(), y.flatten(), 0).item<double>();
+      const double nmse = metrics::nmse(x, y), cosine = metrics::cosine(x, y);
       const double max_abs = (x - y).abs().max().item<double>();
       r.measured["layers"].push_back(
           {{"layer", l}, {"max_abs", max_abs}, {"nmse", nmse}, {"cosine", cosine}});
@@ -125,10 +142,8 @@ class HiddenStateParity : public Check {
           (nmse > budget["max_nmse"].get<double>() || cosine < budget["min_cosine"].get<double>()))
         first_bad = l;
     }
-    const at::Tensor la = side_a.logits.to(at::kDouble), lb = side_b.logits.to(at::kDouble);
-    const double top1 = (la.argmax(-1) == lb.argmax(-1)).to(at::kDouble).mean().item<double>();
-    const at::Tensor pb = at::log_softmax(lb, -1), pa = at::log_softmax(la, -1);
-    const double kl = (pb.exp() * (pb - pa)).sum(-1).mean().item<double>();
+    const double top1 = metrics::top1_agreement(side_a.logits, side_b.logits).agreement;
+    const double kl = metrics::mean_kl(side_b.logits, side_a.logits);
     r.measured["logits_top1_agreement"] = top1;
     r.measured["logits_mean_kl"] = kl;
 

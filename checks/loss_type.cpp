@@ -8,6 +8,8 @@
 #include "draftgate/format.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
+#include "metrics.h"
+#include "recorded_precision.h"
 
 namespace draftgate::checks {
 namespace {
@@ -30,20 +32,36 @@ class LossType : public Check {
                   rec.path + " records no drafter_logits, so its loss cannot be recomputed");
     const std::string expected = p["expected"].get<std::string>();
     const double rtol = p["rtol"].get<double>(), atol = p["atol"].get<double>();
-    train::BlockTargets targets =
-        train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
-    // The labels the trainer used, when recorded (e.g. the teacher's greedy tokens); their
-    // integrity is target_logits_noise_free's concern.
-    if (rec.labels.defined()) targets.labels = rec.labels;
-    const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
-    auto close = [&](double v) {
-      return std::abs(v - rec.logged_loss) <= atol + rtol * std::abs(rec.logged_loss);
-    };
-
+    // The labels the trainer used, when recorded (e.g. the teacher's greedy tokens; negative =
+    // ignored); their integrity is target_logits_noise_free's concern.
+    const train::BlockTargets targets = train::recorded_block_targets(rec);
     CheckResult r;
+    r.evidence["step_record"] = rec.path;
+    std::vector<std::string> problems;
+    for (const auto& [tensor, value] :
+         {std::pair<std::string, at::Tensor>{"drafter_logits", rec.drafter_logits},
+          {"teacher_logits", rec.teacher_logits}})
+      if (value.defined())
+        if (auto bad = metrics::non_finite_problem(tensor, value))
+          problems.push_back(*bad + "; the loss cannot be recomputed from non-finite logits");
+    if (!problems.empty()) return conclude(std::move(r), problems, "");
+    const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
+    const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
+    // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
+    // rounding, half an ulp (reductions accumulate in float32, so the final rounding dominates).
+    const RecordedPrecision precision =
+        recorded_precision(rec, "drafter_logits", rec.drafter_dtype, "drafter_dtype");
+    const int mantissa_bits = precision.computed == train::ComputePrecision::kBF16  ? 8
+                              : precision.computed == train::ComputePrecision::kF16 ? 11
+                                                                                    : 24;
+    const double tol = std::max(atol + rtol * std::abs(rec.logged_loss),
+                                std::ldexp(std::abs(rec.logged_loss), -mantissa_bits));
+    auto close = [&](double v) { return std::abs(v - rec.logged_loss) <= tol; };
+
+    r.evidence["precision"] = precision.describe();
     r.measured["logged_loss"] = rec.logged_loss;
     r.measured["claimed_loss"] = train::loss_name(rec.loss);
-    const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
+    r.measured["tolerance"] = tol;
     r.measured["recomputed_ce"] = ce;
     std::optional<double> kl;
     if (rec.teacher_logits.defined()) {
@@ -53,7 +71,6 @@ class LossType : public Check {
                .item<double>();
       r.measured["recomputed_kl"] = *kl;
     }
-    std::vector<std::string> problems;
     if (rec.weights.defined()) {
       const at::Tensor expect_w = targets.weight;
       const double diff = (rec.weights - expect_w).abs().max().item<double>();
@@ -66,13 +83,19 @@ class LossType : public Check {
     const bool is_ce = close(ce), is_kl = kl && close(*kl);
     const std::string found = is_ce && is_kl ? "both" : is_ce ? "ce" : is_kl ? "kl" : "neither";
     r.measured["logged_loss_matches"] = found;
-    r.evidence["step_record"] = rec.path;
     const std::string numbers =
         "logged " + format_number(rec.logged_loss, 6) + ", recomputed CE " + format_number(ce, 6) +
         (kl ? ", KL " + format_number(*kl, 6) : ", KL n/a (no teacher_logits)");
     if (found == "neither")
       problems.push_back("the logged loss matches neither the decay-weighted CE nor the KL (" +
                          numbers + "); check the loss code, the weights and the labels");
+    else if (found != "both" && found != expected && found != train::loss_name(rec.loss))
+      problems.push_back(
+          "the record's metadata says the loss is " + std::string(train::loss_name(rec.loss)) +
+          " but the logged value is the " + found + " (" + numbers +
+          "): the loss is mislabelled, and the recipe's is " + expected +
+          "; switch the trainer to " + (expected == "ce" ? "hard cross-entropy" : "soft KL") +
+          " and label the loss it computes");
     else if (found != "both" && found != expected)
       problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
                          found + " (" + numbers + "); switch the trainer to " +

@@ -30,9 +30,7 @@ std::string artifact_named(const Artifacts& a) {
 }
 
 // Library messages (libtorch's especially) carry multi-line backtraces; keep the first line.
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 }  // namespace
 
 const char* status_name(Status status) {
@@ -107,7 +105,10 @@ CheckResult run_check(const Check& check, const Artifacts& artifacts,
   } catch (const std::exception& e) {
     // A library error inside one check (shape mismatch, index out of range, allocation) is that
     // check's error verdict; the other checks still run and the reports are still written.
-    return error_result(check.name(), Error(artifact_named(artifacts), check.name() + " could not complete: " + first_line(e.what())).one_line());
+    return error_result(check.name(),
+                        Error(artifact_named(artifacts),
+                              check.name() + " could not complete: " + first_line(e.what()))
+                            .one_line());
   }
 }
 

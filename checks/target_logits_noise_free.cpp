@@ -1,10 +1,12 @@
 // target_logits_noise_free: the teacher a trainer used is the target's own output. Recomputes
-// lm_head(final_norm(h_last)) for the recorded ids and compares it with the recorded teacher
-// logits (max abs diff, mean KL, top-1 agreement, and the residual's size against the rounding
-// the recorded dtype explains) and the recorded labels with the teacher's greedy tokens. Names a
-// teacher computed without the final norm when that is what the record holds.
+// lm_head(final_norm(h_last)) for the recorded ids in float32 and judges the recorded teacher
+// logits against the spread that the trainer's precision explains — measured by running the
+// target at that precision too and rounding to the stored dtype. Position by position, top-1 flips
+// count only where the float32 top-2 margin is above that precision's deviation there, and the
+// recorded labels must be the teacher's greedy tokens on the same terms. Names a teacher computed
+// without the final norm when that is what the record holds.
 
-#include <cmath>
+#include <algorithm>
 
 #include "check.h"
 #include "draftgate/error.h"
@@ -14,14 +16,16 @@
 #include "draftgate/model/target.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
+#include "metrics.h"
+#include "recorded_precision.h"
 
 namespace draftgate::checks {
 namespace {
 
-// Residual noise of `recorded` around `reference`, relative to the reference's RMS.
-double noise_ratio(const at::Tensor& recorded, const at::Tensor& reference) {
-  const double rms = reference.pow(2).mean().sqrt().item<double>();
-  return (recorded - reference).std().item<double>() / std::max(rms, 1e-30);
+// Per row: std(got − ref) / RMS(ref over the whole tensor).
+at::Tensor row_noise_ratio(const at::Tensor& got, const at::Tensor& ref) {
+  const double scale = std::max(metrics::rms(ref), 1e-30);
+  return (got.to(at::kDouble) - ref.to(at::kDouble)).std(-1) / scale;
 }
 
 class TargetLogitsNoiseFree : public Check {
@@ -31,10 +35,14 @@ class TargetLogitsNoiseFree : public Check {
     return "the recorded teacher logits / labels are the target's own, without noise";
   }
   nlohmann::json default_params() const override {
-    // Budgets by the recorded teacher's stored dtype; the noise ratio is std(recorded − recomputed)
-    // / RMS(recomputed). bf16 storage alone explains ~1e-3, a bf16 forward ~2e-2.
-    return {{"f32", {{"max_noise_ratio", 1e-3}, {"min_top1", 0.999}}},
-            {"bf16", {{"max_noise_ratio", 5e-2}, {"min_top1", 0.97}}}};
+    // The noise ratio is std(recorded − float32 recomputation) / RMS. Budget: max(max_noise_ratio,
+    // precision_factor × the ratio the trainer's precision explains); top-1 is judged where the
+    // top-2 margin exceeds margin_factor × that precision's deviation at the position. Independent
+    // PyTorch bf16 trainers (bf16 weights, autocast) measured 0.6–1.15× the explained ratio.
+    return {{"max_noise_ratio", 1e-3},
+            {"precision_factor", 2.0},
+            {"margin_factor", 4.0},
+            {"min_top1", 0.99}};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -44,89 +52,134 @@ class TargetLogitsNoiseFree : public Check {
     const io::Checkpoint ckpt = io::Checkpoint::open(*a.target);
     if (ckpt.metadata_only())
       return skip(name(), a.target->string() + " is metadata-only: no weights to recompute with");
+    const double floor = p["max_noise_ratio"].get<double>();
+    const double factor = p["precision_factor"].get<double>();
+    const double min_top1 = p["min_top1"].get<double>();
+
     model::TargetOptions options;
     options.dtype = at::kFloat;
     const auto target = model::TargetModel::load(ckpt, options);
     const std::int64_t last = target->config().num_layers - 1;
     const auto fwd = target->forward(rec.input_ids, {last});
-    const at::Tensor teacher = fwd.logits;
-
-    const bool low = rec.stored_below_f32("teacher_logits");
-    const nlohmann::json budget = low ? p["bf16"] : p["f32"];
-    const double max_ratio = budget["max_noise_ratio"].get<double>();
-    const double min_top1 = budget["min_top1"].get<double>();
+    const at::Tensor ref = fwd.logits;
     CheckResult r;
     r.evidence["step_record"] = rec.path;
-    r.evidence["budget"] = low ? "bf16" : "f32";
     std::vector<std::string> problems;
+    if (auto bad = metrics::non_finite_problem("the target's own logits (float32)", ref)) {
+      problems.push_back(*bad + "; the target overflows on these ids, so no teacher can be judged");
+      return conclude(std::move(r), problems, "");
+    }
+    if (rec.teacher_logits.defined() && rec.teacher_logits.sizes() != ref.sizes())
+      throw Error(rec.path, "teacher_logits are " + format_shape(rec.teacher_logits.sizes().vec()) +
+                                " but the target gives " + format_shape(ref.sizes().vec()) +
+                                " for these ids");
+
+    // What the trainer's precision explains, measured on the same ids.
+    const RecordedPrecision precision =
+        recorded_precision(rec, rec.teacher_logits.defined() ? "teacher_logits" : "labels",
+                           rec.teacher_dtype, "teacher_dtype");
+    at::Tensor at_precision = ref;
+    if (precision.engine_dtype() != at::kFloat) {
+      model::TargetOptions low = options;
+      low.dtype = precision.engine_dtype();
+      at_precision = model::TargetModel::load(ckpt, low)->forward(rec.input_ids, {}).logits;
+    }
+    const at::Tensor explained = precision.as_recorded(at_precision);
+    const double explained_ratio = metrics::noise_ratio(explained, ref);
+    const double budget = std::max(floor, factor * explained_ratio);
+    // A flip needs the top-2 gap to close: rows whose gap the precision's deviation could close
+    // are near-ties, not evidence.
+    const at::Tensor min_margin =
+        p["margin_factor"].get<double>() *
+        (explained - ref).abs().amax(-1).to(at::kDouble).clamp_min(floor * metrics::rms(ref));
+    r.evidence["precision"] = precision.describe();
+    r.measured["noise_ratio_explained_by_precision"] = explained_ratio;
+    r.measured["noise_ratio_budget"] = budget;
+    r.measured["teacher_rms"] = metrics::rms(ref);
 
     if (rec.teacher_logits.defined()) {
-      if (rec.teacher_logits.sizes() != teacher.sizes())
-        throw Error(rec.path, "teacher_logits are [" + std::to_string(rec.teacher_logits.size(0)) +
-                                  ", " + std::to_string(rec.teacher_logits.size(1)) +
-                                  "] but the target gives [" + std::to_string(teacher.size(0)) +
-                                  ", " + std::to_string(teacher.size(1)) + "] for these ids");
-      const at::Tensor diff = (rec.teacher_logits - teacher).abs();
-      const auto where = diff.argmax().item<std::int64_t>();
-      const double ratio = noise_ratio(rec.teacher_logits, teacher);
-      const double top1 = (rec.teacher_logits.argmax(-1) == teacher.argmax(-1))
-                              .to(at::kDouble)
-                              .mean()
-                              .item<double>();
-      const at::Tensor logp = at::log_softmax(teacher.to(at::kDouble), -1);
-      const at::Tensor logq = at::log_softmax(rec.teacher_logits.to(at::kDouble), -1);
-      const double kl = (logp.exp() * (logp - logq)).sum(-1).mean().item<double>();
-      // The rounding the stored dtype alone explains (uniform rounding, relative half-ulp).
-      const double rounding = (low ? std::ldexp(1.0, -9) : std::ldexp(1.0, -24)) / std::sqrt(3.0);
-      r.measured["max_abs_diff"] = diff.max().item<double>();
-      r.measured["max_abs_diff_at"] = {{"position", where / teacher.size(1)},
-                                       {"token", where % teacher.size(1)}};
-      r.measured["noise_ratio"] = ratio;
-      r.measured["rounding_ratio_of_dtype"] = rounding;
-      r.measured["mean_kl"] = kl;
-      r.measured["top1_agreement"] = top1;
-      r.measured["teacher_rms"] = teacher.pow(2).mean().sqrt().item<double>();
-      if (ratio > max_ratio || top1 < min_top1) {
-        // Is it the known bug of a teacher without the final norm?
-        const at::Tensor no_norm =
-            model::dense(fwd.taps.at(last), target->lm_head_weight()).to(at::kFloat);
-        const double no_norm_ratio = noise_ratio(rec.teacher_logits, no_norm);
-        r.measured["noise_ratio_vs_teacher_without_final_norm"] = no_norm_ratio;
-        if (no_norm_ratio <= max_ratio)
-          problems.push_back(
-              "the recorded teacher logits equal lm_head(h_last) WITHOUT the final norm "
-              "(residual " +
-              format_number(no_norm_ratio) + " of RMS against that, " + format_number(ratio) +
-              " against the real logits); apply the target's final norm before lm_head");
-        else
-          problems.push_back(
-              "the recorded teacher logits deviate from the target's by noise of " +
-              format_number(ratio) + " of their RMS (budget " + format_number(max_ratio) + ", " +
-              format_number(ratio / rounding) + "x what " + (low ? "bf16" : "f32") +
-              " rounding explains), top-1 agreement " + format_number(top1) + " (budget " +
-              format_number(min_top1) + "), worst at position " +
-              std::to_string(where / teacher.size(1)) +
-              "; remove noise from the teacher path (noise belongs on fc inputs only)");
+      if (auto bad = metrics::non_finite_problem("teacher_logits", rec.teacher_logits)) {
+        problems.push_back(*bad + "; the trainer's teacher must be finite");
+      } else {
+        judge_teacher(rec, target->lm_head_weight(), fwd.taps.at(last), ref, budget, min_margin,
+                      min_top1, precision, r, problems);
       }
     }
     if (rec.labels.defined()) {
-      const train::BlockTargets targets = train::block_targets(
-          rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+      const train::BlockTargets targets = train::recorded_block_targets(rec);
       const at::Tensor greedy =
-          train::block_teacher_logits(teacher, rec.anchors, rec.block_size).argmax(-1);
-      const at::Tensor used = targets.weight > 0;
+          train::block_teacher_logits(ref, rec.anchors, rec.block_size).argmax(-1);
+      const at::Tensor decided =
+          train::block_teacher_logits(metrics::top2_margin(ref).unsqueeze(-1), rec.anchors,
+                                      rec.block_size)
+              .squeeze(-1) >
+          train::block_teacher_logits(min_margin.unsqueeze(-1), rec.anchors, rec.block_size)
+              .squeeze(-1);
+      const at::Tensor used = (targets.weight > 0) & decided;
       const double n = used.sum().item<double>();
-      const double agree = n == 0 ? 1.0 : ((rec.labels == greedy) & used).sum().item<double>() / n;
+      const double agree =
+          n == 0 ? 1.0 : ((targets.labels == greedy) & used).sum().item<double>() / n;
       r.measured["label_agreement"] = agree;
+      r.measured["labels_judged"] = n;
       if (agree < min_top1)
-        problems.push_back("only " + format_number(agree) +
-                           " of the recorded labels are the target's greedy tokens (budget " +
-                           format_number(min_top1) +
-                           "); the labels must be argmax of the clean teacher");
+        problems.push_back(
+            "only " + format_number(agree) + " of " + format_number(n) +
+            " recorded labels outside near-ties are the target's greedy tokens "
+            "(budget " +
+            format_number(min_top1) +
+            "); the labels must be argmax of the clean teacher at the same position");
     }
     return conclude(std::move(r), problems,
-                    "the recorded teacher is the target's own output within " +
-                        std::string(low ? "bf16" : "f32") + " rounding");
+                    "the recorded teacher is the target's own output within what its precision "
+                    "explains (" +
+                        precision.describe() + ")");
+  }
+
+ private:
+  static void judge_teacher(const train::StepRecord& rec, const at::Tensor& lm_head,
+                            const at::Tensor& h_last, const at::Tensor& ref, double budget,
+                            const at::Tensor& min_margin, double min_top1,
+                            const RecordedPrecision& precision, CheckResult& r,
+                            std::vector<std::string>& problems) {
+    const at::Tensor& got = rec.teacher_logits;
+    const double ratio = metrics::noise_ratio(got, ref);
+    // Per position, evidence only: an independent bf16 implementation's error is not proportional
+    // to draftgate's position by position (measured up to 6x at single positions).
+    const at::Tensor rows = row_noise_ratio(got, ref);
+    const auto worst = rows.argmax().item<std::int64_t>();
+    const double worst_ratio = rows[worst].item<double>();
+    const metrics::Top1 top1 = metrics::top1_agreement(got, ref, min_margin);
+    r.measured["noise_ratio"] = ratio;
+    r.measured["worst_position"] = {{"position", worst}, {"noise_ratio", worst_ratio}};
+    r.measured["max_abs_diff"] = (got - ref).abs().max().item<double>();
+    r.measured["mean_kl"] = metrics::mean_kl(ref, got);
+    r.measured["top1_agreement"] = top1.agreement;
+    r.measured["top1_judged_positions"] = top1.judged;
+    r.measured["top1_near_ties"] = top1.near_ties;
+    if (ratio <= budget && top1.agreement >= min_top1) return;
+    // Is it a teacher computed without the final norm?
+    const at::Tensor no_norm = model::dense(h_last, lm_head).to(at::kFloat);
+    const double no_norm_ratio = metrics::noise_ratio(got, no_norm);
+    r.measured["noise_ratio_vs_teacher_without_final_norm"] = no_norm_ratio;
+    if (no_norm_ratio <= budget) {
+      problems.push_back(
+          "the recorded teacher logits equal lm_head(h_last) WITHOUT the final norm (residual " +
+          format_number(no_norm_ratio) + " of RMS against that, " + format_number(ratio) +
+          " against the real logits); apply the target's final norm before lm_head");
+      return;
+    }
+    std::string where = "worst at position " + std::to_string(worst) + " (" +
+                        format_number(worst_ratio) + " of RMS there)";
+    if (top1.first_disagreement)
+      where += ", first top-1 flip outside near-ties at position " +
+               std::to_string(*top1.first_disagreement);
+    problems.push_back("the recorded teacher logits deviate from the target's by noise of " +
+                       format_number(ratio) + " of their RMS (budget " + format_number(budget) +
+                       " for a teacher " + precision.describe() + "), top-1 agreement " +
+                       format_number(top1.agreement) + " on " + std::to_string(top1.judged) +
+                       " positions outside near-ties (budget " + format_number(min_top1) + "), " +
+                       where +
+                       "; remove noise from the teacher path (noise belongs on fc inputs only)");
   }
 };
 

@@ -41,6 +41,7 @@ StepRecord training_step(LossType loss) {
   rec.mask_token_id = drafter->config().mask_token_id;
   rec.target_layer_ids = drafter->config().target_layer_ids;
   rec.loss = loss;
+  rec.teacher_dtype = rec.drafter_dtype = train::ComputePrecision::kF32;
   const auto r = target->forward(rec.input_ids, rec.target_layer_ids);
   std::vector<std::int64_t> rows(16);
   for (int i = 0; i < 16; ++i) rows[i] = i;

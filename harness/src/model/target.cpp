@@ -174,11 +174,14 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
   return result;
 }
 
-at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
+at::Tensor TargetModel::final_norm(const at::Tensor& hidden) const {
   const NormStyle style =
       config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
-  return dense(rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style), lm_head_)
-      .to(at::kFloat);
+  return rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style);
+}
+
+at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
+  return dense(final_norm(hidden), lm_head_).to(at::kFloat);
 }
 
 void TargetModel::commit(TargetState& state, const std::vector<std::int64_t>& path) const {

@@ -1,5 +1,6 @@
 #include "draftgate/train/step_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -85,7 +86,69 @@ void expect_shape(const std::string& file, const char* key, const at::Tensor& t,
                           format_shape(t.sizes().vec()) + ", expected " + format_shape(shape));
 }
 
+std::optional<ComputePrecision> precision_meta(const Reader& r, const std::string& key) {
+  const std::string v = r.meta(key, false);
+  if (v.empty()) return std::nullopt;
+  for (auto p : {ComputePrecision::kF32, ComputePrecision::kBF16, ComputePrecision::kF16})
+    if (v == precision_name(p)) return p;
+  throw Error(r.name(), "__metadata__ \"" + key + "\" = \"" + v + "\" is not f32, bf16 or f16");
+}
+
+// Labels are ids inside the vocabulary where they carry weight; elsewhere negative (ignored) ids
+// are PyTorch's convention.
+void check_labels(const std::string& f, const StepRecord& rec) {
+  const BlockTargets recipe =
+      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+  if (!rec.labels.defined()) {
+    if (!(recipe.weight > 0).any().item<bool>())
+      throw Error(f, "no block element carries a label (loss_mask and anchors leave nothing)",
+                  "record a step whose loss is defined");
+    return;
+  }
+  const at::Tensor weight = rec.weights.defined() ? rec.weights : recipe.weight;
+  const at::Tensor ignored_but_weighted = (rec.labels < 0) & (weight > 0);
+  if (ignored_but_weighted.any().item<bool>()) {
+    const at::Tensor at = ignored_but_weighted.nonzero()[0];
+    throw Error(f, "labels[" + std::to_string(at[0].item<std::int64_t>()) + ", " +
+                       std::to_string(at[1].item<std::int64_t>()) + "] is negative (ignored) " +
+                       "where the loss weight is " +
+                       format_number(weight[at[0]][at[1]].item<double>()));
+  }
+  if (!((rec.labels >= 0) & (weight > 0)).any().item<bool>())
+    throw Error(f, "no block element carries a label (every label is ignored or weighted 0)",
+                "record a step whose loss is defined");
+  std::optional<std::int64_t> vocab;
+  if (rec.teacher_logits.defined()) vocab = rec.teacher_logits.size(1);
+  if (rec.drafter_logits.defined()) vocab = rec.drafter_logits.size(2);
+  if (vocab && (rec.labels >= *vocab).any().item<bool>())
+    throw Error(f, "labels hold id " + std::to_string(rec.labels.max().item<std::int64_t>()) +
+                       ", outside the logits' vocabulary of " + std::to_string(*vocab));
+}
+
 }  // namespace
+
+const char* precision_name(ComputePrecision precision) {
+  switch (precision) {
+    case ComputePrecision::kF32:
+      return "f32";
+    case ComputePrecision::kBF16:
+      return "bf16";
+    case ComputePrecision::kF16:
+      return "f16";
+  }
+  return "f32";
+}
+
+BlockTargets recorded_block_targets(const StepRecord& rec) {
+  BlockTargets t =
+      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+  if (rec.labels.defined()) {
+    const at::Tensor ignored = rec.labels < 0;
+    t.labels = rec.labels.masked_fill(ignored, 0);
+    t.weight = t.weight.masked_fill(ignored, 0);
+  }
+  return t;
+}
 
 StepRecord read_step_record(const std::filesystem::path& path) {
   const Reader r(path);
@@ -117,6 +180,9 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   }
   if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
   if (const std::string step = r.meta("step", false); !step.empty()) rec.step = r.meta_int("step");
+  rec.teacher_dtype = precision_meta(r, "teacher_dtype");
+  rec.drafter_dtype = precision_meta(r, "drafter_dtype");
+  if (rec.mask_token_id < 0) throw Error(f, "mask_token_id must not be negative");
 
   rec.stored_dtypes = r.stored_dtypes();
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
@@ -162,6 +228,11 @@ StepRecord read_step_record(const std::filesystem::path& path) {
                          " != teacher_logits vocabulary " +
                          std::to_string(rec.teacher_logits.size(1)));
   }
+  if (std::all_of(rec.loss_mask.begin(), rec.loss_mask.end(), [](auto m) { return m == 0; }))
+    throw Error(f, "loss_mask is all zeros: no position carries a label",
+                "record a step whose loss is defined");
+  if (n == 0) throw Error(f, "anchors is empty: the step trains no block");
+  check_labels(f, rec);
   return rec;
 }
 
@@ -191,6 +262,8 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
                                              {"loss", loss_name(rec.loss)},
                                              {"logged_loss", loss.str()}};
   if (rec.step) meta["step"] = std::to_string(*rec.step);
+  if (rec.teacher_dtype) meta["teacher_dtype"] = precision_name(*rec.teacher_dtype);
+  if (rec.drafter_dtype) meta["drafter_dtype"] = precision_name(*rec.drafter_dtype);
   io::write_tensors(path, tensors, meta);
 }
 

@@ -71,6 +71,9 @@ class TargetModel {
   ForwardResult forward(const std::vector<std::int64_t>& tokens,
                         const std::vector<std::int64_t>& taps, bool want_logits = true) const;
 
+  // The final norm of hidden states h [T, hidden], in the model's dtype (HF's hidden_states[-1] for
+  // the last layer's output).
+  at::Tensor final_norm(const at::Tensor& hidden) const;
   // lm_head(final_norm(h)) for hidden states h [T, hidden] in float32.
   at::Tensor logits_from_hidden(const at::Tensor& hidden) const;
 

@@ -14,8 +14,10 @@
 //   [N, B]       the per-element loss weights used                                optional
 //   (* at least one of teacher_logits and labels)
 // __metadata__: schema = "draftgate.step_record/1", block_size, gamma, mask_token_id,
-// target_layer_ids
-// ("1,9,17"), loss ("ce" | "kl"), logged_loss (decimal), step (optional).
+// target_layer_ids ("1,9,17"), loss ("ce" | "kl"), logged_loss (decimal), step (optional),
+// teacher_dtype / drafter_dtype (optional, "f32" | "bf16" | "f16": the precision the trainer
+// COMPUTED the teacher / drafter logits in — storage alone does not say).
+// labels may hold negative ids (PyTorch's ignore_index -100) where the loss weight is 0.
 
 #include <ATen/ATen.h>
 
@@ -31,6 +33,10 @@
 namespace draftgate::train {
 
 inline constexpr const char* kStepRecordSchema = "draftgate.step_record/1";
+
+// The precision a trainer computed a tensor in.
+enum class ComputePrecision { kF32, kBF16, kF16 };
+const char* precision_name(ComputePrecision precision);  // "f32", "bf16", "f16"
 
 struct StepRecord {
   std::string path;
@@ -50,6 +56,8 @@ struct StepRecord {
   double logged_loss = 0;
   std::optional<std::int64_t> step;
   std::map<std::string, std::string> stored_dtypes;  // tensor -> dtype as stored ("F32", "BF16")
+  std::optional<ComputePrecision> teacher_dtype;     // as the trainer declared it
+  std::optional<ComputePrecision> drafter_dtype;
 
   // True when `tensor` was stored below float32 precision (its values carry that rounding).
   bool stored_below_f32(const std::string& tensor) const {
@@ -57,6 +65,10 @@ struct StepRecord {
     return it != stored_dtypes.end() && it->second != "F32" && it->second != "F64";
   }
 };
+
+// The recipe's block targets for the record, with the recorded labels where there are some: a
+// negative recorded label (ignore_index) is an ignored element, weight 0.
+BlockTargets recorded_block_targets(const StepRecord& record);
 
 // Validates everything listed above; draftgate::Error naming the file and the problem.
 StepRecord read_step_record(const std::filesystem::path& path);

@@ -1,0 +1,38 @@
+#include "recorded_precision.h"
+
+namespace draftgate::checks {
+
+at::ScalarType RecordedPrecision::engine_dtype() const {
+  return computed == train::ComputePrecision::kF32 ? at::kFloat : at::kBFloat16;
+}
+
+std::string RecordedPrecision::describe() const {
+  std::string s = std::string("computed in ") + train::precision_name(computed);
+  if (!declared)
+    s += " (" + key + " not recorded: assumed the coarsest precision trainers use; record " + key +
+         "=f32 to be judged at float32)";
+  else if (computed == train::ComputePrecision::kF16)
+    s += " (judged against the bf16 spread, which bounds f16's)";
+  return s + ", stored " + stored;
+}
+
+at::Tensor RecordedPrecision::as_recorded(const at::Tensor& at_precision) const {
+  const at::Tensor f = at_precision.to(at::kCPU).to(at::kFloat);
+  if (stored == "BF16") return f.to(at::kBFloat16).to(at::kFloat);
+  if (stored == "F16") return f.to(at::kHalf).to(at::kFloat);
+  return f;
+}
+
+RecordedPrecision recorded_precision(const train::StepRecord& record, const std::string& tensor,
+                                     const std::optional<train::ComputePrecision>& declared,
+                                     const std::string& key) {
+  RecordedPrecision p;
+  p.key = key;
+  if (auto it = record.stored_dtypes.find(tensor); it != record.stored_dtypes.end())
+    p.stored = it->second;
+  p.declared = declared.has_value();
+  if (declared) p.computed = *declared;
+  return p;
+}
+
+}  // namespace draftgate::checks

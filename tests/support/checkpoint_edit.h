@@ -1,0 +1,16 @@
+#pragma once
+// Rewrites tensors of a single-file test checkpoint in place.
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace draftgate::testing {
+
+// Replaces tensor `name` of `ckpt`'s model.safetensors by `edit(tensor)`.
+void edit_tensor(const std::filesystem::path& ckpt, const std::string& name,
+                 const std::function<at::Tensor(at::Tensor)>& edit);
+
+}  // namespace draftgate::testing

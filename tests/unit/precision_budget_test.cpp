@@ -1,0 +1,229 @@
+// Verdicts for a trainer that computes in bf16, as every GPU trainer does. The step-record checks
+// judge a recorded tensor against the spread its computation's precision explains, measured by
+// running the same computation at that precision, so on both target families:
+//  - a correct bf16 trainer's record passes all four step-record checks, whether it stores f32
+//    (`.float()` before saving), stores bf16, or does not declare its precision;
+//  - every seeded bug still fails its check;
+//  - the detection limits hold: noise or a train/inference difference of half the reported budget
+//    passes, twice the budget fails.
+// The trainer here is draftgate's own engine at bf16 with the other GDN algorithm; the `python`
+// tests run an independent PyTorch trainer.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "check.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/ops.h"
+#include "draftgate/model/target.h"
+#include "draftgate/train/recipe.h"
+#include "draftgate/train/step_record.h"
+#include "metrics.h"
+#include "test_files.h"
+
+namespace draftgate::checks {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+using train::ComputePrecision;
+using train::StepRecord;
+
+const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
+
+struct Family {
+  std::string name, target, drafter, record;
+};
+const Family kQwen3{"qwen3", "qwen3-target", "qwen3-drafter-reference",
+                    "qwen3-drafter-reference.safetensors"};
+const Family kQwen35{"qwen35", "qwen35-target", "qwen35-drafter-reference",
+                     "qwen35-drafter-reference.safetensors"};
+
+// How the trainer wrote its record.
+enum class Storage { kF32, kBF16, kUndeclaredF32 };
+std::string storage_name(Storage s) {
+  return s == Storage::kF32 ? "stored_f32" : s == Storage::kBF16 ? "stored_bf16" : "undeclared";
+}
+
+enum class Bug {
+  kNone,
+  kNoFinalNorm,
+  kOffByOneTaps,
+  kKlLoss,
+  kContextThroughAnchor,
+  kShiftedLabels
+};
+
+// A bf16 trainer's step on the fixture's recorded sequence: the target and the drafter run in
+// bf16, the labels are the bf16 teacher's greedy tokens (-100 where the weight is 0), the loss is
+// the decay-weighted CE.
+StepRecord bf16_step(const Family& f, Storage storage, Bug bug = Bug::kNone) {
+  StepRecord rec = train::read_step_record(kTrained / "step-records" / f.record);
+  const io::Checkpoint target_ckpt = io::Checkpoint::open(kTrained / f.target);
+  const io::Checkpoint drafter_ckpt = io::Checkpoint::open(kTrained / f.drafter);
+  model::TargetOptions o;
+  o.dtype = at::kBFloat16;
+  o.gdn = model::GdnAlgorithm::kRecurrent;  // the checks' own forwards run chunked
+  const auto target = model::TargetModel::load(target_ckpt, o);
+  const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const std::int64_t last = target->config().num_layers - 1;
+  std::vector<std::int64_t> fed = rec.target_layer_ids;
+  if (bug == Bug::kOffByOneTaps)
+    for (auto& t : fed) ++t;
+  std::vector<std::int64_t> taps = fed;
+  taps.push_back(last);
+  const model::ForwardResult fwd = target->forward(rec.input_ids, taps);
+  std::vector<at::Tensor> parts;
+  for (auto t : fed) parts.push_back(fwd.taps.at(t));
+  rec.fc_input = at::cat(parts, -1);
+  rec.teacher_logits = bug == Bug::kNoFinalNorm ? model::dense(fwd.taps.at(last).to(at::kBFloat16),
+                                                               target->lm_head_weight())
+                                                      .to(at::kFloat)
+                                                : fwd.logits;
+  train::BlockTargets targets =
+      train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+  const at::Tensor teacher_blocks =
+      train::block_teacher_logits(rec.teacher_logits, rec.anchors, rec.block_size);
+  at::Tensor greedy = teacher_blocks.argmax(-1);
+  if (bug == Bug::kShiftedLabels) greedy = greedy.roll(-1, 1);
+  targets.labels = greedy.masked_fill(targets.weight == 0, -100);
+  rec.labels = targets.labels;
+  rec.weights = targets.weight;
+  rec.drafter_logits = drafter->training_logits(
+      rec.fc_input, rec.input_ids, rec.anchors,
+      bug == Bug::kContextThroughAnchor ? model::DFlashDrafter::ContextVisibility::kThroughAnchor
+                                        : model::DFlashDrafter::ContextVisibility::kBeforeAnchor);
+  const train::BlockTargets used = train::recorded_block_targets(rec);
+  const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
+  rec.logged_loss =
+      (bug == Bug::kKlLoss ? train::weighted_kl(logits, teacher_blocks.to(at::kDouble), used)
+                           : train::weighted_cross_entropy(logits, used))
+          .item<double>();
+  rec.loss = train::LossType::kHardCrossEntropy;  // a KL trainer that says ce is the common case
+  rec.teacher_dtype = rec.drafter_dtype = ComputePrecision::kBF16;
+  if (storage == Storage::kUndeclaredF32) rec.teacher_dtype = rec.drafter_dtype = std::nullopt;
+  if (storage == Storage::kBF16)
+    for (at::Tensor* t : {&rec.fc_input, &rec.teacher_logits, &rec.drafter_logits})
+      *t = t->to(at::kBFloat16);
+  return rec;
+}
+
+CheckResult run_on(const Family& f, const std::string& check, const StepRecord& rec,
+                   const std::string& file) {
+  static const fs::path dir = testing::fresh_dir("precision_budget");
+  const fs::path path = dir / (f.name + "-" + file + ".safetensors");
+  train::write_step_record(path, rec);
+  Artifacts a;
+  a.target = kTrained / f.target;
+  a.drafter = kTrained / f.drafter;
+  a.step_record = path;
+  return run_check(*find_check(check), a, nullptr);
+}
+
+const std::vector<std::string> kStepRecordChecks = {
+    "target_logits_noise_free", "fc_excludes_target_layer", "loss_type", "train_infer_consistency"};
+
+class Bf16Trainer : public ::testing::TestWithParam<std::tuple<Family, Storage>> {
+ protected:
+  const Family& family() const { return std::get<0>(GetParam()); }
+  Storage storage() const { return std::get<1>(GetParam()); }
+  CheckResult check(const std::string& name, Bug bug, const std::string& file) const {
+    return run_on(family(), name, bf16_step(family(), storage(), bug),
+                  storage_name(storage()) + "-" + file);
+  }
+};
+
+TEST_P(Bf16Trainer, CorrectRecordPassesEveryStepRecordCheck) {
+  const StepRecord rec = bf16_step(family(), storage());
+  for (const auto& name : kStepRecordChecks) {
+    const CheckResult r = run_on(family(), name, rec, storage_name(storage()) + "-correct");
+    EXPECT_EQ(r.status, Status::kPass) << name << ": " << r.message;
+    if (name == "target_logits_noise_free" || name == "train_infer_consistency")
+      EXPECT_THAT(r.evidence["precision"].get<std::string>(), HasSubstr("computed in bf16"));
+  }
+}
+
+TEST_P(Bf16Trainer, TeacherWithoutTheFinalNormFails) {
+  const CheckResult r = check("target_logits_noise_free", Bug::kNoFinalNorm, "no-norm");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("WITHOUT the final norm"));
+}
+
+TEST_P(Bf16Trainer, ShiftedLabelsFail) {
+  const CheckResult r = check("target_logits_noise_free", Bug::kShiftedLabels, "shifted");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("greedy tokens"));
+}
+
+TEST_P(Bf16Trainer, OffByOneTapsFail) {
+  const CheckResult r = check("fc_excludes_target_layer", Bug::kOffByOneTaps, "off-by-one");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("declared as layer 0 but matches layer 1"));
+}
+
+TEST_P(Bf16Trainer, KlLossLabelledCeFailsAsMislabelled) {
+  const CheckResult r = check("loss_type", Bug::kKlLoss, "kl");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("mislabelled"));
+}
+
+TEST_P(Bf16Trainer, ContextThroughTheAnchorFails) {
+  const CheckResult r = check("train_infer_consistency", Bug::kContextThroughAnchor, "leak");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("context strictly before the anchor"));
+}
+
+TEST_P(Bf16Trainer, TeacherNoiseOfHalfTheBudgetPassesTwiceFails) {
+  const StepRecord rec = bf16_step(family(), storage());
+  const CheckResult clean = run_on(family(), "target_logits_noise_free", rec, "noise-clean");
+  ASSERT_EQ(clean.status, Status::kPass) << clean.message;
+  // The budget is a noise std relative to the float32 teacher's RMS.
+  const double budget_std = clean.measured["noise_ratio_budget"].get<double>() *
+                            clean.measured["teacher_rms"].get<double>();
+  at::manual_seed(7);
+  const at::Tensor unit = at::randn(rec.teacher_logits.sizes());
+  StepRecord quiet = rec, noisy = rec;
+  const auto stored = rec.teacher_logits.scalar_type();
+  quiet.teacher_logits = (rec.teacher_logits.to(at::kFloat) + 0.5 * budget_std * unit).to(stored);
+  noisy.teacher_logits = (rec.teacher_logits.to(at::kFloat) + 2.0 * budget_std * unit).to(stored);
+  const CheckResult half = run_on(family(), "target_logits_noise_free", quiet, "noise-half");
+  EXPECT_EQ(half.status, Status::kPass) << half.message;
+  const CheckResult twice = run_on(family(), "target_logits_noise_free", noisy, "noise-twice");
+  EXPECT_EQ(twice.status, Status::kFail);
+  EXPECT_THAT(twice.message, HasSubstr("remove noise from the teacher path"));
+}
+
+TEST_P(Bf16Trainer, TrainInferDifferenceOfHalfTheBudgetPassesTwiceFails) {
+  const StepRecord rec = bf16_step(family(), storage());
+  const CheckResult clean = run_on(family(), "train_infer_consistency", rec, "diff-clean");
+  ASSERT_EQ(clean.status, Status::kPass) << clean.message;
+  // The budget is a max |Δ| relative to the inference logits' RMS: shift one logit of the first
+  // anchor's block position 1 by a multiple of it, away from the inference value.
+  const double budget = clean.measured["max_rel_diff_budget"].get<double>();
+  const double rms = metrics::rms(rec.drafter_logits.narrow(1, 1, rec.block_size - 1));
+  auto shifted = [&](double multiple) {
+    StepRecord out = rec;
+    at::Tensor logits = rec.drafter_logits.to(at::kFloat).clone();
+    logits[0][1][0] += multiple * budget * rms;
+    out.drafter_logits = logits.to(rec.drafter_logits.scalar_type());
+    return out;
+  };
+  const StepRecord half = shifted(0.5), twice = shifted(2.0);
+  EXPECT_EQ(run_on(family(), "train_infer_consistency", half, "diff-half").status, Status::kPass);
+  const CheckResult caught = run_on(family(), "train_infer_consistency", twice, "diff-twice");
+  EXPECT_EQ(caught.status, Status::kFail);
+  EXPECT_EQ(caught.measured["worst"]["block_position"], 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothFamilies, Bf16Trainer,
+                         ::testing::Combine(::testing::Values(kQwen3, kQwen35),
+                                            ::testing::Values(Storage::kF32, Storage::kBF16,
+                                                              Storage::kUndeclaredF32)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  storage_name(std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace draftgate::checks
