@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The `python` ctest: a pure-PyTorch DFlash trainer (train_and_record.py) writes step records through
+python/draftgate_records.py, and draftgate judges each one with the four step-record checks.
+
+    /usr/bin/python3 tests/python/run_python_gate.py --draftgate build/draftgate --work DIR [--jobs 2]
+
+Asserts that every correct record (float32, bf16 stored f32, bf16 stored bf16, -100 labels) passes all four checks
+and that every seeded bug fails the check that must catch it. Prints a record x check verdict table with the key
+measured numbers, and writes DIR/README.txt: each record, its exact draftgate command and the check it must fail.
+Exit 0 when every assertion holds, 1 otherwise, 77 (ctest's skip) without python3-torch.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
+    sys.exit(77)
+
+import train_and_record
+
+CHECKS = ["target_logits_noise_free", "fc_excludes_target_layer", "loss_type", "train_infer_consistency"]
+SHORT = {"target_logits_noise_free": "teacher", "fc_excludes_target_layer": "fc", "loss_type": "loss",
+         "train_infer_consistency": "train/infer"}
+
+
+def command(draftgate, entry):
+    return [draftgate, "--threads", "1", "check", "--target", entry["target"], "--drafter", entry["drafter"],
+            "--step-record", entry["step_record"], "--only", ",".join(CHECKS), "--report",
+            entry["step_record"].replace(".safetensors", ".report.json")]
+
+
+def judge(draftgate, entry):
+    """{check: result} from draftgate's JSON report; every check an error when no report came back."""
+    cmd = command(draftgate, entry)
+    report = cmd[-1]
+    if os.path.exists(report):
+        os.unlink(report)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode not in (0, 1, 2) or not os.path.exists(report):
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return {c: {"status": "error", "message": why, "measured": {}} for c in CHECKS}
+    with open(report) as f:
+        results = {r["check"]: r for r in json.load(f)["results"]}
+    return {c: results.get(c, {"status": "missing", "message": "not in the report", "measured": {}}) for c in CHECKS}
+
+
+def expected(entry, check):
+    """The verdict the assertion demands, or None where the record says nothing about that check."""
+    if entry["bug"] is None:
+        return "pass"
+    return "fail" if check == entry["must_fail"] else None
+
+
+def key_numbers(results):
+    def number(check, key):
+        value = results[check].get("measured", {}).get(key)
+        return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
+    slices = results["fc_excludes_target_layer"].get("measured", {}).get("fed_slices") or []
+    sources = ",".join("emb" if s["came_from"] < 0 else str(s["came_from"]) for s in slices) or "-"
+    loss = results["loss_type"].get("measured", {})
+    return (f"noise {number('target_logits_noise_free', 'noise_ratio')} "
+            f"labels {number('target_logits_noise_free', 'label_agreement')} | fed [{sources}] | "
+            f"logged {loss.get('logged_loss', float('nan')):.4f} ce {loss.get('recomputed_ce', float('nan')):.4f} "
+            f"kl {loss.get('recomputed_kl', float('nan')):.4f} | "
+            f"t/i {number('train_infer_consistency', 'max_rel_diff')} "
+            f"top1 {number('train_infer_consistency', 'top1_agreement')}")
+
+
+def write_readme(work, draftgate, manifest):
+    lines = ["Step records written by tests/python/train_and_record.py (a pure-PyTorch DFlash trainer) through",
+             "python/draftgate_records.py, with the drafter weights that produced each record's logits.",
+             "Correct records must pass all four step-record checks; each seeded bug must fail the named check.",
+             "<run> = <bug>.<trainer precision>, or f32 / f32-ignore-index (labels -100 where the weight is 0) /",
+             "bf16 for the correct trainers; record-store-<dtype> = how the float tensors were stored.", ""]
+    for entry in manifest:
+        must = f"must FAIL {entry['must_fail']}" if entry["bug"] else "must PASS all four"
+        lines += [f"{entry['name']}: {must}", "  " + shlex.join(command(draftgate, entry)), ""]
+    with open(os.path.join(work, "README.txt"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--draftgate", required=True)
+    ap.add_argument("--work", required=True, help="where the records, drafters and reports go")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    started = time.monotonic()
+    torch.set_num_threads(1)
+    os.makedirs(a.work, exist_ok=True)
+    manifest = [entry for family in train_and_record.FAMILIES for run in train_and_record.runs()
+                for entry in train_and_record.train_and_record(family, run, a.work)]
+    with open(os.path.join(a.work, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    write_readme(a.work, os.path.abspath(a.draftgate), manifest)
+    trained = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        verdicts = list(pool.map(lambda e: judge(a.draftgate, e), manifest))
+
+    width = max(len(e["name"]) for e in manifest)
+    print(f"{'record':<{width}}  " + "  ".join(f"{SHORT[c]:<11}" for c in CHECKS) + "  key numbers")
+    violations = []
+    for entry, results in zip(manifest, verdicts):
+        cells = []
+        for check in CHECKS:
+            status, want = results[check]["status"], expected(entry, check)
+            wrong = want is not None and status != want
+            cells.append(f"{status.upper() + ('!' if wrong else ''):<11}")
+            if wrong:
+                violations.append(f"{entry['name']}: {check} is {status}, expected {want}: "
+                                  f"{results[check].get('message', '')}")
+        print(f"{entry['name']:<{width}}  " + "  ".join(cells) + "  " + key_numbers(results))
+    print(f"\n{len(manifest)} records: trained and written in {trained - started:.1f} s, judged in "
+          f"{time.monotonic() - trained:.1f} s; '!' marks a verdict that is not the expected one")
+    for v in violations:
+        print("VIOLATION " + v)
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
