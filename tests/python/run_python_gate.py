@@ -4,7 +4,7 @@ python/draftgate_records.py, and draftgate judges each one with the four step-re
 
     /usr/bin/python3 tests/python/run_python_gate.py --draftgate build/draftgate --work DIR [--jobs 2]
 
-Asserts that every correct record (float32, bf16 stored f32, bf16 stored bf16, -100 labels) passes all four checks
+Asserts that every correct record (float32, -100 labels, bf16 and autocast stored f32 and bf16) passes all four checks
 and that every seeded bug fails the check that must catch it. Prints a record x check verdict table with the key
 measured numbers, and writes DIR/README.txt: each record, its exact draftgate command and the check it must fail.
 Exit 0 when every assertion holds, 1 otherwise, 77 (ctest's skip) without python3-torch.
@@ -78,8 +78,11 @@ def write_readme(work, draftgate, manifest):
     lines = ["Step records written by tests/python/train_and_record.py (a pure-PyTorch DFlash trainer) through",
              "python/draftgate_records.py, with the drafter weights that produced each record's logits.",
              "Correct records must pass all four step-record checks; each seeded bug must fail the named check.",
-             "<run> = <bug>.<trainer precision>, or f32 / f32-ignore-index (labels -100 where the weight is 0) /",
-             "bf16 for the correct trainers; record-store-<dtype> = how the float tensors were stored.", ""]
+             "<run> = <bug>.<trainer precision>, or the correct trainers f32, f32-ignore-index (labels -100 where",
+             "the weight is 0), bf16 and autocast. Precisions: f32; bf16 = the target's weights cast to bfloat16,",
+             "the drafter (f32 master weights) under torch.autocast(bfloat16); autocast = target and drafter f32",
+             "weights under torch.autocast(bfloat16). Both bf16 kinds record teacher_dtype = drafter_dtype = bf16.",
+             "record-store-<dtype> = how the float tensors were stored (.float()'d, or bf16).", ""]
     for entry in manifest:
         must = f"must FAIL {entry['must_fail']}" if entry["bug"] else "must PASS all four"
         lines += [f"{entry['name']}: {must}", "  " + shlex.join(command(draftgate, entry)), ""]

@@ -5,8 +5,8 @@ and slow by design: the tiny bundled fixtures only.
 The target returns HF-style hidden states: a tuple of L + 1 entries, [0] the embeddings, [l + 1] the output of
 decoder layer l, and the last entry AFTER the final norm, as transformers returns it.
 """
+import contextlib
 import json
-import math
 import os
 import struct
 import sys
@@ -79,10 +79,17 @@ def gated_delta_rule(q, k, v, g, beta):
     return torch.stack(out)
 
 
-class Target:
-    """A frozen Qwen3 or Qwen3.5 target whose weights are cast to `dtype` (float32 or bfloat16)."""
+def computing_in(precision):
+    """The context a trainer of `precision` runs its forwards in: bf16 matmuls under autocast, or plain float32."""
+    return contextlib.nullcontext() if precision == "f32" else torch.autocast("cpu", dtype=torch.bfloat16)
 
-    def __init__(self, path, dtype=torch.float32):
+
+class Target:
+    """A frozen Qwen3 or Qwen3.5 target computing in `precision`: "f32"; "bf16", its weights cast to bfloat16 (as
+    trainers load a GPU target); or "autocast", float32 weights under torch.autocast(bfloat16)."""
+
+    def __init__(self, path, precision="f32"):
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         with open(os.path.join(path, "config.json")) as f:
             cfg = json.load(f)
         self.c = c = cfg.get("text_config", cfg)
@@ -90,7 +97,7 @@ class Target:
         weights, _ = read_safetensors(os.path.join(path, "model.safetensors"))
         self.w = {name: t.to(dtype) for name, t in weights.items()}
         self.root = "model.language_model." if self.hybrid else "model."
-        self.dtype = dtype
+        self.precision = precision
         self.embed = self.w[self.root + "embed_tokens.weight"]
         self.final_norm = self.w[self.root + "norm.weight"]
         self.lm_head = self.w.get("lm_head.weight", self.embed)
@@ -145,9 +152,12 @@ class Target:
         o = (o.float() * F.silu(z.float())).to(x.dtype)
         return F.linear(o.reshape(t, -1), w[p + "out_proj.weight"])
 
-    @torch.no_grad()
     def forward(self, input_ids):
-        """(logits [S, V] in float32, HF-style hidden_states tuple, raw output of the last layer)."""
+        """(logits [S, V], HF-style hidden_states tuple, raw output of the last layer)."""
+        with torch.no_grad(), computing_in("f32" if self.precision == "bf16" else self.precision):
+            return self._forward(input_ids)
+
+    def _forward(self, input_ids):
         w = self.w
         x = self.embed[input_ids]
         hidden_states = [x]

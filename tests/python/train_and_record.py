@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A minimal pure-PyTorch DFlash training loop on the bundled tiny targets that writes step records through
-python/draftgate_records.py: correct trainers (float32; bf16 stored f32; bf16 stored bf16; PyTorch's -100 labels)
-and one trainer per seeded bug. Each run trains a few steps from the reference drafter and records its last step
+python/draftgate_records.py: correct trainers (float32, with 0 or PyTorch's -100 as the label where the weight is 0;
+bf16 weights and bf16 autocast, each stored f32 and bf16) and the same trainers with one seeded bug each. Each run trains a few steps from the reference drafter and records its last step
 together with the drafter weights that produced the recorded logits.
 
     /usr/bin/python3 tests/python/train_and_record.py --out DIR [--family qwen3 qwen35] [--run NAME ...]
@@ -10,7 +10,6 @@ writes DIR/<family>/<run>/{drafter/, record-store-f32.safetensors[, record-store
 DIR/manifest.json (every record, its draftgate check artifacts and the check its bug must fail).
 """
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -49,11 +48,14 @@ BUGS = {
     "shifted-labels": "target_logits_noise_free",        # labels one token later than the recipe's
 }
 # A run: (bug or None, trainer precision, label fill where the weight is 0); it writes one record per store dtype.
-STORES = {"f32": ["f32"], "bf16": ["f32", "bf16"]}  # a bf16 trainer's record stored .float()'d and as bf16
+# Trainer precisions: float32; "bf16", the target's weights cast to bfloat16 and the drafter under autocast;
+# "autocast", target and drafter float32 weights under torch.autocast(bfloat16). Stored .float()'d and as bf16.
+STORES = {"f32": ["f32"], "bf16": ["f32", "bf16"], "autocast": ["f32", "bf16"]}
 
 
 def runs():
-    out = {"f32": (None, "f32", 0), "f32-ignore-index": (None, "f32", -100), "bf16": (None, "bf16", 0)}
+    out = {"f32": (None, "f32", 0), "f32-ignore-index": (None, "f32", -100), "bf16": (None, "bf16", 0),
+           "autocast": (None, "autocast", 0)}
     for bug in BUGS:
         for precision in STORES:
             out[f"{bug}.{precision}"] = (bug, precision, 0)
@@ -121,9 +123,7 @@ def drafter_step(target, drafter, input_ids, loss_mask, anchors, bug, fill_label
     offset = 1 if bug == "shifted-labels" else 0
     labels = teacher[td.block_rows(anchors, b, offset, s)].argmax(-1)
     labels = torch.where(weights > 0, labels, torch.full_like(labels, fill_label))
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if target.dtype == torch.bfloat16 \
-        else contextlib.nullcontext()
-    with autocast:
+    with td.computing_in(target.precision):
         drafter_logits = drafter.training_logits(target, fc_input, input_ids, anchors,
                                                  context_through_anchor=bug == "anchor-inclusive-context",
                                                  causal_block=bug == "causal-block")
@@ -165,12 +165,13 @@ def train_and_record(family, run, out_dir):
     shutil.rmtree(run_dir, ignore_errors=True)
     drafter.save(os.path.join(run_dir, "drafter"), config)
     entries = []
+    computed = "f32" if precision == "f32" else "bf16"
     for store in STORES[precision]:
         path = os.path.join(run_dir, f"record-store-{store}.safetensors")
         draftgate_records.write_step_record(
             path, **record, block_size=drafter.block_size, gamma=GAMMA, mask_token_id=drafter.mask_token_id,
-            target_layer_ids=drafter.target_layer_ids, step=TRAIN_STEPS, teacher_dtype=precision,
-            drafter_dtype=precision, store_dtype=store)
+            target_layer_ids=drafter.target_layer_ids, step=TRAIN_STEPS, teacher_dtype=computed,
+            drafter_dtype=computed, store_dtype=store)
         entries.append({"name": f"{family}/{run}/store-{store}", "family": family, "run": run, "bug": bug,
                         "trainer_precision": precision, "stored": store, "label_fill": fill_label,
                         "must_fail": BUGS.get(bug), "target": target_dir,
@@ -185,7 +186,7 @@ def cached_target(directory, precision):
     """One Target per checkpoint and precision, its forwards memoised: every run of a family sees the same data."""
     key = (directory, precision)
     if key not in _targets:
-        target = td.Target(directory, torch.bfloat16 if precision == "bf16" else torch.float32)
+        target = td.Target(directory, precision)
         forward, results = target.forward, {}
 
         def memoised(input_ids):
