@@ -4,8 +4,8 @@ python/draftgate_records.py, and draftgate judges each one with the four step-re
 
     /usr/bin/python3 tests/python/run_python_gate.py --draftgate build/draftgate --work DIR [--jobs 2]
 
-Asserts that every correct record (float32, -100 labels, bf16 and autocast stored f32 and bf16) passes all four checks
-and that every seeded bug fails the check that must catch it. Prints a record x check verdict table with the key
+Asserts that every correct record (float32, -100 labels, bf16 and autocast stored f32 and bf16) passes all four
+checks and that every seeded bug fails the check that must catch it. Prints a record x check verdict table with the key
 measured numbers, and writes DIR/README.txt: each record, its exact draftgate command and the check it must fail.
 Exit 0 when every assertion holds, 1 otherwise, 77 (ctest's skip) without python3-torch.
 """

@@ -187,7 +187,8 @@ class ReferenceDumpTest(unittest.TestCase):
                                 final_layer_output=self.last, dtype="f32", model="qwen3-target", family="qwen3")
         shifted = os.path.join(self.dir.name, "shifted.safetensors")
         # The classic mistake: tap l written from hidden_states[l].
-        dg.write_reference_dump(shifted, hidden_states=self.hidden_states[:1] + self.hidden_states[:-1], logits=self.logits,
+        off_by_one = self.hidden_states[:1] + self.hidden_states[:-1]
+        dg.write_reference_dump(shifted, hidden_states=off_by_one, logits=self.logits,
                                 tokens=self.tokens, final_layer_output=self.last, dtype="f32")
         for path, code in ((self.path, 0), (shifted, 1)):
             done = subprocess.run([DRAFTGATE, "check", "--target", os.path.join(FIXTURES, "qwen3-target"),

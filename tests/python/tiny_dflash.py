@@ -169,8 +169,8 @@ class Target:
             else:
                 x = x + self.attention(p + "self_attn.", h)
             h = self.norm(x, w[p + "post_attention_layernorm.weight"])
-            x = x + F.linear(F.silu(F.linear(h, w[p + "mlp.gate_proj.weight"])) * F.linear(h, w[p + "mlp.up_proj.weight"]),
-                             w[p + "mlp.down_proj.weight"])
+            gate, up = F.linear(h, w[p + "mlp.gate_proj.weight"]), F.linear(h, w[p + "mlp.up_proj.weight"])
+            x = x + F.linear(F.silu(gate) * up, w[p + "mlp.down_proj.weight"])
             hidden_states.append(x)
         last_layer_output = hidden_states[-1]
         normed = self.norm(x, self.final_norm)
@@ -248,9 +248,9 @@ class Drafter(torch.nn.Module):
             o = attend(q, k.to(q.dtype), v.to(q.dtype), visible)
             h = h + F.linear(o, self.weight(a + "o_proj.weight"))
             m = self.norm(h, p + "post_attention_layernorm.weight")
-            mlp = F.linear(F.silu(F.linear(m, self.weight(p + "mlp.gate_proj.weight")))
-                           * F.linear(m, self.weight(p + "mlp.up_proj.weight")), self.weight(p + "mlp.down_proj.weight"))
-            h = h + mlp
+            gate = F.linear(m, self.weight(p + "mlp.gate_proj.weight"))
+            up = F.linear(m, self.weight(p + "mlp.up_proj.weight"))
+            h = h + F.linear(F.silu(gate) * up, self.weight(p + "mlp.down_proj.weight"))
         y = self.norm(h, "norm.weight")
         return F.linear(y, target.lm_head.float()).view(n, b, -1)
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A minimal pure-PyTorch DFlash training loop on the bundled tiny targets that writes step records through
-python/draftgate_records.py: correct trainers (float32, with 0 or PyTorch's -100 as the label where the weight is 0;
-bf16 weights and bf16 autocast, each stored f32 and bf16) and the same trainers with one seeded bug each. Each run trains a few steps from the reference drafter and records its last step
-together with the drafter weights that produced the recorded logits.
+python/draftgate_records.py: correct trainers (float32, with 0 or PyTorch's -100 as the label where the weight is
+0; bf16 weights and bf16 autocast, each stored f32 and bf16) and the same trainers with one seeded bug each. Each
+run trains a few steps from the reference drafter and records its last step together with the drafter weights
+that produced the recorded logits.
 
     /usr/bin/python3 tests/python/train_and_record.py --out DIR [--family qwen3 qwen35] [--run NAME ...]
 
