@@ -6,7 +6,8 @@ python/draftgate_records.py, and draftgate judges each one with the four step-re
 
 Asserts that every correct record (float32, -100 labels, bf16 and autocast stored f32 and bf16) passes all four
 checks and that every seeded bug fails the check that must catch it. Prints a record x check verdict table with the key
-measured numbers, and writes DIR/README.txt: each record, its exact draftgate command and the check it must fail.
+measured numbers, and writes DIR/README.txt: each record, its exact draftgate command and the check it must fail
+(and DIR/suites/, one suite per record with those expectations).
 Exit 0 when every assertion holds, 1 otherwise, 77 (ctest's skip) without python3-torch.
 """
 import argparse
@@ -32,24 +33,41 @@ SHORT = {"target_logits_noise_free": "teacher", "fc_excludes_target_layer": "fc"
 
 
 def command(draftgate, entry):
-    return [draftgate, "--threads", "1", "check", "--target", entry["target"], "--drafter", entry["drafter"],
-            "--step-record", entry["step_record"], "--only", ",".join(CHECKS), "--report",
-            entry["step_record"].replace(".safetensors", ".report.json")]
+    """The draftgate command that judges one record (README.txt shows it; the driver runs suites, same checks)."""
+    return [draftgate, "check", "--target", entry["target"], "--drafter", entry["drafter"], "--step-record",
+            entry["step_record"], "--only", ",".join(CHECKS)]
 
 
-def judge(draftgate, entry):
-    """{check: result} from draftgate's JSON report; every check an error when no report came back."""
-    cmd = command(draftgate, entry)
-    report = cmd[-1]
+def write_suite(work, entry):
+    """A suite file for one record, with the verdicts the assertions demand as its `expect`."""
+    expect = {c: expected(entry, c) for c in CHECKS if expected(entry, c)}
+    suite = {"schema": "draftgate.suite/1", "name": entry["name"],
+             "artifacts": {k: entry[k] for k in ("target", "drafter", "step_record")},
+             "checks": [{"check": c} for c in CHECKS], "expect": expect}
+    path = os.path.join(work, "suites", entry["name"].replace("/", "__") + ".json")
+    with open(path, "w") as f:
+        json.dump(suite, f, indent=1)
+    return path
+
+
+def judge(draftgate, suites, report):
+    """{suite name: {check: result}} for a batch of suites run by one draftgate process (libtorch loads once). A
+    suite draftgate refuses to open stops the whole batch: then each suite runs alone, and one that still gives no
+    report has every check an error carrying draftgate's message."""
     if os.path.exists(report):
         os.unlink(report)
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode not in (0, 1, 2) or not os.path.exists(report):
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return {c: {"status": "error", "message": why, "measured": {}} for c in CHECKS}
-    with open(report) as f:
-        results = {r["check"]: r for r in json.load(f)["results"]}
-    return {c: results.get(c, {"status": "missing", "message": "not in the report", "measured": {}}) for c in CHECKS}
+    done = subprocess.run([draftgate, "--threads", "1", "check", "--report", report]
+                          + [arg for suite in suites for arg in ("--suite", suite)], capture_output=True, text=True)
+    if os.path.exists(report):
+        with open(report) as f:
+            return {run["name"]: {r["check"]: r for r in run["results"]} for run in json.load(f)["suites"]}
+    if len(suites) > 1:
+        return {name: results for i, suite in enumerate(suites)
+                for name, results in judge(draftgate, [suite], f"{report}.{i}").items()}
+    with open(suites[0]) as f:
+        name = json.load(f)["name"]
+    why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    return {name: {c: {"status": "error", "message": why, "measured": {}} for c in CHECKS}}
 
 
 def expected(entry, check):
@@ -82,7 +100,10 @@ def write_readme(work, draftgate, manifest):
              "the weight is 0), bf16 and autocast. Precisions: f32; bf16 = the target's weights cast to bfloat16,",
              "the drafter (f32 master weights) under torch.autocast(bfloat16); autocast = target and drafter f32",
              "weights under torch.autocast(bfloat16). Both bf16 kinds record teacher_dtype = drafter_dtype = bf16.",
-             "record-store-<dtype> = how the float tensors were stored (.float()'d, or bf16).", ""]
+             "record-store-<dtype> = how the float tensors were stored (.float()'d, or bf16).", "",
+             "All at once (exit 0 iff every verdict is the expected one; suites/ holds one suite per record):",
+             f"  {shlex.quote(draftgate)} check --suite {shlex.quote(os.path.abspath(work))}/suites/*.json "
+             "--verify-expectations", "", "One by one:", ""]
     for entry in manifest:
         must = f"must FAIL {entry['must_fail']}" if entry["bug"] else "must PASS all four"
         lines += [f"{entry['name']}: {must}", "  " + shlex.join(command(draftgate, entry)), ""]
@@ -103,10 +124,17 @@ def main():
                 for entry in train_and_record.train_and_record(family, run, a.work)]
     with open(os.path.join(a.work, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    os.makedirs(os.path.join(a.work, "suites"), exist_ok=True)
+    suites = [write_suite(a.work, entry) for entry in manifest]
     write_readme(a.work, os.path.abspath(a.draftgate), manifest)
     trained = time.monotonic()
+    batches = [suites[i::a.jobs] for i in range(a.jobs)]
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        verdicts = list(pool.map(lambda e: judge(a.draftgate, e), manifest))
+        reports = [os.path.join(a.work, f"report-{i}.json") for i in range(a.jobs)]
+        judged = {}
+        for verdicts_of_batch in pool.map(lambda b: judge(a.draftgate, *b), zip(batches, reports)):
+            judged.update(verdicts_of_batch)
+    verdicts = [judged[entry["name"]] for entry in manifest]
 
     width = max(len(e["name"]) for e in manifest)
     print(f"{'record':<{width}}  " + "  ".join(f"{SHORT[c]:<11}" for c in CHECKS) + "  key numbers")
