@@ -18,7 +18,9 @@ except ImportError:
     sys.exit(77)
 
 import tiny_dflash as td
-from tiny_dflash import draftgate_records as dg
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import draftgate_records as dg  # noqa: E402
 
 DRAFTGATE = None  # the tests that run draftgate need --draftgate
 if "--draftgate" in sys.argv:
