@@ -329,10 +329,18 @@ def _precision(key, claimed, tensor):
     if dtype in _PRECISION_OF:
         return _PRECISION_OF[dtype]
     # A float32 output under an active autocast was computed by its lower-precision matmuls.
-    for device, enabled, autocast_dtype in (("cuda", torch.is_autocast_enabled, torch.get_autocast_gpu_dtype),
-                                            ("cpu", torch.is_autocast_cpu_enabled, torch.get_autocast_cpu_dtype)):
-        if enabled():
-            return _PRECISION_OF.get(autocast_dtype())
+    return _PRECISION_OF.get(_active_autocast_dtype())
+
+
+def _active_autocast_dtype():
+    for device in ("cuda", "cpu"):
+        try:  # torch >= 2.4
+            enabled, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+        except (TypeError, AttributeError):
+            enabled, dtype = ((torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()) if device == "cuda"
+                              else (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()))
+        if enabled:
+            return dtype
     return None
 
 
