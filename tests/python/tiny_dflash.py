@@ -154,8 +154,17 @@ class Target:
 
     def forward(self, input_ids):
         """(logits [S, V], HF-style hidden_states tuple, raw output of the last layer)."""
-        with torch.no_grad(), computing_in("f32" if self.precision == "bf16" else self.precision):
+        with torch.no_grad(), self.computing():
             return self._forward(input_ids)
+
+    def head(self, hidden):
+        """lm_head alone, in the target's precision (a teacher that skips the final norm uses it)."""
+        with torch.no_grad(), self.computing():
+            return F.linear(hidden, self.lm_head)
+
+    def computing(self):
+        # bf16 weights compute in bf16 by themselves; autocast only for float32 weights.
+        return computing_in("f32" if self.precision == "bf16" else self.precision)
 
     def _forward(self, input_ids):
         w = self.w

@@ -113,7 +113,7 @@ def drafter_step(target, drafter, input_ids, loss_mask, anchors, bug, fill_label
     fc_input = torch.cat(fed, -1)
     teacher = logits
     if bug == "teacher-without-final-norm":
-        teacher = torch.nn.functional.linear(last_layer_output, target.lm_head)
+        teacher = target.head(last_layer_output)
     if bug == "teacher-noise":
         noise_generator = torch.Generator().manual_seed(7)
         rms = teacher.float().pow(2).mean().sqrt()
