@@ -78,16 +78,15 @@ def expected(entry, check):
 
 
 def key_numbers(results):
-    def number(check, key):
+    def number(check, key, digits=3):
         value = results[check].get("measured", {}).get(key)
-        return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
+        return f"{value:.{digits}g}" if isinstance(value, (int, float)) else "-"
     slices = results["fc_excludes_target_layer"].get("measured", {}).get("fed_slices") or []
-    sources = ",".join("emb" if s["came_from"] < 0 else str(s["came_from"]) for s in slices) or "-"
-    loss = results["loss_type"].get("measured", {})
+    sources = ",".join({-1: "emb", None: "?"}.get(s.get("came_from"), str(s.get("came_from"))) for s in slices)
     return (f"noise {number('target_logits_noise_free', 'noise_ratio')} "
-            f"labels {number('target_logits_noise_free', 'label_agreement')} | fed [{sources}] | "
-            f"logged {loss.get('logged_loss', float('nan')):.4f} ce {loss.get('recomputed_ce', float('nan')):.4f} "
-            f"kl {loss.get('recomputed_kl', float('nan')):.4f} | "
+            f"labels {number('target_logits_noise_free', 'label_agreement')} | fed [{sources or '-'}] | "
+            f"logged {number('loss_type', 'logged_loss', 4)} ce {number('loss_type', 'recomputed_ce', 4)} "
+            f"kl {number('loss_type', 'recomputed_kl', 4)} | "
             f"t/i {number('train_infer_consistency', 'max_rel_diff')} "
             f"top1 {number('train_infer_consistency', 'top1_agreement')}")
 
