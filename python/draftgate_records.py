@@ -1,0 +1,362 @@
+"""Trainer-side writers for draftgate's input files; depends on torch only.
+
+``write_step_record`` writes a training step record (schema ``draftgate.step_record/1``, see the README's
+"Training step records"): what a DFlash trainer fed and computed at one step, for ``draftgate check
+--step-record``. ``write_reference_dump`` writes a target forward in the format of ``draftgate forward --out``,
+for ``draftgate check --reference-dump`` (hidden_state_parity). Both write safetensors atomically (temporary file,
+fsync, rename), through the ``safetensors`` package when it is installed and a built-in writer otherwise, and
+refuse to replace an existing file unless ``overwrite=True``.
+
+Import it from a draftgate checkout: ``PYTHONPATH=/path/to/draftgate/python`` or
+``sys.path.insert(0, "/path/to/draftgate/python")``, then ``import draftgate_records``.
+
+Example, inside a DFlash training step (batch of one sequence; tensors may be [1, ...] or unbatched)::
+
+    import torch
+    import draftgate_records as dg
+
+    with torch.autocast("cuda", dtype=torch.bfloat16):           # the target and drafter compute in bf16
+        out = target(input_ids, output_hidden_states=True)
+        hs = out.hidden_states                                  # hs[0] = embeddings, tap l = hs[l + 1]
+        fc_input = torch.cat([hs[l + 1] for l in taps], -1)     # exactly what enters the drafter's fc
+        teacher_logits = out.logits
+        drafter_logits = drafter(fc_input, input_ids, anchors)  # [1, N, B, V]
+        loss = weighted_ce(drafter_logits, labels, weights)     # labels hold -100 where the weight is 0
+
+    dg.write_step_record(
+        f"records/step-{step:06d}.safetensors",
+        input_ids=input_ids, loss_mask=loss_mask, anchors=anchors, fc_input=fc_input,
+        teacher_logits=teacher_logits, labels=labels, drafter_logits=drafter_logits, weights=weights,
+        block_size=8, gamma=4.0, mask_token_id=mask_id, target_layer_ids=taps,
+        loss="ce", logged_loss=loss, step=step,
+        teacher_dtype="bf16", drafter_dtype="bf16")             # autocast: say so, the outputs may be f32
+
+    # then: draftgate check --target TARGET --drafter THE_DRAFTER_WEIGHTS_OF_THIS_STEP \\
+    #           --step-record records/step-000010.safetensors
+
+Precision keys. ``teacher_dtype`` and ``drafter_dtype`` (``f32``, ``bf16`` or ``f16``) say the precision the
+trainer COMPUTED the teacher logits and the drafter logits in, which sets the budgets the checks hold them to; the
+dtype a tensor is stored in does not say it (a bf16 forward cast up with ``.float()`` is stored f32). When omitted
+they are inferred from bf16 or f16 tensors; from float32 tensors nothing can be inferred, so the key is written
+only when ``torch.autocast`` is active at the call (its dtype) and left out otherwise. Under autocast the outputs
+of some ops are float32 while the matmuls ran in bf16: autocast users must pass the keys explicitly.
+
+Labels. PyTorch's ``ignore_index`` (-100, or any negative id) is kept as-is wherever the element's loss weight is
+0 (the recorded ``weights``, or the recipe's when none are recorded); a negative label that carries weight is an
+error.
+"""
+
+import json
+import math
+import os
+import secrets
+import struct
+
+import torch
+
+SCHEMA = "draftgate.step_record/1"
+PRECISIONS = ("f32", "bf16", "f16")
+TAP_CONVENTION = "hidden.<l> = output of decoder layer l (HF hidden_states[l+1]), before the final norm"
+
+_NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
+_PRECISION_OF = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_STORE = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_logits=None, labels=None,
+                      drafter_logits=None, weights=None, block_size, gamma, mask_token_id, target_layer_ids,
+                      loss, logged_loss, step=None, teacher_dtype=None, drafter_dtype=None, store_dtype=None,
+                      overwrite=False):
+    """Writes one step record; ValueError (naming the argument) on inconsistent input.
+
+    Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
+    with F a multiple of len(target_layer_ids); teacher_logits [S, V]; labels, weights [N, B]; drafter_logits
+    [N, B, V]. At least one of teacher_logits and labels. store_dtype: None keeps each float tensor's dtype
+    (float16 and float64 are stored float32), "f32" or "bf16" stores them all so; weights are always float32.
+    Tensor values are written as they are (NaN included: judging them is the checks' job).
+    """
+    block_size = _integer("block_size", block_size)
+    if block_size < 2:
+        raise ValueError(f"block_size must be at least 2, got {block_size}")
+    gamma = _finite("gamma", gamma)
+    if gamma <= 0:
+        raise ValueError(f"gamma must be positive, got {gamma}")
+    if loss not in ("ce", "kl"):
+        raise ValueError(f'loss must be "ce" or "kl", got {loss!r}')
+    taps = [_integer("target_layer_ids", t) for t in target_layer_ids]
+    if not taps:
+        raise ValueError("target_layer_ids is empty")
+    if teacher_logits is None and labels is None:
+        raise ValueError("record teacher_logits or labels (or both): what the loss was computed against")
+    if store_dtype not in (None, "f32", "bf16"):
+        raise ValueError(f'store_dtype must be None, "f32" or "bf16", got {store_dtype!r}')
+
+    ids = _ints("input_ids", input_ids, 1)
+    s = ids.shape[0]
+    if s == 0:
+        raise ValueError("input_ids is empty")
+    if (ids < 0).any():
+        raise ValueError(f"input_ids holds a negative token id at position {int((ids < 0).nonzero()[0])}")
+    mask = _ints("loss_mask", loss_mask, 1, allow_bool=True)
+    _expect_shape("loss_mask", mask, (s,))
+    anchor_ids = _ints("anchors", anchors, 1)
+    n = anchor_ids.shape[0]
+    outside = (anchor_ids < 0) | (anchor_ids >= s)
+    if outside.any():
+        raise ValueError(f"anchor {int(anchor_ids[outside][0])} is outside the sequence (0..{s - 1})")
+    features = _floats("fc_input", fc_input, 2)
+    if features.shape[0] != s or features.shape[1] % len(taps) != 0:
+        raise ValueError(f"fc_input has shape {list(features.shape)}; expected [{s}, taps x hidden] for "
+                         f"{len(taps)} taps")
+
+    vocab = None
+    tensors = {"input_ids": ids, "loss_mask": mask, "anchors": anchor_ids}
+    if teacher_logits is not None:
+        teacher = _floats("teacher_logits", teacher_logits, 2)
+        if teacher.shape[0] != s:
+            raise ValueError(f"teacher_logits has {teacher.shape[0]} rows for {s} input_ids")
+        vocab = teacher.shape[1]
+    if drafter_logits is not None:
+        drafter = _floats("drafter_logits", drafter_logits, 3)
+        _expect_shape("drafter_logits", drafter, (n, block_size, vocab if vocab is not None else drafter.shape[2]))
+        vocab = drafter.shape[2]
+    if weights is not None:
+        weight = _floats("weights", weights, 2).float()
+        _expect_shape("weights", weight, (n, block_size))
+    else:
+        weight = _recipe_weights(ids, mask, anchor_ids, block_size, gamma)
+    if labels is not None:
+        label_ids = _ints("labels", labels, 2)
+        _expect_shape("labels", label_ids, (n, block_size))
+        ignored_but_weighted = (label_ids < 0) & (weight != 0)
+        if ignored_but_weighted.any():
+            j, k = (int(i) for i in ignored_but_weighted.nonzero()[0])
+            raise ValueError(f"labels[{j}, {k}] = {int(label_ids[j, k])} is negative (ignored) but carries loss "
+                             f"weight {float(weight[j, k])}")
+        if vocab is not None and (label_ids >= vocab).any():
+            raise ValueError(f"labels hold id {int(label_ids.max())}, outside the vocabulary of {vocab}")
+        tensors["labels"] = label_ids
+
+    tensors["fc_input"] = _stored(features, store_dtype)
+    if teacher_logits is not None:
+        tensors["teacher_logits"] = _stored(teacher, store_dtype)
+    if drafter_logits is not None:
+        tensors["drafter_logits"] = _stored(drafter, store_dtype)
+    if weights is not None:
+        tensors["weights"] = weight
+
+    metadata = {
+        "schema": SCHEMA,
+        "block_size": str(block_size),
+        "gamma": repr(gamma),
+        "mask_token_id": str(_integer("mask_token_id", mask_token_id)),
+        "target_layer_ids": ",".join(map(str, taps)),
+        "loss": loss,
+        "logged_loss": repr(_finite("logged_loss", logged_loss)),
+    }
+    if step is not None:
+        metadata["step"] = str(_integer("step", step))
+    for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
+                                 ("drafter_dtype", drafter_dtype, drafter_logits)):
+        precision = _precision(key, claimed, tensor)
+        if precision is not None:
+            metadata[key] = precision
+    write_safetensors(path, tensors, metadata, overwrite=overwrite)
+
+
+def write_reference_dump(path, *, hidden_states, logits, tokens, taps=None, final_layer_output=None,
+                         last_is_post_norm=True, model="", family="", dtype="", device="", gdn="",
+                         overwrite=False):
+    """Writes a target forward in the format of ``draftgate forward --out`` (tensors ``logits`` and
+    ``hidden.<l>``, float32; metadata naming the tokens, taps and their convention).
+
+    hidden_states: an HF ``output_hidden_states`` tuple of L + 1 entries, [1, T, H] or [T, H]: entry 0 is the
+    embeddings and the output of decoder layer l (tap l) is entry l + 1. In transformers the last entry is the
+    final layer's output AFTER the final norm (last_is_post_norm=True, the default), so it is never written as
+    tap L − 1: pass the raw output of the last decoder layer as final_layer_output (a forward hook on
+    ``model.model.layers[-1]``, or ``model.model.language_model.layers[-1]`` for Qwen3.5, captures it), or leave
+    L − 1 out of taps. hidden_state_parity needs every layer, which taps=None (the default) means.
+    logits [1, T, V] or [T, V]; tokens: the T input ids. dtype: the precision of the forward (f32, bf16, f16;
+    inferred from bf16/f16 tensors or an active autocast, else left out — pass it under autocast).
+    """
+    if len(hidden_states) < 2:
+        raise ValueError("hidden_states must hold the embeddings and at least one layer's output")
+    layers = len(hidden_states) - 1
+    token_ids = _ints("tokens", tokens, 1)
+    t = token_ids.shape[0]
+    if t == 0 or (token_ids < 0).any():
+        raise ValueError("tokens must be a non-empty list of non-negative ids")
+    logit_rows = _floats("logits", logits, 2)
+    if logit_rows.shape[0] != t:
+        raise ValueError(f"logits have {logit_rows.shape[0]} rows for {t} tokens")
+    taps = list(range(layers)) if taps is None else [_integer("taps", l) for l in taps]
+    if len(set(taps)) != len(taps):
+        raise ValueError(f"taps {taps} repeat a layer")
+    tensors = {"logits": logit_rows.float()}
+    for l in taps:
+        if not 0 <= l < layers:
+            raise ValueError(f"tap {l} is not a layer of this {layers}-layer model (0..{layers - 1})")
+        if l == layers - 1 and last_is_post_norm:
+            if final_layer_output is None:
+                raise ValueError(
+                    f"tap {l} is the final layer, but hidden_states[{layers}] is after the final norm (transformers' "
+                    f"convention): pass the raw output of the last decoder layer as final_layer_output, or set "
+                    f"last_is_post_norm=False if your tuple holds it")
+            hidden = _floats("final_layer_output", final_layer_output, 2)
+        else:
+            hidden = _floats(f"hidden_states[{l + 1}]", hidden_states[l + 1], 2)
+        if hidden.shape[0] != t:
+            raise ValueError(f"the hidden state of tap {l} has {hidden.shape[0]} rows for {t} tokens")
+        tensors[f"hidden.{l}"] = hidden.float()
+    if not dtype:
+        dtype = _precision("dtype", None, logits) or _precision("dtype", None, hidden_states[-1]) or ""
+    elif dtype not in PRECISIONS:
+        raise ValueError(f"dtype must be one of {', '.join(PRECISIONS)}, got {dtype!r}")
+    metadata = {
+        "producer": "draftgate_records.py",
+        "model": str(model),
+        "family": str(family),
+        "device": str(device),
+        "gdn": str(gdn),
+        "tokens": ",".join(str(int(i)) for i in token_ids),
+        "taps": ",".join(map(str, taps)),
+        "tap_convention": TAP_CONVENTION,
+    }
+    if dtype:
+        metadata["dtype"] = dtype
+    write_safetensors(path, tensors, metadata, overwrite=overwrite)
+
+
+def write_safetensors(path, tensors, metadata, *, overwrite=False):
+    """Writes {name: tensor} (float32, bfloat16 or int64) and a string map atomically; the writer both use (e.g.
+    for a drafter checkpoint's model.safetensors)."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+    tensors = {name: t.detach().cpu().contiguous() for name, t in tensors.items()}
+    # Beside the destination so the rename is atomic; created like any file (0666 less the umask).
+    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            try:
+                from safetensors.torch import save as encode_with_package
+                f.write(encode_with_package(tensors, metadata=metadata))
+            except ImportError:
+                for part in _encode(tensors, metadata):
+                    f.write(part)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _integer(name, value):
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or value.is_floating_point():
+            raise ValueError(f"{name} must be an integer, got a tensor of shape {list(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or int(value) != value:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _finite(name, value):
+    value = float(value.detach().item() if isinstance(value, torch.Tensor) else value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def _unbatched(name, value, rank):
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    t = t.detach().cpu()
+    if t.dim() == rank + 1:
+        if t.shape[0] != 1:
+            raise ValueError(f"{name} holds a batch of {t.shape[0]}; a record holds one sequence: pass one row")
+        t = t[0]
+    if t.dim() != rank:
+        raise ValueError(f"{name} has shape {list(t.shape)}; expected rank {rank} (or {rank + 1} with batch 1)")
+    return t.contiguous()
+
+
+def _ints(name, value, rank, allow_bool=False):
+    t = _unbatched(name, value, rank)
+    if t.is_floating_point() or t.is_complex() or (t.dtype == torch.bool and not allow_bool):
+        raise ValueError(f"{name} must be an integer tensor, got {t.dtype}")
+    return t.long()
+
+
+def _floats(name, value, rank):
+    t = _unbatched(name, value, rank)
+    if not t.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    return t
+
+
+def _expect_shape(name, t, shape):
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {list(t.shape)}, expected {list(shape)}")
+
+
+def _recipe_weights(ids, mask, anchors, block_size, gamma):
+    # w_k = exp(-(k-1)/gamma) for k >= 1 where a+k is inside the sequence and on the loss mask; 0 elsewhere.
+    k = torch.arange(block_size)
+    position = anchors[:, None] + k[None, :]
+    inside = position < ids.shape[0]
+    on_mask = torch.zeros_like(inside)
+    on_mask[inside] = mask[position[inside]] != 0
+    decay = torch.exp(-(k - 1).clamp(min=0).double() / gamma).float()
+    return torch.where(on_mask & (k[None, :] > 0), decay.expand_as(position), torch.zeros(()))
+
+
+def _stored(t, store_dtype):
+    if store_dtype is not None:
+        return t.to(_STORE[store_dtype])
+    return t if t.dtype in (torch.float32, torch.bfloat16) else t.float()
+
+
+def _precision(key, claimed, tensor):
+    if claimed is not None:
+        if claimed not in PRECISIONS:
+            raise ValueError(f"{key} must be one of {', '.join(PRECISIONS)}, got {claimed!r}")
+        return claimed
+    if tensor is None:
+        return None
+    dtype = tensor.dtype if isinstance(tensor, torch.Tensor) else None
+    if dtype in _PRECISION_OF:
+        return _PRECISION_OF[dtype]
+    # A float32 output under an active autocast was computed by its lower-precision matmuls.
+    return _PRECISION_OF.get(_active_autocast_dtype())
+
+
+def _active_autocast_dtype():
+    for device in ("cuda", "cpu"):
+        try:  # torch >= 2.4
+            enabled, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+        except (TypeError, AttributeError):
+            enabled, dtype = ((torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()) if device == "cuda"
+                              else (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()))
+        if enabled:
+            return dtype
+    return None
+
+
+def _raw_bytes(t):
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: its 2-byte words as int16
+        return t.view(torch.int16).numpy().astype("<i2").tobytes()
+    return t.numpy().astype({torch.float32: "<f4", torch.int64: "<i8"}[t.dtype]).tobytes()
+
+
+def _encode(tensors, metadata):
+    header = {"__metadata__": metadata}
+    offset = 0
+    for name, t in tensors.items():
+        size = t.numel() * t.element_size()
+        header[name] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data buffer starts 8-byte aligned, as the safetensors package writes it
+    return [struct.pack("<Q", len(text)), text] + [_raw_bytes(t) for t in tensors.values()]

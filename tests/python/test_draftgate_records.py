@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Unit tests of python/draftgate_records.py: files read back byte-exact (a small reader here, and draftgate
+itself with --draftgate), metadata as documented, and every input error named.
+
+    /usr/bin/python3 tests/python/test_draftgate_records.py [--draftgate build/draftgate]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import torch
+except ImportError:
+    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
+    sys.exit(77)
+
+import tiny_dflash as td
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import draftgate_records as dg  # noqa: E402
+
+DRAFTGATE = None  # the tests that run draftgate need --draftgate
+if "--draftgate" in sys.argv:
+    i = sys.argv.index("--draftgate")
+    DRAFTGATE = os.path.abspath(sys.argv[i + 1])
+    del sys.argv[i:i + 2]
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "trained")
+S, N, B, V, H = 12, 2, 4, 16, 8
+
+
+def record_args(**changes):
+    """A small consistent record: batch of one, labels -100 where the recipe's weight is 0."""
+    g = torch.Generator().manual_seed(3)
+    input_ids = torch.randint(0, V, (1, S), generator=g)
+    loss_mask = torch.ones(1, S, dtype=torch.long)
+    loss_mask[0, :3] = 0
+    anchors = torch.tensor([[2, 9]])  # the second block runs past the end: weight 0 there
+    weights = td.block_weights(input_ids[0], loss_mask[0], anchors[0], B, 4.0)
+    labels = torch.randint(0, V, (N, B), generator=g).masked_fill(weights == 0, -100)
+    args = dict(input_ids=input_ids, loss_mask=loss_mask, anchors=anchors,
+                fc_input=torch.randn(1, S, 2 * H, generator=g), teacher_logits=torch.randn(1, S, V, generator=g),
+                labels=labels[None], drafter_logits=torch.randn(1, N, B, V, generator=g), weights=weights,
+                block_size=B, gamma=4.0, mask_token_id=V - 1, target_layer_ids=[0, 2], loss="ce", logged_loss=1.25,
+                step=7)
+    args.update(changes)
+    return args
+
+
+class StepRecordTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "record.safetensors")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_round_trip_keeps_every_value_and_the_schema_metadata(self):
+        args = record_args(teacher_dtype="f32", drafter_dtype="f32")
+        dg.write_step_record(self.path, **args)
+        tensors, meta = td.read_safetensors(self.path)
+        self.assertEqual(meta, {"schema": "draftgate.step_record/1", "block_size": "4", "gamma": "4.0",
+                                "mask_token_id": "15", "target_layer_ids": "0,2", "loss": "ce",
+                                "logged_loss": "1.25", "step": "7", "teacher_dtype": "f32", "drafter_dtype": "f32"})
+        for name in ("input_ids", "loss_mask", "anchors", "fc_input", "teacher_logits", "labels", "drafter_logits"):
+            self.assertTrue(torch.equal(tensors[name], args[name][0]), name)
+        self.assertTrue(torch.equal(tensors["weights"], args["weights"]))
+        self.assertEqual(tensors["labels"].min().item(), -100)  # ignore_index kept as-is
+        self.assertEqual({t.dtype for t in tensors.values()}, {torch.int64, torch.float32})
+        self.assertEqual(os.listdir(self.dir.name), ["record.safetensors"])  # no temporary left behind
+
+    def test_store_dtype_and_the_precision_the_tensors_imply(self):
+        args = record_args(teacher_logits=record_args()["teacher_logits"].bfloat16(),
+                           drafter_logits=record_args()["drafter_logits"].half())
+        dg.write_step_record(self.path, **args)
+        tensors, meta = td.read_safetensors(self.path)
+        self.assertEqual(tensors["teacher_logits"].dtype, torch.bfloat16)
+        self.assertEqual(tensors["drafter_logits"].dtype, torch.float32)  # f16 is stored f32
+        self.assertEqual((meta["teacher_dtype"], meta["drafter_dtype"]), ("bf16", "f16"))
+        self.assertEqual(tensors["fc_input"].dtype, torch.float32)
+
+        dg.write_step_record(self.path, **record_args(), store_dtype="bf16", overwrite=True)
+        tensors, meta = td.read_safetensors(self.path)
+        for name in ("fc_input", "teacher_logits", "drafter_logits"):
+            self.assertEqual(tensors[name].dtype, torch.bfloat16, name)
+        self.assertEqual(tensors["weights"].dtype, torch.float32)
+        self.assertNotIn("teacher_dtype", meta)  # float32 tensors outside autocast: the precision is unknown
+        self.assertTrue(torch.equal(tensors["fc_input"], record_args()["fc_input"][0].bfloat16()))
+
+    def test_an_active_autocast_names_the_precision_of_float32_outputs(self):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            dg.write_step_record(self.path, **record_args())
+        _, meta = td.read_safetensors(self.path)
+        self.assertEqual((meta["teacher_dtype"], meta["drafter_dtype"]), ("bf16", "bf16"))
+
+    def test_refuses_to_overwrite_unless_asked(self):
+        dg.write_step_record(self.path, **record_args())
+        with self.assertRaises(FileExistsError):
+            dg.write_step_record(self.path, **record_args(loss="kl"))
+        self.assertEqual(td.read_safetensors(self.path)[1]["loss"], "ce")
+        dg.write_step_record(self.path, **record_args(loss="kl"), overwrite=True)
+        self.assertEqual(td.read_safetensors(self.path)[1]["loss"], "kl")
+
+    def test_bad_input_is_named(self):
+        labels = record_args()["labels"].clone()
+        labels[0, 0, 1] = -100  # k = 1 of the first anchor carries weight
+        cases = {
+            "holds a batch of 2": dict(input_ids=torch.zeros(2, S, dtype=torch.long)),
+            "input_ids must be an integer tensor": dict(input_ids=torch.zeros(1, S)),
+            "loss_mask has shape": dict(loss_mask=torch.ones(S - 1, dtype=torch.long)),
+            "anchor 12 is outside": dict(anchors=torch.tensor([2, 12])),
+            "fc_input has shape [12, 15]": dict(fc_input=torch.zeros(S, 15)),
+            "teacher_logits has 11 rows": dict(teacher_logits=torch.zeros(S - 1, V)),
+            "drafter_logits has shape": dict(drafter_logits=torch.zeros(N, B, V + 1)),
+            "labels[0, 1] = -100 is negative (ignored) but carries loss weight": dict(labels=labels),
+            "outside the vocabulary of 16": dict(labels=labels.clamp(min=0) + V),
+            "weights has shape": dict(weights=torch.ones(N, B + 1)),
+            "record teacher_logits or labels": dict(teacher_logits=None, labels=None),
+            "block_size must be at least 2": dict(block_size=1),
+            'loss must be "ce" or "kl"': dict(loss="mse"),
+            "logged_loss must be a finite number": dict(logged_loss=float("nan")),
+            "teacher_dtype must be one of f32, bf16, f16": dict(teacher_dtype="fp32"),
+            "store_dtype must be": dict(store_dtype="f16"),
+            "target_layer_ids is empty": dict(target_layer_ids=[]),
+        }
+        for message, change in cases.items():
+            with self.subTest(message), self.assertRaises(ValueError) as caught:
+                dg.write_step_record(self.path, **record_args(**change))
+            self.assertIn(message, str(caught.exception))
+        self.assertFalse(os.listdir(self.dir.name))
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_draftgate_reads_it_and_recomputes_the_logged_loss(self):
+        args = record_args()
+        weights = args["weights"]
+        for fill, name in ((0, "zero-filled"), (-100, "ignore-index")):
+            labels = args["labels"][0].masked_fill(weights == 0, fill)
+            logp = torch.log_softmax(args["drafter_logits"][0].double(), -1)
+            nll = -logp.gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+            loss = ((nll * weights).sum() / weights.sum()).item()
+            path = os.path.join(self.dir.name, f"{name}.safetensors")
+            dg.write_step_record(path, **record_args(labels=labels, logged_loss=loss))
+            report = os.path.join(self.dir.name, f"{name}.json")
+            done = subprocess.run([DRAFTGATE, "check", "--step-record", path, "--only", "loss_type",
+                                   "--report", report], capture_output=True, text=True)
+            with self.subTest(name):
+                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                with open(report) as f:
+                    result = json.load(f)["results"][0]
+                self.assertEqual(result["measured"]["logged_loss_matches"], "ce")
+                self.assertAlmostEqual(result["measured"]["recomputed_ce"], loss, places=6)
+
+
+class ReferenceDumpTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "dump.safetensors")
+        self.target = td.Target(os.path.join(FIXTURES, "qwen3-target"))
+        self.tokens = torch.tensor([0, 2, 57, 11, 17, 38, 37, 15, 25, 1])
+        logits, hidden_states, self.last = self.target.forward(self.tokens)
+        # As transformers returns them: batch of one.
+        self.logits, self.hidden_states = logits[None], tuple(h[None] for h in hidden_states)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_tap_l_is_hidden_states_l_plus_1_and_the_final_layer_needs_its_raw_output(self):
+        with self.assertRaises(ValueError) as caught:
+            dg.write_reference_dump(self.path, hidden_states=self.hidden_states, logits=self.logits,
+                                    tokens=self.tokens)
+        self.assertIn("tap 3 is the final layer, but hidden_states[4] is after the final norm", str(caught.exception))
+        dg.write_reference_dump(self.path, hidden_states=self.hidden_states, logits=self.logits, tokens=self.tokens,
+                                taps=[0, 2], dtype="f32")
+        tensors, meta = td.read_safetensors(self.path)
+        self.assertEqual(sorted(tensors), ["hidden.0", "hidden.2", "logits"])
+        self.assertTrue(torch.equal(tensors["hidden.0"], self.hidden_states[1][0]))
+        self.assertTrue(torch.equal(tensors["hidden.2"], self.hidden_states[3][0]))
+        self.assertEqual((meta["tokens"], meta["taps"], meta["dtype"]), ("0,2,57,11,17,38,37,15,25,1", "0,2", "f32"))
+        self.assertIn("HF hidden_states[l+1]", meta["tap_convention"])
+        with self.assertRaises(ValueError):
+            dg.write_reference_dump(self.path, hidden_states=self.hidden_states, logits=self.logits,
+                                    tokens=self.tokens[:-1], overwrite=True, final_layer_output=self.last)
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_hidden_state_parity_passes_this_forward_and_fails_it_off_by_one(self):
+        dg.write_reference_dump(self.path, hidden_states=self.hidden_states, logits=self.logits, tokens=self.tokens,
+                                final_layer_output=self.last, dtype="f32", model="qwen3-target", family="qwen3")
+        shifted = os.path.join(self.dir.name, "shifted.safetensors")
+        # The classic mistake: tap l written from hidden_states[l].
+        off_by_one = self.hidden_states[:1] + self.hidden_states[:-1]
+        dg.write_reference_dump(shifted, hidden_states=off_by_one, logits=self.logits,
+                                tokens=self.tokens, final_layer_output=self.last, dtype="f32")
+        for path, code in ((self.path, 0), (shifted, 1)):
+            done = subprocess.run([DRAFTGATE, "check", "--target", os.path.join(FIXTURES, "qwen3-target"),
+                                   "--reference-dump", path, "--only", "hidden_state_parity"],
+                                  capture_output=True, text=True)
+            with self.subTest(path):
+                self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
