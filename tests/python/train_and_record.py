@@ -33,7 +33,9 @@ GAMMA = 4.0
 SEQUENCE_LENGTH = 128
 ANCHORS = 16
 TRAIN_STEPS = 2  # optimizer steps before the recorded one
-TEACHER_NOISE = 0.05  # of the teacher logits' RMS
+# Of the teacher logits' RMS: above the bf16 detection limit on qwen3, 0.058 (2 x the 0.029 spread a bf16 forward
+# explains there, README "Precision"); 5% is below that limit and a bf16 qwen3 record with it passes.
+TEACHER_NOISE = 0.10
 
 # Seeded bugs and the step-record check each must fail.
 BUGS = {
