@@ -60,7 +60,8 @@ Side read_dump(const std::string& path, std::int64_t layers, std::vector<std::in
   for (std::string t; std::getline(in, t, ',');) tokens->push_back(std::stoll(t));
   Side s;
   s.label = "dump " + path;
-  s.bf16 = meta.count("dtype") && meta.at("dtype") == "bf16";
+  // A half-precision dump (bf16 or f16) is judged with the coarse budget.
+  s.bf16 = meta.count("dtype") && (meta.at("dtype") == "bf16" || meta.at("dtype") == "f16");
   const io::TensorInfo* logits = file->header().find("logits");
   if (logits == nullptr) throw Error(path, "reference dump has no \"logits\" tensor");
   s.logits = io::tensor_view(file, *logits).to(at::kFloat).clone();

@@ -3,6 +3,7 @@
 // the logged loss.
 
 #include <cmath>
+#include <optional>
 
 #include "check.h"
 #include "draftgate/format.h"
@@ -13,6 +14,37 @@
 
 namespace draftgate::checks {
 namespace {
+
+// Significant bits (with the implicit one) of a float format.
+int mantissa_bits(train::ComputePrecision p) {
+  switch (p) {
+    case train::ComputePrecision::kF32:
+      return 24;
+    case train::ComputePrecision::kBF16:
+      return 8;
+    case train::ComputePrecision::kF16:
+      return 11;
+  }
+  return 24;
+}
+std::optional<int> mantissa_bits(const std::string& stored_dtype) {
+  if (stored_dtype == "BF16") return 8;
+  if (stored_dtype == "F16") return 11;
+  return std::nullopt;  // F32 or wider: the values are what the trainer computed
+}
+
+// First-order standard deviation of the weighted CE when every logit carries an independent
+// rounding error, uniform within half an ulp of a `bits`-bit format: ΔCE_j = Σ_v (p_v − [v = y]) δ_v.
+double ce_rounding_std(const at::Tensor& logits, const train::BlockTargets& t, int bits) {
+  at::Tensor coefficient = at::softmax(logits, -1);
+  coefficient.scatter_add_(-1, t.labels.unsqueeze(-1),
+                           -at::ones(t.labels.unsqueeze(-1).sizes(), logits.options()));
+  const at::Tensor ulp =
+      at::exp2(at::floor(at::log2(logits.abs().clamp_min(1e-30))) - static_cast<double>(bits - 1));
+  const at::Tensor variance = (coefficient.pow(2) * ulp.pow(2) / 12).sum(-1);
+  const at::Tensor w = t.weight.to(at::kDouble);
+  return (w.pow(2) * variance).sum().sqrt().item<double>() / w.sum().item<double>();
+}
 
 class LossType : public Check {
  public:
@@ -49,13 +81,20 @@ class LossType : public Check {
     const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
     // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
     // rounding, half an ulp (reductions accumulate in float32, so the final rounding dominates).
+    // Logits stored below the precision they were computed in moved by up to half an ulp each
+    // after the trainer took its loss (always possible when the precision is not declared): allow 4
+    // standard deviations of what that moves the CE.
     const RecordedPrecision precision =
         recorded_precision(rec, "drafter_logits", rec.drafter_dtype, "drafter_dtype");
-    const int mantissa_bits = precision.computed == train::ComputePrecision::kBF16  ? 8
-                              : precision.computed == train::ComputePrecision::kF16 ? 11
-                                                                                    : 24;
-    const double tol = std::max(atol + rtol * std::abs(rec.logged_loss),
-                                std::ldexp(std::abs(rec.logged_loss), -mantissa_bits));
+    const double computed_rounding =
+        std::ldexp(std::abs(rec.logged_loss), -mantissa_bits(precision.computed));
+    const std::optional<int> stored_bits = mantissa_bits(precision.stored);
+    const double storage_rounding =
+        stored_bits && (!precision.declared || *stored_bits < mantissa_bits(precision.computed))
+            ? 4 * ce_rounding_std(logits, targets, *stored_bits)
+            : 0.0;
+    const double tol =
+        std::max(atol + rtol * std::abs(rec.logged_loss), computed_rounding) + storage_rounding;
     auto close = [&](double v) { return std::abs(v - rec.logged_loss) <= tol; };
 
     r.evidence["precision"] = precision.describe();

@@ -216,6 +216,22 @@ TEST_P(Bf16Trainer, TrainInferDifferenceOfHalfTheBudgetPassesTwiceFails) {
   EXPECT_EQ(caught.measured["worst"]["block_position"], 1);
 }
 
+// A float32 trainer that stores its logits in bf16 took its loss before the rounding: the recomputed
+// loss moves by the rounding's effect, which loss_type allows — and a KL loss still shows.
+TEST(F32TrainerStoringBf16, LossTypePassesTheCeAndFailsTheKl) {
+  for (const auto& [record, status] :
+       std::vector<std::pair<std::string, Status>>{{"qwen35-drafter-reference", Status::kPass},
+                                                   {"qwen35-drafter-kl-loss", Status::kFail}}) {
+    StepRecord rec =
+        train::read_step_record(kTrained / "step-records" / (record + ".safetensors"));
+    ASSERT_EQ(rec.drafter_dtype, ComputePrecision::kF32);
+    rec.drafter_logits = rec.drafter_logits.to(at::kBFloat16);
+    rec.teacher_logits = rec.teacher_logits.to(at::kBFloat16);
+    const CheckResult r = run_on(kQwen35, "loss_type", rec, record + "-stored-bf16");
+    EXPECT_EQ(r.status, status) << record << ": " << r.message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(BothFamilies, Bf16Trainer,
                          ::testing::Combine(::testing::Values(kQwen3, kQwen35),
                                             ::testing::Values(Storage::kF32, Storage::kBF16,
