@@ -12,10 +12,10 @@ std::map<std::string, std::unique_ptr<Check>>& registry() {
   return r;
 }
 
-CheckResult error_result(const std::string& check, const std::string& message) {
+CheckResult verdict(const std::string& check, Status status, const std::string& message) {
   CheckResult r;
   r.check = check;
-  r.status = Status::kError;
+  r.status = status;
   r.message = message;
   return r;
 }
@@ -64,11 +64,7 @@ const Check* find_check(const std::string& name) {
 }
 
 CheckResult skip(const std::string& check, const std::string& why) {
-  CheckResult r;
-  r.check = check;
-  r.status = Status::kSkip;
-  r.message = why;
-  return r;
+  return verdict(check, Status::kSkip, why);
 }
 
 CheckResult conclude(CheckResult r, const std::vector<std::string>& problems,
@@ -101,14 +97,14 @@ CheckResult run_check(const Check& check, const Artifacts& artifacts,
     r.thresholds.update(merged);
     return r;
   } catch (const Error& e) {
-    return error_result(check.name(), e.one_line());
+    return verdict(check.name(), Status::kError, e.one_line());
   } catch (const std::exception& e) {
     // A library error inside one check (shape mismatch, index out of range, allocation) is that
     // check's error verdict; the other checks still run and the reports are still written.
-    return error_result(check.name(),
-                        Error(artifact_named(artifacts),
-                              check.name() + " could not complete: " + first_line(e.what()))
-                            .one_line());
+    return verdict(check.name(), Status::kError,
+                   Error(artifact_named(artifacts),
+                         check.name() + " could not complete: " + first_line(e.what()))
+                       .one_line());
   }
 }
 

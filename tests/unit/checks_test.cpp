@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "check.h"
@@ -14,6 +15,7 @@
 #include "report.h"
 #include "synthetic_layouts.h"
 #include "synthetic_step_record.h"
+#include "test_files.h"
 
 namespace draftgate::checks {
 namespace {
@@ -54,6 +56,25 @@ Artifacts target_and(const std::string& drafter) {
   a.target = pair_dir() / "target";
   a.drafter = pair_dir() / drafter;
   return a;
+}
+
+// The steps of "Adding a check" (check.h) that live outside the check's own file.
+TEST(CheckCatalogue, EveryCheckIsDocumentedGatedAndExpected) {
+  const fs::path root = DRAFTGATE_SOURCE_DIR;
+  const std::string readme = testing::read_file(root / "README.md");
+  const std::string cmake = testing::read_file(root / "tests/CMakeLists.txt");
+  const std::string gate_list = cmake.substr(cmake.find("set(DRAFTGATE_GATE_CHECKS"));
+  std::string gate = gate_list.substr(0, gate_list.find(')'));
+  std::replace(gate.begin(), gate.end(), '\n', ' ');
+  for (const Check* check : all_checks()) {
+    const std::string name = check->name();
+    EXPECT_THAT(readme, HasSubstr("| `" + name + "` |")) << name << ": README check table";
+    EXPECT_THAT(gate + " ", HasSubstr(" " + name + " ")) << name << ": DRAFTGATE_GATE_CHECKS";
+    for (const char* suite : {"qwen3-reference.json", "qwen35-reference.json"}) {
+      const auto json = nlohmann::json::parse(testing::read_file(root / "fixtures/suites" / suite));
+      EXPECT_TRUE(json["expect"].contains(name)) << name << ": expect block of " << suite;
+    }
+  }
 }
 
 TEST(LayerPath, PassesOnTheRealQwen36LayoutAndFailsOnACorruptedOne) {

@@ -144,86 +144,79 @@ TEST_P(Bf16Trainer, CorrectRecordPassesEveryStepRecordCheck) {
   }
 }
 
-TEST_P(Bf16Trainer, TeacherWithoutTheFinalNormFails) {
-  const CheckResult r = check("target_logits_noise_free", Bug::kNoFinalNorm, "no-norm");
-  EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_THAT(r.message, HasSubstr("WITHOUT the final norm"));
+TEST_P(Bf16Trainer, EverySeededBugFailsItsCheck) {
+  struct Seeded {
+    Bug bug;
+    std::string check, file, message;
+  };
+  for (const Seeded& s : std::vector<Seeded>{
+           {Bug::kNoFinalNorm, "target_logits_noise_free", "no-norm", "WITHOUT the final norm"},
+           {Bug::kShiftedLabels, "target_logits_noise_free", "shifted", "greedy tokens"},
+           {Bug::kOffByOneTaps, "fc_excludes_target_layer", "off-by-one",
+            "declared as layer 0 but matches layer 1"},
+           {Bug::kKlLoss, "loss_type", "kl", "mislabelled"},
+           {Bug::kContextThroughAnchor, "train_infer_consistency", "leak",
+            "context strictly before the anchor"}}) {
+    const CheckResult r = check(s.check, s.bug, s.file);
+    EXPECT_EQ(r.status, Status::kFail) << s.file << ": " << r.message;
+    EXPECT_THAT(r.message, HasSubstr(s.message)) << s.file;
+  }
 }
 
-TEST_P(Bf16Trainer, ShiftedLabelsFail) {
-  const CheckResult r = check("target_logits_noise_free", Bug::kShiftedLabels, "shifted");
-  EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_THAT(r.message, HasSubstr("greedy tokens"));
-}
-
-TEST_P(Bf16Trainer, OffByOneTapsFail) {
-  const CheckResult r = check("fc_excludes_target_layer", Bug::kOffByOneTaps, "off-by-one");
-  EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_THAT(r.message, HasSubstr("declared as layer 0 but matches layer 1"));
-}
-
-TEST_P(Bf16Trainer, KlLossLabelledCeFailsAsMislabelled) {
-  const CheckResult r = check("loss_type", Bug::kKlLoss, "kl");
-  EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_THAT(r.message, HasSubstr("mislabelled"));
-}
-
-TEST_P(Bf16Trainer, ContextThroughTheAnchorFails) {
-  const CheckResult r = check("train_infer_consistency", Bug::kContextThroughAnchor, "leak");
-  EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_THAT(r.message, HasSubstr("context strictly before the anchor"));
+// The clean record passes `check`; perturbed by half its reported budget it passes, by twice it
+// fails. `perturbed(rec, clean verdict, multiple of the budget)`.
+void expect_half_passes_twice_fails(
+    const Family& f, const StepRecord& rec, const std::string& check,
+    const std::function<StepRecord(const StepRecord&, const CheckResult&, double)>& perturbed) {
+  const CheckResult clean = run_on(f, check, rec, check + "-clean");
+  ASSERT_EQ(clean.status, Status::kPass) << clean.message;
+  const CheckResult half = run_on(f, check, perturbed(rec, clean, 0.5), check + "-half");
+  EXPECT_EQ(half.status, Status::kPass) << half.message;
+  const CheckResult twice = run_on(f, check, perturbed(rec, clean, 2.0), check + "-twice");
+  EXPECT_EQ(twice.status, Status::kFail);
 }
 
 TEST_P(Bf16Trainer, TeacherNoiseOfHalfTheBudgetPassesTwiceFails) {
-  const StepRecord rec = bf16_step(family(), storage());
-  const CheckResult clean = run_on(family(), "target_logits_noise_free", rec, "noise-clean");
-  ASSERT_EQ(clean.status, Status::kPass) << clean.message;
-  // The budget is a noise std relative to the float32 teacher's RMS.
-  const double budget_std = clean.measured["noise_ratio_budget"].get<double>() *
-                            clean.measured["teacher_rms"].get<double>();
   at::manual_seed(7);
+  const StepRecord rec = bf16_step(family(), storage());
   const at::Tensor unit = at::randn(rec.teacher_logits.sizes());
-  StepRecord quiet = rec, noisy = rec;
-  const auto stored = rec.teacher_logits.scalar_type();
-  quiet.teacher_logits = (rec.teacher_logits.to(at::kFloat) + 0.5 * budget_std * unit).to(stored);
-  noisy.teacher_logits = (rec.teacher_logits.to(at::kFloat) + 2.0 * budget_std * unit).to(stored);
-  const CheckResult half = run_on(family(), "target_logits_noise_free", quiet, "noise-half");
-  EXPECT_EQ(half.status, Status::kPass) << half.message;
-  const CheckResult twice = run_on(family(), "target_logits_noise_free", noisy, "noise-twice");
-  EXPECT_EQ(twice.status, Status::kFail);
-  EXPECT_THAT(twice.message, HasSubstr("remove noise from the teacher path"));
+  expect_half_passes_twice_fails(
+      family(), rec, "target_logits_noise_free",
+      [&](const StepRecord& r, const CheckResult& clean, double multiple) {
+        // The budget is a noise std relative to the float32 teacher's RMS.
+        const double std = multiple * clean.measured["noise_ratio_budget"].get<double>() *
+                           clean.measured["teacher_rms"].get<double>();
+        StepRecord out = r;
+        out.teacher_logits =
+            (r.teacher_logits.to(at::kFloat) + std * unit).to(r.teacher_logits.scalar_type());
+        return out;
+      });
 }
 
 TEST_P(Bf16Trainer, TrainInferDifferenceOfHalfTheBudgetPassesTwiceFails) {
   const StepRecord rec = bf16_step(family(), storage());
-  const CheckResult clean = run_on(family(), "train_infer_consistency", rec, "diff-clean");
-  ASSERT_EQ(clean.status, Status::kPass) << clean.message;
-  // The budget is a max |Δ| relative to the inference logits' RMS: shift one logit of the first
-  // anchor's block position 1 by a multiple of it, away from the inference value.
-  const double budget = clean.measured["max_rel_diff_budget"].get<double>();
   const double rms = metrics::rms(rec.drafter_logits.narrow(1, 1, rec.block_size - 1));
-  auto shifted = [&](double multiple) {
-    StepRecord out = rec;
-    at::Tensor logits = rec.drafter_logits.to(at::kFloat).clone();
-    logits[0][1][0] += multiple * budget * rms;
-    out.drafter_logits = logits.to(rec.drafter_logits.scalar_type());
-    return out;
-  };
-  const StepRecord half = shifted(0.5), twice = shifted(2.0);
-  EXPECT_EQ(run_on(family(), "train_infer_consistency", half, "diff-half").status, Status::kPass);
-  const CheckResult caught = run_on(family(), "train_infer_consistency", twice, "diff-twice");
-  EXPECT_EQ(caught.status, Status::kFail);
-  EXPECT_EQ(caught.measured["worst"]["block_position"], 1);
+  expect_half_passes_twice_fails(
+      family(), rec, "train_infer_consistency",
+      [&](const StepRecord& r, const CheckResult& clean, double multiple) {
+        // The budget is a max |Δ| relative to the logits' RMS: shift one logit of the first
+        // anchor's block position 1 by a multiple of it.
+        at::Tensor logits = r.drafter_logits.to(at::kFloat).clone();
+        logits[0][1][0] += multiple * clean.measured["max_rel_diff_budget"].get<double>() * rms;
+        StepRecord out = r;
+        out.drafter_logits = logits.to(r.drafter_logits.scalar_type());
+        return out;
+      });
 }
 
-// A float32 trainer that stores its logits in bf16 took its loss before the rounding: the recomputed
-// loss moves by the rounding's effect, which loss_type allows — and a KL loss still shows.
+// A float32 trainer that stores its logits in bf16 took its loss before the rounding: the
+// recomputed loss moves by the rounding's effect, which loss_type allows — and a KL loss still
+// shows.
 TEST(F32TrainerStoringBf16, LossTypePassesTheCeAndFailsTheKl) {
   for (const auto& [record, status] :
        std::vector<std::pair<std::string, Status>>{{"qwen35-drafter-reference", Status::kPass},
                                                    {"qwen35-drafter-kl-loss", Status::kFail}}) {
-    StepRecord rec =
-        train::read_step_record(kTrained / "step-records" / (record + ".safetensors"));
+    StepRecord rec = train::read_step_record(kTrained / "step-records" / (record + ".safetensors"));
     ASSERT_EQ(rec.drafter_dtype, ComputePrecision::kF32);
     rec.drafter_logits = rec.drafter_logits.to(at::kBFloat16);
     rec.teacher_logits = rec.teacher_logits.to(at::kBFloat16);

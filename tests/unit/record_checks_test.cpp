@@ -115,6 +115,19 @@ TEST(FcExcludesTargetLayer, NamesTheLayerAnOffByOneTapReallyFed) {
   EXPECT_THAT(shifted.message, HasSubstr("FINAL layer"));
 }
 
+TEST(FcExcludesTargetLayer, NamesTheFinalLayerAfterTheFinalNormAsHfReturnsIt) {
+  const Models m;
+  StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
+  // taps 0,2 declared; the second slice fed HF's hidden_states[-1], the final layer post-norm.
+  const auto r = m.target->forward(rec.input_ids, {0, 3});
+  rec.fc_input = at::cat({r.taps.at(0), m.target->final_norm(r.taps.at(3)).to(at::kFloat)}, -1);
+  const CheckResult fed = run_on("fc_excludes_target_layer", rec, "post_norm.safetensors");
+  EXPECT_EQ(fed.status, Status::kFail);
+  EXPECT_THAT(fed.message,
+              HasSubstr("declared as layer 2 but matches layer 3 after the final norm"));
+  EXPECT_EQ(fed.measured["fed_slices"][1]["after_final_norm"], true);
+}
+
 TEST(MinTau, SkipsWithoutAGolden) {
   Artifacts a;
   a.target = testing::training_step_models() / "target";

@@ -47,6 +47,24 @@ TEST(StepRecord, RoundTripAndLoggedLossRecomputes) {
   }
 }
 
+TEST(StepRecord, IgnoreIndexLabelsWhereTheWeightIsZeroAreIgnoredAndDeclaredPrecisionsRoundTrip) {
+  StepRecord written = testing::training_step(LossType::kHardCrossEntropy);
+  written.labels = written.labels.masked_fill(written.weights == 0, -100);
+  written.teacher_dtype = ComputePrecision::kBF16;
+  written.drafter_dtype = std::nullopt;
+  const fs::path path = testing::fresh_dir("ignore_index") / "step.safetensors";
+  write_step_record(path, written);
+  const StepRecord back = read_step_record(path);
+  EXPECT_EQ(back.teacher_dtype, ComputePrecision::kBF16);
+  EXPECT_EQ(back.drafter_dtype, std::nullopt);
+  EXPECT_TRUE((back.labels == -100).any().item<bool>());
+  const BlockTargets t = recorded_block_targets(back);
+  EXPECT_TRUE((t.labels >= 0).all().item<bool>());
+  EXPECT_TRUE(at::equal(t.weight, written.weights));
+  EXPECT_DOUBLE_EQ(weighted_cross_entropy(back.drafter_logits.to(at::kDouble), t).item<double>(),
+                   back.logged_loss);
+}
+
 struct BadRecord {
   std::string label;
   std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)> edit;
@@ -130,7 +148,37 @@ INSTANTIATE_TEST_SUITE_P(
                   [](auto& tensors, auto&) {
                     replace(tensors, "drafter_logits", at::zeros({3, 8, 100}, at::kFloat));
                   },
-                  "drafter_logits vocabulary 100 != teacher_logits vocabulary 256"}),
+                  "drafter_logits vocabulary 100 != teacher_logits vocabulary 256"},
+        // PyTorch conventions: ignore_index only where nothing is learned, ids inside the
+        // vocabulary.
+        BadRecord{"ignored_label_with_weight",
+                  [](auto& tensors, auto&) {
+                    for (auto& [name, t] : tensors)
+                      if (name == "labels") t = t.clone().index_put_({1, 3}, -100);
+                  },
+                  "labels[1, 3] is negative (ignored) where the loss weight is"},
+        BadRecord{"label_outside_vocabulary",
+                  [](auto& tensors, auto&) {
+                    for (auto& [name, t] : tensors)
+                      if (name == "labels") t = t.clone().index_put_({0, 2}, 256);
+                  },
+                  "labels hold id 256, outside the logits' vocabulary of 256"},
+        BadRecord{
+            "all_zero_loss_mask",
+            [](auto& tensors, auto&) { replace(tensors, "loss_mask", at::zeros({16}, at::kLong)); },
+            "loss_mask is all zeros: no position carries a label"},
+        BadRecord{"no_anchors",
+                  [](auto& tensors, auto&) {
+                    replace(tensors, "anchors", at::zeros({0}, at::kLong));
+                    replace(tensors, "labels", at::zeros({0, 8}, at::kLong));
+                    replace(tensors, "weights", at::zeros({0, 8}, at::kFloat));
+                    replace(tensors, "drafter_logits", at::zeros({0, 8, 256}, at::kFloat));
+                  },
+                  "anchors is empty: the step trains no block"},
+        BadRecord{"unknown_precision", [](auto&, auto& meta) { meta["teacher_dtype"] = "fp8"; },
+                  "__metadata__ \"teacher_dtype\" = \"fp8\" is not f32, bf16 or f16"},
+        BadRecord{"negative_mask_token", [](auto&, auto& meta) { meta["mask_token_id"] = "-1"; },
+                  "mask_token_id must not be negative"}),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

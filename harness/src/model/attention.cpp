@@ -6,12 +6,6 @@
 
 namespace draftgate::model {
 
-namespace {
-NormStyle norm_style(Family family) {
-  return family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
-}
-}  // namespace
-
 Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::string& p) : c_(c) {
   const std::int64_t q_width = c.num_heads * c.head_dim * (c.attn_output_gate ? 2 : 1);
   q_proj_ = w.get(p + "q_proj.weight", {q_width, c.hidden});
@@ -25,15 +19,14 @@ Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::st
 void Attention::append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
   const at::Tensor k = apply_rope(
-      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, norm_style(c_.family)),
-      rope);
+      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, c_.traits.norm), rope);
   cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
 }
 
 at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                              KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
-  const NormStyle style = norm_style(c_.family);
+  const NormStyle style = c_.traits.norm;
   at::Tensor q = dense(x, q_proj_), gate;
   if (c_.attn_output_gate) {
     const auto halves = q.view({t_len, nh, 2 * d}).split(d, -1);  // per head: [query | gate]

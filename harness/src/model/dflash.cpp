@@ -12,6 +12,11 @@
 
 namespace draftgate::model {
 
+namespace {
+// DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
+constexpr FamilyTraits kDrafterLayerTraits{NormStyle::kPlain, false, false, false};
+}  // namespace
+
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpoint,
                                                    const TargetModel& target, bool autograd) {
   if (checkpoint.metadata_only())
@@ -45,8 +50,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
     throw Error(file, "drafter vocab_size " + std::to_string(*d.vocab_size) +
                           " != target vocab_size " + std::to_string(t.vocab));
 
-  attention_config_.family =
-      Family::kQwen3;  // drafter layers are Qwen3 layers: plain-w norms, full RoPE
+  attention_config_.traits = kDrafterLayerTraits;
   attention_config_.hidden = d.hidden;
   attention_config_.num_heads = d.num_heads;
   attention_config_.num_kv_heads = d.num_kv_heads;
@@ -88,7 +92,7 @@ void DFlashDrafter::add_context(DrafterState& state, const at::Tensor& features)
   c10::InferenceMode inference(!autograd_);
   const std::int64_t n = features.size(0);
   const at::Tensor x = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
-                                config_.rms_eps, NormStyle::kPlain);
+                                config_.rms_eps, kDrafterLayerTraits.norm);
   const RopeTables rope =
       rope_tables(at::arange(state.context, state.context + n, at::kLong).to(target_.device()),
                   inv_freq_, target_.dtype());
@@ -116,12 +120,13 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    const at::Tensor u = l.parts.mixer_input(h, config_.rms_eps, NormStyle::kPlain);
+    const at::Tensor u = l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm);
     h = h + l.attention->extend(u, rope, l.sliding ? window_visible : block_visible, state.kv[i]);
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
-    h = l.parts.add_mlp(h, config_.rms_eps, NormStyle::kPlain);
+    h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
   }
-  const at::Tensor y = rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, NormStyle::kPlain);
+  const at::Tensor y =
+      rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
   return dense(y, target_.lm_head_weight()).to(at::kFloat);
 }
 
@@ -156,7 +161,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   }
   visible = visible.to(device);
   const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
-                                  config_.rms_eps, NormStyle::kPlain);
+                                  config_.rms_eps, kDrafterLayerTraits.norm);
   const RopeTables ctx_rope =
       rope_tables(at::arange(0, s, at::kLong).to(device), inv_freq_, target_.dtype());
   const RopeTables block_rope =
@@ -165,11 +170,11 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   for (const Layer& l : layers_) {
     KVCache cache;
     l.attention->append_kv(ctx, ctx_rope, cache);
-    h = h + l.attention->extend(l.parts.mixer_input(h, config_.rms_eps, NormStyle::kPlain),
+    h = h + l.attention->extend(l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
                                 block_rope, visible, cache);
-    h = l.parts.add_mlp(h, config_.rms_eps, NormStyle::kPlain);
+    h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
   }
-  const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, NormStyle::kPlain);
+  const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);
   return dense(y, target_.lm_head_weight()).to(at::kFloat).view({n, b, -1});
 }
 

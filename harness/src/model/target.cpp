@@ -94,8 +94,8 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
 }
 
 // The config's tie flag and the files must agree: an untied config without an lm_head makes
-// loaders initialise one randomly (known bug 4), and a tied config beside a different lm_head is
-// two answers to one question.
+// loaders initialise one randomly (transformers warns and trains on noise), and a tied config
+// beside a different lm_head is two answers to one question.
 void TargetModel::check_tie_flag(const io::Checkpoint& ckpt) const {
   const auto tie = ckpt.config().tie_word_embeddings();
   if (!tie || *tie == stack_.tied_embeddings) return;
@@ -156,8 +156,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
 
   ForwardResult result;
   at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(device_));
-  const NormStyle style =
-      config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
+  const NormStyle style = config_.traits.norm;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const at::Tensor normed = l.parts.mixer_input(h, config_.rms_eps, style);
@@ -175,9 +174,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
 }
 
 at::Tensor TargetModel::final_norm(const at::Tensor& hidden) const {
-  const NormStyle style =
-      config_.family == Family::kQwen3 ? NormStyle::kPlain : NormStyle::kOnePlusW;
-  return rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, style);
+  return rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, config_.traits.norm);
 }
 
 at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {

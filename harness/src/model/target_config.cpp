@@ -4,7 +4,25 @@
 
 namespace draftgate::model {
 
-const char* family_name(Family family) { return family == Family::kQwen3 ? "qwen3" : "qwen3_5"; }
+const char* family_name(Family family) {
+  switch (family) {
+    case Family::kQwen3:
+      return "qwen3";
+    case Family::kQwen3_5:
+      return "qwen3_5";
+  }
+  return "unknown";
+}
+
+FamilyTraits traits_of(Family family) {
+  switch (family) {
+    case Family::kQwen3:
+      return {NormStyle::kPlain, false, false, false};
+    case Family::kQwen3_5:
+      return {NormStyle::kOnePlusW, true, true, true};
+  }
+  return {};
+}
 
 namespace {
 
@@ -64,6 +82,7 @@ void check_rope_type(const io::ModelConfig& config) {
 TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::DecoderStack& stack) {
   TargetConfig c;
   c.family = detect_family(config);
+  c.traits = traits_of(c.family);
   c.hidden = config.require_int("hidden_size");
   c.intermediate = config.require_int("intermediate_size");
   c.vocab = config.require_int("vocab_size");
@@ -89,23 +108,25 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 
-  if (c.family == Family::kQwen3) {
-    c.rotary_dim = c.head_dim;
+  c.rotary_dim = c.head_dim;
+  if (c.traits.partial_rope) {
+    const double factor = rope_field(config, "partial_rotary_factor", 1.0, false);
+    c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.head_dim) * factor);
+    if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
+      throw Error(config.file(), "partial_rotary_factor " + std::to_string(factor) +
+                                     " gives rotary dim " + std::to_string(c.rotary_dim) +
+                                     " for head_dim " + std::to_string(c.head_dim) +
+                                     " (must be even and <= head_dim)");
+  }
+  c.attn_output_gate =
+      c.traits.attn_output_gate && config.find_bool("attn_output_gate").value_or(true);
+  if (!c.traits.linear_attention) {
     for (const auto& t : c.layer_types)
       if (t != "full_attention")
-        throw Error(config.file(),
-                    "qwen3 layer type \"" + t + "\" is not supported (only full_attention)");
+        throw Error(config.file(), std::string(family_name(c.family)) + " layer type \"" + t +
+                                       "\" is not supported (only full_attention)");
     return c;
   }
-
-  const double factor = rope_field(config, "partial_rotary_factor", 1.0, false);
-  c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.head_dim) * factor);
-  if (c.rotary_dim <= 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0)
-    throw Error(config.file(), "partial_rotary_factor " + std::to_string(factor) +
-                                   " gives rotary dim " + std::to_string(c.rotary_dim) +
-                                   " for head_dim " + std::to_string(c.head_dim) +
-                                   " (must be even and <= head_dim)");
-  c.attn_output_gate = config.find_bool("attn_output_gate").value_or(true);
   c.linear_k_heads = config.require_int("linear_num_key_heads");
   c.linear_v_heads = config.require_int("linear_num_value_heads");
   c.linear_k_dim = config.require_int("linear_key_head_dim");
@@ -123,7 +144,8 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
                                    std::to_string(c.linear_k_heads));
   for (const auto& t : c.layer_types)
     if (t != "full_attention" && t != "linear_attention")
-      throw Error(config.file(), "qwen3_5 layer type \"" + t + "\" is not supported");
+      throw Error(config.file(), std::string(family_name(c.family)) + " layer type \"" + t +
+                                     "\" is not supported");
   return c;
 }
 

@@ -61,9 +61,9 @@ class DFlashDrafter {
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
   // block (bidirectionally), no other block. Returns [anchors, B, vocab] float32 (row 0, the anchor
-  // itself, carries no label). Full-attention layers only. kThroughAnchor reproduces known bug 2
-  // (context kv <= a: the anchor's own target state leaks); it exists so fixtures can carry that
-  // bug.
+  // itself, carries no label). Full-attention layers only. kThroughAnchor reproduces the
+  // anchor-inclusive context bug (context kv <= a: the anchor's own target state leaks); it exists
+  // so fixtures can carry that bug.
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,

@@ -8,9 +8,16 @@
 
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/ops.h"
 
 namespace draftgate::model {
 
+// Adding a target family: add it here, then let the compiler list the rest — every `switch` over
+// Family (family_name, traits_of, detect_family's model_type table) is exhaustive and -Wswitch
+// names each one that misses it. Behaviour goes into FamilyTraits as data; the math (attention,
+// norms, RoPE, the decoder layer) branches on traits, never on the family's name. Then give
+// random_checkpoint a writer for it and add it to the numerics tests (naive_target.cpp is the
+// independent reference).
 enum class Family {
   kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
   kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
@@ -18,8 +25,18 @@ enum class Family {
 
 const char* family_name(Family family);
 
+// How a family's layers compute, filled once from the family when a config is read.
+struct FamilyTraits {
+  NormStyle norm = NormStyle::kPlain;  // every RMSNorm of the model (layers, q/k, final)
+  bool partial_rope = false;           // rotary_dim = head_dim × partial_rotary_factor
+  bool attn_output_gate = false;       // default of attn_output_gate (q_proj doubled)
+  bool linear_attention = false;       // Gated DeltaNet layers (layer_types linear_attention)
+};
+FamilyTraits traits_of(Family family);
+
 struct TargetConfig {
   Family family = Family::kQwen3;
+  FamilyTraits traits;
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
   std::int64_t vocab = 0;
