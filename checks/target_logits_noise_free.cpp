@@ -30,11 +30,14 @@ class TargetLogitsNoiseFree : public Check {
   std::string summary() const override {
     return "the recorded teacher logits / labels are the target's own, without noise";
   }
-  nlohmann::json default_params() const override {
+  std::string needs() const override { return "a step record and the target with weights"; }
+  std::vector<Param> params() const override {
     // Budgets by the recorded teacher's stored dtype; the noise ratio is std(recorded − recomputed)
     // / RMS(recomputed). bf16 storage alone explains ~1e-3, a bf16 forward ~2e-2.
-    return {{"f32", {{"max_noise_ratio", 1e-3}, {"min_top1", 0.999}}},
-            {"bf16", {{"max_noise_ratio", 5e-2}, {"min_top1", 0.97}}}};
+    return {number_param("f32.max_noise_ratio", 1e-3, 0, 1e3, "f32 teacher: noise / RMS budget"),
+            number_param("f32.min_top1", 0.999, 0, 1, "f32 teacher: top-1 agreement budget"),
+            number_param("bf16.max_noise_ratio", 5e-2, 0, 1e3, "bf16 teacher: noise / RMS budget"),
+            number_param("bf16.min_top1", 0.97, 0, 1, "bf16 teacher: top-1 agreement budget")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

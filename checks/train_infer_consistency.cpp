@@ -20,11 +20,16 @@ class TrainInferConsistency : public Check {
   std::string summary() const override {
     return "the recorded training-mode drafter logits equal the inference path's";
   }
-  nlohmann::json default_params() const override {
+  std::string needs() const override {
+    return "a step record with drafter_logits, the target and the drafter it was recorded with";
+  }
+  std::vector<Param> params() const override {
     // Budgets by the recorded logits' stored dtype: max |Δ| relative to the logits' RMS.
-    return {{"max_anchors", 32},
-            {"f32", {{"max_rel_diff", 1e-3}, {"min_top1", 0.99}}},
-            {"bf16", {{"max_rel_diff", 8e-2}, {"min_top1", 0.95}}}};
+    return {integer_param("max_anchors", 32, 1, 1e6, "anchors compared at most"),
+            number_param("f32.max_rel_diff", 1e-3, 0, 1e3, "f32 logits: max |diff| / RMS budget"),
+            number_param("f32.min_top1", 0.99, 0, 1, "f32 logits: top-1 agreement budget"),
+            number_param("bf16.max_rel_diff", 8e-2, 0, 1e3, "bf16 logits: max |diff| / RMS budget"),
+            number_param("bf16.min_top1", 0.95, 0, 1, "bf16 logits: top-1 agreement budget")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

@@ -100,6 +100,8 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   rec.logged_loss = r.meta_number("logged_loss");
   if (rec.block_size < 2) throw Error(f, "block_size must be at least 2");
   if (rec.gamma <= 0) throw Error(f, "gamma must be positive");
+  if (rec.mask_token_id < 0)
+    throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) + " is negative");
   const std::string loss = r.meta("loss");
   if (loss != "ce" && loss != "kl")
     throw Error(f, "loss \"" + loss + "\" is neither \"ce\" nor \"kl\"");
@@ -133,6 +135,14 @@ StepRecord read_step_record(const std::filesystem::path& path) {
 
   const auto s = static_cast<std::int64_t>(rec.input_ids.size());
   const auto n = static_cast<std::int64_t>(rec.anchors.size()), b = rec.block_size;
+  if (s == 0) throw Error(f, "input_ids is empty: the record holds no sequence");
+  if (n == 0) throw Error(f, "anchors is empty: the record holds no block to check");
+  const std::int64_t vocab = rec.teacher_logits.defined()   ? rec.teacher_logits.size(1)
+                             : rec.drafter_logits.defined() ? rec.drafter_logits.size(2)
+                                                            : -1;
+  if (vocab >= 0 && rec.mask_token_id >= vocab)
+    throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) +
+                       " is outside the recorded vocabulary (" + std::to_string(vocab) + ")");
   if (static_cast<std::int64_t>(rec.loss_mask.size()) != s)
     throw Error(f, "loss_mask has " + std::to_string(rec.loss_mask.size()) + " entries for " +
                        std::to_string(s) + " input_ids");
