@@ -51,13 +51,48 @@ struct Artifacts {
   std::optional<golden::Golden> golden;                 // read and validated up front
 };
 
+// One declared parameter of a check. `name` may be dotted: "f32.max_noise_ratio" is the
+// max_noise_ratio of the nested "f32" budget, and run() reads it as
+// params["f32"]["max_noise_ratio"]. A null default means optional: off unless given.
+enum class ParamType { kBool, kInteger, kNumber, kString, kIntegerList };
+
+struct Param {
+  std::string name;
+  ParamType type = ParamType::kNumber;
+  nlohmann::json default_value;
+  double min = 0, max = 0;           // kInteger, kNumber, kIntegerList elements: the closed range
+  std::vector<std::string> choices;  // kString: the allowed values (empty: any string)
+  std::string description;           // one line
+
+  // "a number in [0, 1]", "one of ce, kl", ... for messages and --list.
+  std::string expectation() const;
+  // Whether `value` has the type and lies in the range (null only when the default is null).
+  bool accepts(const nlohmann::json& value) const;
+};
+
+// Declaration helpers: one line per parameter in a check's params().
+Param number_param(std::string name, nlohmann::json default_value, double min, double max,
+                   std::string description);
+Param integer_param(std::string name, nlohmann::json default_value, double min, double max,
+                    std::string description);
+Param bool_param(std::string name, bool default_value, std::string description);
+Param string_param(std::string name, nlohmann::json default_value, std::vector<std::string> choices,
+                   std::string description);
+Param integer_list_param(std::string name, nlohmann::json default_value, double min, double max,
+                         std::string description);
+
 class Check {
  public:
   virtual ~Check() = default;
   virtual std::string name() const = 0;
+  // One line each, printed by `draftgate check --list`.
   virtual std::string summary() const = 0;
-  // Parameters with their defaults; run() receives them merged with the user's.
-  virtual nlohmann::json default_params() const = 0;
+  virtual std::string needs() const = 0;
+  // The declared parameters: type, default, range, description. Every override (golden
+  // check_params, suite params, --param) is validated against them before any check runs.
+  virtual std::vector<Param> params() const = 0;
+  // The defaults as the nested object run() receives (dotted names become nested objects).
+  nlohmann::json default_params() const;
   virtual CheckResult run(const Artifacts& artifacts, const nlohmann::json& params) const = 0;
   // False when this process lacks what the check needs for these artifacts: the torch-free front
   // end then hands the run to the engine.
@@ -69,10 +104,24 @@ void register_check(std::unique_ptr<Check> check);
 std::vector<const Check*> all_checks();  // sorted by name
 const Check* find_check(const std::string& name);
 
-// Runs one check with its defaults, overridden by the golden's check_params for it, overridden by
-// `params` (unknown parameter names are bad input); a draftgate::Error becomes status kError with
-// its one-line message.
+// Validates `overrides` (an object of parameter values, nested or with dotted names) against the
+// check's declaration and returns them flat ({"f32.max_noise_ratio": 1e-3}). draftgate::Error
+// naming `source`, the check, the parameter and the expected type and range otherwise.
+nlohmann::json validated_overrides(const Check& check, const nlohmann::json& overrides,
+                                   const std::string& source);
+
+// The parameters run() receives: the defaults, overridden by the golden's check_params for the
+// check, overridden by `params`, all validated (draftgate::Error otherwise).
+nlohmann::json resolve_params(const Check& check, const Artifacts& artifacts,
+                              const nlohmann::json& params, const std::string& source);
+
+// Runs one check with resolve_params(); a draftgate::Error becomes status kError with its one-line
+// message.
 CheckResult run_check(const Check& check, const Artifacts& artifacts, const nlohmann::json& params);
+
+// Every registered check with its summary, needs and parameters: `draftgate check --list`.
+std::string describe_checks_text();
+nlohmann::json describe_checks_json();
 
 // Helper for check files: `static const bool registered = register_as<MyCheck>();`
 template <class T>

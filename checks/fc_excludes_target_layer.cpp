@@ -29,10 +29,15 @@ class FcExcludesTargetLayer : public Check {
   std::string summary() const override {
     return "the fc projection never reads the target's final layer";
   }
-  nlohmann::json default_params() const override {
-    // max_nmse: how close a fed slice must be to its declared layer (room for the recipe's
-    // uniform noise on fc inputs, std 0.05, and bf16 storage).
-    return {{"allow_final_layer", false}, {"max_nmse", 0.05}};
+  std::string needs() const override {
+    return "target and drafter; a step record and target weights for the fed-feature comparison; "
+           "golden optional";
+  }
+  std::vector<Param> params() const override {
+    return {bool_param("allow_final_layer", false, "accept a tap on the target's final layer"),
+            // Room for the recipe's uniform noise on fc inputs (std 0.05) and bf16 storage.
+            number_param("max_nmse", 0.05, 0, 1e3,
+                         "how close a fed fc-input slice must be to its declared layer (NMSE)")};
   }
 
   // The fed-feature comparison runs target forwards: only where the engine installed it.

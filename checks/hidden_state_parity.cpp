@@ -57,7 +57,15 @@ Side read_dump(const std::string& path, std::int64_t layers, std::vector<std::in
                 "reference dump has no \"tokens\" metadata (write it with draftgate forward)");
   tokens->clear();
   std::istringstream in(it->second);
-  for (std::string t; std::getline(in, t, ',');) tokens->push_back(std::stoll(t));
+  for (std::string t; std::getline(in, t, ',');) {
+    const bool digits =
+        !t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      throw Error(path, "reference dump's \"tokens\" metadata holds \"" + t.substr(0, 20) +
+                            "\", not a token id (expected comma-separated ids)");
+    tokens->push_back(std::stoll(t));
+  }
+  if (tokens->empty()) throw Error(path, "reference dump's \"tokens\" metadata is empty");
   Side s;
   s.label = "dump " + path;
   // A half-precision dump (bf16 or f16) is judged with the coarse budget.
@@ -75,19 +83,38 @@ Side read_dump(const std::string& path, std::int64_t layers, std::vector<std::in
   return s;
 }
 
+// Every backend spec run_backend understands: device:dtype[:gdn].
+std::vector<std::string> backend_specs() {
+  std::vector<std::string> specs;
+  for (const char* device : {"cpu", "cuda"})
+    for (const char* dtype : {"f32", "bf16"})
+      for (const char* gdn : {"", ":chunked", ":recurrent"})
+        specs.push_back(std::string(device) + ":" + dtype + gdn);
+  return specs;
+}
+
 class HiddenStateParity : public Check {
  public:
   std::string name() const override { return "hidden_state_parity"; }
   std::string summary() const override {
     return "target hidden states agree across backends, layer by layer";
   }
-  nlohmann::json default_params() const override {
-    return {{"a", "cpu:f32:chunked"},
-            {"b", "cpu:f32:recurrent"},
-            {"tokens", {1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 12, 13, 14, 15, 16}},
-            // Budgets by the coarser dtype of the pair.
-            {"f32", {{"max_nmse", 1e-8}, {"min_cosine", 0.99999}, {"min_top1", 0.99}}},
-            {"bf16", {{"max_nmse", 1e-3}, {"min_cosine", 0.999}, {"min_top1", 0.9}}}};
+  std::string needs() const override {
+    return "the target with weights; a reference dump optional";
+  }
+  std::vector<Param> params() const override {
+    const std::vector<std::string> backends = backend_specs();
+    const nlohmann::json tokens = {1, 5, 9, 2, 7, 3, 8, 4, 6, 10, 11, 12, 13, 14, 15, 16};
+    // Budgets by the coarser dtype of the pair.
+    return {string_param("a", "cpu:f32:chunked", backends, "backend a (device:dtype[:gdn])"),
+            string_param("b", "cpu:f32:recurrent", backends, "backend b (device:dtype[:gdn])"),
+            integer_list_param("tokens", tokens, 0, 1e9, "token ids run on both sides"),
+            number_param("f32.max_nmse", 1e-8, 0, 1e3, "f32 pair: per-layer NMSE budget"),
+            number_param("f32.min_cosine", 0.99999, -1, 1, "f32 pair: per-layer cosine budget"),
+            number_param("f32.min_top1", 0.99, 0, 1, "f32 pair: logits top-1 agreement budget"),
+            number_param("bf16.max_nmse", 1e-3, 0, 1e3, "bf16 pair: per-layer NMSE budget"),
+            number_param("bf16.min_cosine", 0.999, -1, 1, "bf16 pair: per-layer cosine budget"),
+            number_param("bf16.min_top1", 0.9, 0, 1, "bf16 pair: logits top-1 agreement budget")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

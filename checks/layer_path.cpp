@@ -18,8 +18,13 @@ class LayerPath : public Check {
   std::string summary() const override {
     return "the target's decoder stack resolves and the taps exist";
   }
-  nlohmann::json default_params() const override {
-    return {{"expected_prefix", nullptr}, {"expected_num_layers", nullptr}};
+  std::string needs() const override {
+    return "target (metadata-only is enough); drafter and golden optional";
+  }
+  std::vector<Param> params() const override {
+    return {string_param("expected_prefix", nullptr, {}, "the decoder prefix the target must have"),
+            integer_param("expected_num_layers", nullptr, 1, 100000,
+                          "the decoder layer count the target must have")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -39,11 +44,12 @@ class LayerPath : public Check {
     r.measured = layout::to_json(stack);
     std::vector<std::string> problems;
     if (!p["expected_prefix"].is_null() && p["expected_prefix"] != stack.prefix)
-      problems.push_back("expected decoder prefix " + p["expected_prefix"].dump() + ", found \"" +
-                         stack.prefix + "\"");
+      problems.push_back("expected decoder prefix \"" + p["expected_prefix"].get<std::string>() +
+                         "\", found \"" + stack.prefix + "\"");
     if (!p["expected_num_layers"].is_null() && p["expected_num_layers"] != stack.num_layers)
-      problems.push_back("expected " + p["expected_num_layers"].dump() + " layers, found " +
-                         std::to_string(stack.num_layers));
+      problems.push_back("expected " +
+                         std::to_string(p["expected_num_layers"].get<std::int64_t>()) +
+                         " layers, found " + std::to_string(stack.num_layers));
     if (a.golden) {
       const golden::Golden& g = *a.golden;
       if (g.layout_prefix != stack.prefix || g.num_layers != stack.num_layers)

@@ -52,8 +52,11 @@ class LossType : public Check {
   std::string summary() const override {
     return "the logged loss is the recipe's loss (hard CE by default)";
   }
-  nlohmann::json default_params() const override {
-    return {{"expected", "ce"}, {"rtol", 1e-3}, {"atol", 1e-5}};
+  std::string needs() const override { return "a step record with drafter_logits"; }
+  std::vector<Param> params() const override {
+    return {string_param("expected", "ce", {"ce", "kl"}, "the loss the trainer must have logged"),
+            number_param("rtol", 1e-3, 0, 1, "relative tolerance of logged vs recomputed loss"),
+            number_param("atol", 1e-5, 0, 1e3, "absolute tolerance of logged vs recomputed loss")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

@@ -19,12 +19,15 @@ class MinTau : public Check {
   std::string summary() const override {
     return "held-out acceptance length τ is at least min_ratio × the golden's";
   }
-  nlohmann::json default_params() const override {
-    return {{"min_ratio", 0.95},
-            {"floor", 1.0},
-            {"collapse_tau", 1.05},
-            {"per_position_min_ratio", nullptr},  // e.g. 0.8: each depth ≥ 0.8 × the golden's
-            {"prompts", nullptr}};                // override the golden's prompt-set path
+  std::string needs() const override { return "the target, the drafter and a golden"; }
+  std::vector<Param> params() const override {
+    return {number_param("min_ratio", 0.95, 0, 10, "required τ macro as a share of the golden's"),
+            number_param("floor", 1.0, 0, 256, "required τ macro at least"),
+            number_param("collapse_tau", 1.05, 0, 256, "τ at or below this is a collapse"),
+            number_param("per_position_min_ratio", nullptr, 0, 10,
+                         "each depth's acceptance at least this × the golden's"),
+            string_param("prompts", nullptr, {},
+                         "a prompt-set path instead of the golden's (same sha256)")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

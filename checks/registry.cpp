@@ -1,8 +1,12 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <sstream>
 
 #include "check.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
+#include "draftgate/io/json_util.h"
 
 namespace draftgate::checks {
 
@@ -75,23 +79,229 @@ CheckResult conclude(CheckResult r, const std::vector<std::string>& problems,
   return r;
 }
 
+namespace {
+
+const char* type_word(ParamType type) {
+  switch (type) {
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kInteger:
+      return "integer";
+    case ParamType::kNumber:
+      return "number";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kIntegerList:
+      return "integer list";
+  }
+  return "value";
+}
+
+bool in_range(const Param& p, const nlohmann::json& v) {
+  if (!v.is_number()) return false;
+  const double x = v.get<double>();
+  return std::isfinite(x) && x >= p.min && x <= p.max;
+}
+
+Param make_param(std::string name, ParamType type, nlohmann::json default_value, double min,
+                 double max, std::vector<std::string> choices, std::string description) {
+  Param p{std::move(name),       type, std::move(default_value), min, max, std::move(choices),
+          std::move(description)};
+  return p;
+}
+
+const Param* find_param(const std::vector<Param>& params, const std::string& name) {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+nlohmann::json::json_pointer pointer_of(const std::string& dotted) {
+  std::string pointer;
+  std::istringstream parts(dotted);
+  for (std::string part; std::getline(parts, part, '.');) pointer += "/" + part;
+  return nlohmann::json::json_pointer(pointer);
+}
+
+std::string known_names(const std::vector<Param>& params) {
+  std::string s;
+  for (const auto& p : params) s += (s.empty() ? "" : ", ") + p.name;
+  return s.empty() ? "none" : s;
+}
+
+// Validates one override at `path` (dotted), recursing into objects that address nested
+// parameters; adds the leaves to `flat`.
+void flatten_into(const Check& check, const std::vector<Param>& params, const std::string& path,
+                  const nlohmann::json& value, const std::string& source, nlohmann::json& flat) {
+  if (const Param* p = find_param(params, path)) {
+    if (!p->accepts(value))
+      throw Error(source, "parameter " + check.name() + "." + path + " = " +
+                              io::json_excerpt(value) + ": expected " + p->expectation());
+    flat[path] = value;
+    return;
+  }
+  const bool is_prefix = std::any_of(params.begin(), params.end(), [&](const Param& p) {
+    return p.name.rfind(path + ".", 0) == 0;
+  });
+  if (is_prefix && value.is_object()) {
+    for (const auto& [key, inner] : value.items())
+      flatten_into(check, params, path + "." + key, inner, source, flat);
+    return;
+  }
+  throw Error(source, is_prefix ? "parameter " + check.name() + "." + path +
+                                      " must be an object of " + path + ".* parameters"
+                                : "unknown parameter \"" + path + "\" of " + check.name() +
+                                      " (known: " + known_names(params) + ")");
+}
+
+}  // namespace
+
+std::string Param::expectation() const {
+  auto range = [&] { return "[" + format_number(min, 6) + ", " + format_number(max, 6) + "]"; };
+  std::string s;
+  switch (type) {
+    case ParamType::kBool:
+      s = "true or false";
+      break;
+    case ParamType::kInteger:
+      s = "an integer in " + range();
+      break;
+    case ParamType::kNumber:
+      s = "a number in " + range();
+      break;
+    case ParamType::kString:
+      if (choices.empty()) {
+        s = "a string";
+      } else {
+        s = "one of";
+        for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : " ") + choices[i];
+      }
+      break;
+    case ParamType::kIntegerList:
+      s = "a non-empty array of integers in " + range();
+      break;
+  }
+  return default_value.is_null() ? s + ", or null (off)" : s;
+}
+
+bool Param::accepts(const nlohmann::json& v) const {
+  if (v.is_null()) return default_value.is_null();
+  switch (type) {
+    case ParamType::kBool:
+      return v.is_boolean();
+    case ParamType::kInteger:
+      return v.is_number_integer() && in_range(*this, v);
+    case ParamType::kNumber:
+      return in_range(*this, v);
+    case ParamType::kString:
+      return v.is_string() && (choices.empty() || std::find(choices.begin(), choices.end(),
+                                                            v.get<std::string>()) != choices.end());
+    case ParamType::kIntegerList:
+      return v.is_array() && !v.empty() &&
+             std::all_of(v.begin(), v.end(), [&](const nlohmann::json& e) {
+               return e.is_number_integer() && in_range(*this, e);
+             });
+  }
+  return false;
+}
+
+Param number_param(std::string name, nlohmann::json default_value, double min, double max,
+                   std::string description) {
+  return make_param(std::move(name), ParamType::kNumber, std::move(default_value), min, max, {},
+                    std::move(description));
+}
+Param integer_param(std::string name, nlohmann::json default_value, double min, double max,
+                    std::string description) {
+  return make_param(std::move(name), ParamType::kInteger, std::move(default_value), min, max, {},
+                    std::move(description));
+}
+Param bool_param(std::string name, bool default_value, std::string description) {
+  return make_param(std::move(name), ParamType::kBool, default_value, 0, 0, {},
+                    std::move(description));
+}
+Param string_param(std::string name, nlohmann::json default_value, std::vector<std::string> choices,
+                   std::string description) {
+  return make_param(std::move(name), ParamType::kString, std::move(default_value), 0, 0,
+                    std::move(choices), std::move(description));
+}
+Param integer_list_param(std::string name, nlohmann::json default_value, double min, double max,
+                         std::string description) {
+  return make_param(std::move(name), ParamType::kIntegerList, std::move(default_value), min, max,
+                    {}, std::move(description));
+}
+
+nlohmann::json Check::default_params() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& p : params()) out[pointer_of(p.name)] = p.default_value;
+  return out;
+}
+
+nlohmann::json validated_overrides(const Check& check, const nlohmann::json& overrides,
+                                   const std::string& source) {
+  nlohmann::json flat = nlohmann::json::object();
+  if (overrides.is_null()) return flat;
+  if (!overrides.is_object())
+    throw Error(source, "parameters of " + check.name() + " must be a JSON object, got " +
+                            io::json_excerpt(overrides));
+  const std::vector<Param> params = check.params();
+  for (const auto& [key, value] : overrides.items())
+    flatten_into(check, params, key, value, source, flat);
+  return flat;
+}
+
+nlohmann::json resolve_params(const Check& check, const Artifacts& artifacts,
+                              const nlohmann::json& params, const std::string& source) {
+  nlohmann::json merged = check.default_params();
+  auto apply = [&](const nlohmann::json& flat) {
+    for (const auto& [path, value] : flat.items()) merged[pointer_of(path)] = value;
+  };
+  if (artifacts.golden && artifacts.golden->check_params.contains(check.name()))
+    apply(validated_overrides(check, artifacts.golden->check_params[check.name()],
+                              artifacts.golden->path));
+  apply(validated_overrides(check, params, source));
+  return merged;
+}
+
+std::string describe_checks_text() {
+  std::ostringstream out;
+  for (const Check* c : all_checks()) {
+    out << c->name() << ": " << c->summary() << "\n  needs: " << c->needs() << "\n";
+    for (const auto& p : c->params())
+      out << "  " << p.name << " (" << type_word(p.type) << ", default "
+          << (p.default_value.is_null() ? "off" : p.default_value.dump()) << "; " << p.expectation()
+          << "): " << p.description << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json describe_checks_json() {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const Check* c : all_checks()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : c->params()) {
+      nlohmann::json j = {{"name", p.name},
+                          {"type", type_word(p.type)},
+                          {"default", p.default_value},
+                          {"expected", p.expectation()},
+                          {"description", p.description}};
+      if (p.type == ParamType::kInteger || p.type == ParamType::kNumber ||
+          p.type == ParamType::kIntegerList)
+        j["range"] = {p.min, p.max};
+      if (!p.choices.empty()) j["choices"] = p.choices;
+      params.push_back(std::move(j));
+    }
+    checks.push_back({{"name", c->name()},
+                      {"summary", c->summary()},
+                      {"needs", c->needs()},
+                      {"params", std::move(params)}});
+  }
+  return {{"checks", std::move(checks)}};
+}
+
 CheckResult run_check(const Check& check, const Artifacts& artifacts,
                       const nlohmann::json& params) {
-  nlohmann::json merged = check.default_params();
-  auto apply = [&](const nlohmann::json& overrides, const std::string& source) {
-    if (overrides.is_null()) return;
-    if (!overrides.is_object()) throw Error(source, "parameters must be a JSON object");
-    for (const auto& [key, value] : overrides.items()) {
-      if (!merged.contains(key))
-        throw Error(source, "unknown parameter \"" + key + "\" of " + check.name() +
-                                " (known: " + merged.dump() + ")");
-      merged[key] = value;
-    }
-  };
   try {
-    if (artifacts.golden && artifacts.golden->check_params.contains(check.name()))
-      apply(artifacts.golden->check_params[check.name()], artifacts.golden->path);
-    apply(params, check.name());
+    const nlohmann::json merged = resolve_params(check, artifacts, params, check.name());
     CheckResult r = check.run(artifacts, merged);
     r.check = check.name();
     r.thresholds.update(merged);

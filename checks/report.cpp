@@ -1,29 +1,75 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 namespace draftgate::checks {
 namespace {
 
+// Text for an XML 1.0 attribute: markup characters as entities, tab / newline / carriage return
+// as character references, and what XML cannot hold at all (other control characters, invalid
+// UTF-8, U+FFFE/U+FFFF) as the visible text \xNN per byte.
 std::string xml_escape(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
+  auto byte_text = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xf];
+  };
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\t':
+          out += "&#9;";
+          break;
+        case '\n':
+          out += "&#10;";
+          break;
+        case '\r':
+          out += "&#13;";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f)
+            byte_text(c);
+          else
+            out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte sequence: decode it and keep it only when it is a valid XML character.
+    const std::size_t n = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    std::uint32_t cp = n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc >> 6) == 0x2;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    const std::uint32_t least = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+    ok = ok && cp >= least && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && cp != 0xfffe &&
+         cp != 0xffff;
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      byte_text(c);
+      ++i;
     }
   }
   return out;

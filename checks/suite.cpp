@@ -61,7 +61,7 @@ Suite read_suite(const fs::path& path) {
     if (!doc["checks"].is_array()) throw Error(file, "checks must be an array");
     for (const auto& entry : doc["checks"]) {
       if (!entry.is_object() || !entry.contains("check") || !entry["check"].is_string())
-        throw Error(file, "each checks entry needs a \"check\" name: " + entry.dump());
+        throw Error(file, "each checks entry needs a \"check\" name: " + io::json_excerpt(entry));
       CheckInstance in;
       const std::string check = entry["check"].get<std::string>();
       in.check = find_check(check);
@@ -69,16 +69,21 @@ Suite read_suite(const fs::path& path) {
       in.name = check;
       if (entry.contains("name")) {
         if (!entry["name"].is_string())
-          throw Error(file, "a check instance's \"name\" must be a string: " + entry.dump());
+          throw Error(file,
+                      "a check instance's \"name\" must be a string: " + io::json_excerpt(entry));
         in.name = entry["name"].get<std::string>();
       }
-      if (entry.contains("params")) in.params = entry["params"];
+      if (entry.contains("params"))
+        in.params = validated_overrides(*in.check, entry["params"], file);
       for (const auto& other : s.checks)
         if (other.name == in.name)
           throw Error(file, "check instance \"" + in.name + "\" appears twice; give it a name");
       s.checks.push_back(std::move(in));
     }
   }
+  if (s.checks.empty())
+    throw Error(file, "\"checks\" is empty: the suite would run nothing",
+                "list the checks to run, or leave \"checks\" out to run every check");
   if (doc.contains("expect")) {
     if (!doc["expect"].is_object()) throw Error(file, "expect must map instance names to verdicts");
     for (const auto& [key, value] : doc["expect"].items()) {

@@ -38,6 +38,28 @@ cp fixtures/trained/step-records/*.safetensors "$corpus/step_record/"
 cp golden/*.json "$corpus/golden/"
 cp fixtures/suites/*.json "$corpus/suite/"
 cp fixtures/trained/prompts/*.jsonl "$corpus/prompt_set/"
+# Hostile seeds: nesting past the depth limit and objects of many members (with a duplicate key at
+# the end), as text for the JSON targets and behind an 8-byte length for the safetensors ones.
+deep() { printf '%*s' "$1" '' | tr ' ' "$2"; }
+many() { printf '{'; for i in $(seq 1 "$1"); do printf '"k%d":0,' "$i"; done; printf '"k1":1}'; }
+frame() { local n; n=$(wc -c < "$1"); printf "$(printf '\\x%02x' $((n & 255)) $((n >> 8 & 255)) \
+  $((n >> 16 & 255)) 0 0 0 0 0)"; cat "$1"; }
+seeds=build-fuzz/seeds && rm -rf "$seeds" && mkdir -p "$seeds"
+{ deep 20000 '['; printf 1; deep 20000 ']'; } > "$seeds/deep-array.json"
+{ printf '{"num_hidden_layers": '; deep 8000 '{' | sed 's/{/{"a":/g'; printf 1; deep 8000 '}'; printf '}'; } \
+  > "$seeds/deep-object.json"
+many 4000 > "$seeds/many-members.json"
+printf '{"__metadata__":{"a":"b"}}\0garbage' > "$seeds/nul-garbage.json"
+for t in checkpoint_index config golden suite; do cp "$seeds"/*.json "$corpus/$t/"; done
+for f in "$seeds"/*.json; do
+  printf '\0\0\0\0\0\0\0\0' > "$corpus/safetensors_header/$(basename "$f")"
+  cat "$f" >> "$corpus/safetensors_header/$(basename "$f")"
+  frame "$f" > "$corpus/step_record/$(basename "$f").safetensors"
+  { printf '{"id": "a", "input_ids": '; cat "$f"; printf '}\n'; } > "$corpus/prompt_set/$(basename "$f").jsonl"
+done
+for i in $(seq 0 1600); do echo "model.layers.$i.mlp.up_proj.weight"; done \
+  > "$corpus/decoder_stack/many-layers"
+printf 'model.layers.00.w\nmodel.layers.01.w\nmodel.layers.1.w\n' > "$corpus/decoder_stack/leading-zeros"
 # Inputs of past findings (fixed) stay in the seeds.
 for d in tests/fuzz/regressions/*/; do cp "$d"* "$corpus/$(basename "$d")/"; done
 
@@ -45,7 +67,9 @@ status=0
 printf '%-20s %12s %10s %s\n' target executions corpus result
 for t in "${targets[@]}"; do
   log=build-fuzz/fuzz_$t.log
-  if ./build-fuzz/fuzz/fuzz_"$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
+  dict=()
+  [ "$t" != decoder_stack ] && dict=(-dict=tests/fuzz/json.dict)
+  if nice ./build-fuzz/fuzz/fuzz_"$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 "${dict[@]}" \
       -rss_limit_mb=4096 -artifact_prefix="build-fuzz/findings/$t-" -print_final_stats=1 \
       "$corpus/$t" > "$log" 2>&1; then
     result=clean

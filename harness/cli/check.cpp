@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
+#include "draftgate/io/json_util.h"
+#include "draftgate/io/output_file.h"
 #include "report.h"
 #include "suite.h"
 #include "verbs.h"
@@ -27,24 +30,31 @@ struct CheckOptions {
   bool fail_on_skip = false;
   bool verify_expectations = false;
   int skip_exit_code = 0;
+  bool list = false;
+  bool json = false;
 };
 
+// --param CHECK.NAME=VALUE (NAME may be dotted into a nested budget), validated against the
+// check's declared parameters: {check: {dotted name: value}}.
 std::map<std::string, nlohmann::json> parse_params(const std::vector<std::string>& specs) {
   std::map<std::string, nlohmann::json> params;
   for (const auto& p : specs) {
     const auto dot = p.find('.'), eq = p.find('=');
     if (dot == std::string::npos || eq == std::string::npos || eq < dot)
-      throw Error("--param", "\"" + p + "\" is not CHECK.NAME=VALUE");
+      throw Error("--param", "\"" + p.substr(0, 80) + "\" is not CHECK.NAME=VALUE");
+    const std::string text = p.substr(eq + 1);
     nlohmann::json value;
     try {
-      value = nlohmann::json::parse(p.substr(eq + 1));
-    } catch (const nlohmann::json::exception&) {
-      value = p.substr(eq + 1);  // a bare word is a string
+      value = io::parse_json_strict(text, "--param");
+    } catch (const Error&) {
+      value = text;  // a bare word is a string
     }
     const std::string check = p.substr(0, dot);
-    if (checks::find_check(check) == nullptr)
-      throw Error("--param", "unknown check \"" + check + "\"");
-    params[check][p.substr(dot + 1, eq - dot - 1)] = value;
+    const checks::Check* c = checks::find_check(check);
+    if (c == nullptr) throw Error("--param", "unknown check \"" + check + "\"");
+    const nlohmann::json flat =
+        checks::validated_overrides(*c, {{p.substr(dot + 1, eq - dot - 1), value}}, "--param");
+    params[check].update(flat);
   }
   return params;
 }
@@ -67,6 +77,9 @@ std::vector<checks::CheckInstance> select(std::vector<checks::CheckInstance> ins
                                                       in.check->name()) == opt.only.end();
                                    }),
                     instances.end());
+    if (instances.empty())
+      throw Error("--only", "selects none of the checks this run would run",
+                  "run draftgate check --list for the check names");
   }
   for (auto& in : instances) {
     auto it = params.find(in.check->name());
@@ -100,6 +113,11 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt) {
     if (!opt.reference_dump.empty()) p.reference_dump = opt.reference_dump;
     checks::Artifacts artifacts = checks::open_artifacts(p);
     auto instances = select(suite.checks, opt, params);
+    // Every instance's parameters (the golden's check_params included) are valid before any
+    // check runs.
+    for (const auto& in : instances)
+      checks::resolve_params(*in.check, artifacts, in.params,
+                             opt.params.empty() ? suite.path : "--param");
     planned.push_back({std::move(suite), std::move(artifacts), std::move(instances)});
   }
   return planned;
@@ -124,8 +142,35 @@ std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
   return planned;
 }
 
+// The output policy: reports never replace what the run reads.
+void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>& planned) {
+  std::vector<io::RunPath> inputs;
+  for (const auto& s : opt.suites) inputs.push_back({s, "--suite"});
+  for (const auto& p : planned) {
+    const checks::ArtifactPaths& a = p.suite.artifacts;
+    for (const auto& [path, flag, dir] : {std::tuple{a.target, "--target", true},
+                                          {a.drafter, "--drafter", true},
+                                          {a.step_record, "--step-record", false},
+                                          {a.golden, "--golden", false},
+                                          {a.reference_dump, "--reference-dump", false}})
+      if (path) inputs.push_back({*path, flag, dir});
+    if (p.artifacts.golden)
+      inputs.push_back({p.artifacts.golden->prompt_set, "the golden's prompt set"});
+  }
+  io::check_outputs({{opt.report, "--report"}, {opt.junit, "--junit"}}, inputs);
+}
+
 int run_check_verb(const CheckOptions& opt, bool front_end) {
+  if (opt.list) {
+    if (front_end) throw NeedsEngine{};  // the front end knows the structural checks only
+    std::cout << (opt.json ? io::dump_json(checks::describe_checks_json()) + "\n"
+                           : checks::describe_checks_text());
+    return 0;
+  }
+  if (opt.json) throw Error("--json", "goes with --list (reports: --report FILE.json)");
   const std::vector<PlannedSuite> planned = front_end ? plan_in_front_end(opt) : plan(opt);
+  check_report_paths(opt, planned);
+  std::set<std::string> printed;  // one bad input read by several checks is one error line
   std::vector<checks::SuiteRun> runs;
   for (const auto& p : planned) {
     checks::SuiteRun run{p.suite.name, {}, p.suite.expect};
@@ -133,7 +178,8 @@ int run_check_verb(const CheckOptions& opt, bool front_end) {
     if (planned.size() > 1) std::cout << "== " << p.suite.name << " (" << p.suite.path << ")\n";
     std::cout << checks::text_table(run.results);
     for (const auto& r : run.results)
-      if (r.status == checks::Status::kError && !run.expect.count(r.check))
+      if (r.status == checks::Status::kError && !run.expect.count(r.check) &&
+          printed.insert(r.message).second)
         std::cerr << "draftgate: error: " << r.message << "\n";
     runs.push_back(std::move(run));
   }
@@ -143,7 +189,7 @@ int run_check_verb(const CheckOptions& opt, bool front_end) {
     const nlohmann::json report = runs.size() == 1 && opt.suites.empty()
                                       ? checks::json_report(runs[0].results)
                                       : checks::json_report(runs);
-    io::write_text_atomically(opt.report, report.dump(2) + "\n");
+    io::write_text_atomically(opt.report, io::dump_json(report) + "\n");
   }
   if (!opt.junit.empty()) io::write_text_atomically(opt.junit, checks::junit_report(runs));
 
@@ -192,6 +238,9 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, bool front_end) {
   cmd->add_option(
       "--skip-exit-code", opt->skip_exit_code,
       "Exit with this code when every selected check skipped (ctest's SKIP_RETURN_CODE)");
+  cmd->add_flag("--list", opt->list,
+                "Print every check: summary, what it needs, its parameters (types, ranges)");
+  cmd->add_flag("--json", opt->json, "With --list: print it as JSON");
   cmd->callback([opt, runner, front_end] {
     *runner = [opt, front_end] { return run_check_verb(*opt, front_end); };
   });

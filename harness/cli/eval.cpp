@@ -13,6 +13,8 @@
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/json_util.h"
+#include "draftgate/io/output_file.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
 #include "verbs.h"
@@ -53,6 +55,9 @@ void print_row(const std::string& key, const std::string& value) {
 int run_eval(const EvalOptions& opt) {
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
+  io::check_outputs({{opt.json, "--json"}}, {{opt.target, "--target", true},
+                                             {opt.drafter, "--drafter", true},
+                                             {opt.prompts, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
@@ -117,7 +122,7 @@ int run_eval(const EvalOptions& opt) {
                      {"gdn", opt.gdn}};
     out["drafter"] = opt.oracle ? nlohmann::json("oracle") : nlohmann::json(opt.drafter);
     out["timing"] = decode::timing_json(stats);
-    io::write_text_atomically(opt.json, out.dump(2) + "\n");
+    io::write_text_atomically(opt.json, io::dump_json(out) + "\n");
   }
   return 0;
 }
@@ -132,18 +137,21 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
   cmd->add_flag("--oracle", opt->oracle,
                 "Draft the target's own greedy tokens (self-test: τ = block size)");
-  cmd->add_option("--block-size", opt->block_size, "Block size for --oracle");
+  cmd->add_option("--block-size", opt->block_size, "Block size for --oracle")
+      ->check(CLI::Range(std::int64_t{2}, decode::kMaxBlockSize));
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
       ->required();
   cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")->delimiter(',');
+      ->check(CLI::Range(std::int64_t{1}, decode::kMaxNewTokensLimit));
+  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--tree-budget", opt->decode.tree_budget,
                   "DDTree node budget (0 = linear DFlash)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
   cmd->add_option("--tree-top-k", opt->decode.tree_top_k,
                   "DDTree candidates per depth (0 = budget)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   cmd->add_option("--json", opt->json, "Write the full result as JSON");

@@ -6,6 +6,7 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/output_file.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/target.h"
 #include "verbs.h"
@@ -24,12 +25,16 @@ struct ForwardOptions {
 };
 
 int run_forward(const ForwardOptions& opt) {
+  io::check_outputs({{opt.out, "--out"}}, {{opt.model, "--model", true}});
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.model);
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
   options.device = model::parse_device(opt.device);
   options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(ckpt, options);
+  if (opt.tokens.empty()) throw Error("--tokens", "no token ids given");
+  const auto n = static_cast<std::int64_t>(opt.tokens.size());
+  target->require_fits(n, n, "--tokens");
   const model::ForwardResult r = target->forward(opt.tokens, opt.taps);
 
   io::NamedTensors tensors = {{"logits", r.logits}};

@@ -11,6 +11,8 @@
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/json_util.h"
+#include "draftgate/io/output_file.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
 #include "verbs.h"
@@ -39,9 +41,13 @@ std::string utc_now() {
 }
 
 int record(const GoldenOptions& opt) {
-  if (fs::exists(opt.out) && !opt.force)
+  std::error_code ec;
+  if (fs::exists(opt.out, ec) && !opt.force)
     throw Error(opt.out, "golden file exists; refusing to overwrite it",
                 "pass --force to replace the baseline");
+  io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
+                                           {opt.drafter, "--drafter", true},
+                                           {opt.prompts, "--prompts"}});
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
   const auto set = decode::read_prompt_set(opt.prompts);
@@ -79,7 +85,9 @@ int record(const GoldenOptions& opt) {
       {"drafter", {{"path", opt.drafter}, {"files", golden::directory_hashes(opt.drafter)}}},
       {"draftgate_version", DRAFTGATE_VERSION},
       {"recorded_at", utc_now()}};
-  io::write_text_atomically(opt.out, g.dump(2) + "\n");
+  // Without --force the golden is linked into place, never replacing one that appeared meanwhile.
+  io::write_text_atomically(opt.out, io::dump_json(g) + "\n",
+                            opt.force ? io::WriteMode::kReplace : io::WriteMode::kCreateNew);
   std::cout << "golden " << opt.out << ": tau macro " << e.stats.tau_macro << ", pooled "
             << e.stats.tau_pooled << " over " << set.prompts.size() << " prompts (block "
             << e.block_size << ", " << opt.dtype << ")\n";
@@ -100,10 +108,12 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
   cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")->delimiter(',');
-  cmd->add_option("--tree-budget", opt->decode.tree_budget, "DDTree node budget (0 = linear)")
+      ->check(CLI::Range(std::int64_t{1}, decode::kMaxNewTokensLimit));
+  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")
+      ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tree-budget", opt->decode.tree_budget, "DDTree node budget (0 = linear)")
+      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
   cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16")
       ->capture_default_str();
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent")

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/output_file.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target_config.h"
@@ -20,6 +21,7 @@ struct MakeDrafterOptions {
 };
 
 int run_make_drafter(MakeDrafterOptions opt) {
+  io::check_outputs({{opt.out, "--out", true}}, {{opt.target, "--target", true}});
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.target);
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const auto t = model::TargetConfig::from(ckpt.config(), stack);
@@ -39,8 +41,10 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   CLI::App* cmd =
       app.add_subcommand("make-drafter", "Write a random DFlash drafter for a target checkpoint");
   cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
-  cmd->add_option("--layers", opt->spec.layers, "Drafter layers");
-  cmd->add_option("--block-size", opt->spec.block_size, "Block size B");
+  cmd->add_option("--layers", opt->spec.layers, "Drafter layers")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{64}));
+  cmd->add_option("--block-size", opt->spec.block_size, "Block size B")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{256}));
   cmd->add_option("--taps", opt->spec.target_layer_ids, "target_layer_ids, comma-separated")
       ->delimiter(',');
   cmd->add_option("--mask-token-id", opt->mask_token_id,

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "draftgate/error.h"
+#include "draftgate/io/output_file.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "verbs.h"
 
@@ -19,6 +20,7 @@ struct MakeTargetOptions {
 };
 
 int run_make_target(MakeTargetOptions opt) {
+  io::check_outputs({{opt.out, "--out", true}}, {});
   auto& s = opt.spec;
   if (opt.family == "qwen3")
     s.family = model::Family::kQwen3;

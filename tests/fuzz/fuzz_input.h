@@ -14,12 +14,13 @@
 
 namespace draftgate::fuzz {
 
-// Writes `data` to a per-process file named `name` in /dev/shm (or /tmp) and returns its path.
+// Writes `data` to a per-process file named `name` under the temporary directory and returns its
+// path (not /dev/shm: draftgate refuses inputs under /dev).
 inline std::filesystem::path as_file(const std::uint8_t* data, std::size_t size,
                                      const std::string& name) {
   static const std::filesystem::path dir = [] {
-    std::filesystem::path d = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
-    d /= "draftgate-fuzz-" + std::to_string(::getpid());
+    const std::filesystem::path d =
+        std::filesystem::temp_directory_path() / ("draftgate-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     return d;
   }();

@@ -1,109 +1,94 @@
-// The bad-input catalogue: malformed or hostile inputs of every file kind draftgate reads —
-// checkpoints, drafters, step records, goldens, suites, prompt sets, reference dumps — each must
-// end in exit 2 with exactly one line naming the file and the problem: no crash, no hang, no
-// silent fallback. (probe_cli_test and step_record_test hold the header-level catalogues.)
+// The bad-input catalogue, part one: malformed or hostile inputs of every file kind draftgate
+// reads — checkpoints, drafters, step records, goldens, suites, prompt sets, reference dumps. The
+// case type, its test and the input builders are here and in hostile_input.h; part two
+// (hostile_input_catalogue_test.cpp) holds the hardening classes. (probe_cli_test and
+// step_record_test hold the header-level catalogues.)
+
+#include "hostile_input.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <fstream>
-#include <functional>
-#include <nlohmann/json.hpp>
+#include <map>
 
-#include "draftgate/io/checkpoint.h"
-#include "draftgate/io/tensor_view.h"
-#include "draftgate/train/step_record.h"
+#include "draftgate/io/sha256.h"
 #include "run_cli.h"
-#include "synthetic_layouts.h"
+#include "test_files.h"
 
-namespace draftgate {
-namespace {
+namespace draftgate::hostile {
 
 using ::testing::HasSubstr;
-using testing::run_draftgate;
-namespace fs = std::filesystem;
-using nlohmann::json;
 
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
-const fs::path kTrained = kSource / "fixtures/trained";
+namespace {
 
-// A private, writable copy of a bundled artifact.
-fs::path copy_of(const fs::path& dir, const std::string& what) {
-  const fs::path to = dir / fs::path(what).filename();
-  fs::copy(kTrained / what, to, fs::copy_options::recursive);
-  return to;
-}
-
-json read(const fs::path& p) { return json::parse(std::ifstream(p)); }
-void write(const fs::path& p, const json& j) { std::ofstream(p) << j.dump(); }
-void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
-
-// Rewrites one tensor of a checkpoint's model.safetensors.
-void edit_tensor(const fs::path& ckpt, const std::string& name,
-                 const std::function<at::Tensor(at::Tensor)>& edit) {
-  io::NamedTensors tensors;
-  {
-    const io::Checkpoint c = io::Checkpoint::open(ckpt);
-    for (const auto& n : c.names()) {
-      at::Tensor t = io::load_tensor(c, n).clone();
-      tensors.emplace_back(n, n == name ? edit(t) : t);
-    }
+// Every entry under `dir` (symlinks not followed, FIFOs and devices never opened): its kind and,
+// for regular files, the SHA-256 of its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path rel = it->path().lexically_relative(dir);
+    const auto st = fs::symlink_status(it->path(), ec);
+    if (fs::is_symlink(st))
+      out[rel.string()] = "link " + fs::read_symlink(it->path(), ec).string();
+    else if (fs::is_regular_file(st))
+      out[rel.string()] = "file " + io::sha256_hex(testing::read_file(it->path()));
+    else if (fs::is_directory(st))
+      out[rel.string()] = "dir";
+    else
+      out[rel.string()] = "other";
+    if (fs::is_directory(st) && (st.permissions() & fs::perms::owner_exec) == fs::perms::none)
+      it.disable_recursion_pending();
   }
-  io::write_tensors(ckpt / "model.safetensors", tensors);
-}
-
-// Rewrites a step record after `edit` changed it.
-fs::path edited_record(const fs::path& dir, const std::function<void(train::StepRecord&)>& edit) {
-  train::StepRecord r =
-      train::read_step_record(kTrained / "step-records/qwen3-drafter-reference.safetensors");
-  edit(r);
-  const fs::path out = dir / "record.safetensors";
-  train::write_step_record(out, r);
   return out;
 }
 
-std::string qwen3_pair() {
-  return " --target " + (kTrained / "qwen3-target").string() + " --drafter " +
-         (kTrained / "qwen3-drafter-reference").string();
-}
-std::string prompts() { return (kTrained / "prompts/held-out.jsonl").string(); }
-fs::path golden_copy(const fs::path& dir) {
-  const fs::path g = dir / "golden.json";
-  json j = read(kSource / "golden/qwen3-reference.json");
-  j["prompt_set"]["path"] = prompts();
-  write(g, j);
-  return g;
-}
-
-struct Hostile {
-  std::string label;
-  std::function<std::string(const fs::path&)> args;  // builds the input in DIR, returns CLI args
-  std::string message;                               // part of the expected one-line error
-};
-void PrintTo(const Hostile& h, std::ostream* os) { *os << h.label; }
-
-class HostileInput : public ::testing::TestWithParam<Hostile> {};
+}  // namespace
 
 TEST_P(HostileInput, ExitsTwoWithOneLineNamingTheProblem) {
-  const fs::path dir = testing::fresh_dir("hostile_" + GetParam().label);
-  const auto r = run_draftgate(GetParam().args(dir));
+  const Hostile& h = GetParam();
+  const fs::path dir = testing::fresh_dir("hostile_" + h.label);
+  const std::string args = h.args(dir);
+  const auto before = snapshot(dir);
+  const auto r = testing::run_draftgate_measured(args, h.prefix);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr(GetParam().message));
+  EXPECT_THAT(r.err, HasSubstr(h.message));
+  EXPECT_EQ(r.err.rfind("draftgate: ", 0), 0u) << r.err;
+  for (const char* raw : {"[json.exception", "stoll", "bad_alloc", "what():", "filesystem error"})
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr(raw))) << "raw library text";
+  EXPECT_EQ(snapshot(dir), before) << "an input of the case was modified";
+  EXPECT_LT(r.seconds, 30.0) << "wall time";
+  EXPECT_GT(r.peak_rss_kib, 0);
+  EXPECT_LT(r.peak_rss_kib, 1024 * 1024) << "peak RSS " << r.peak_rss_kib << " KiB";
 }
 
-// A checkpoint-mutation case run through `forward`.
-Hostile forward_case(std::string label, std::function<void(const fs::path&)> mutate,
-                     std::string message) {
+namespace {
+
+// A copy of the Qwen3 target, mutated, then run by the command `verb` makes of (DIR, copy).
+Hostile target_case(std::string label, std::function<void(const fs::path&)> mutate,
+                    std::string message,
+                    std::function<std::string(const fs::path&, const fs::path&)> verb) {
   return {label,
-          [mutate](const fs::path& dir) {
+          [mutate, verb](const fs::path& dir) {
             const fs::path t = copy_of(dir, "qwen3-target");
             mutate(t);
-            return "forward --model " + t.string() + " --tokens 1,2 --out " +
-                   (dir / "out.safetensors").string();
+            return verb(dir, t);
           },
           message};
+}
+
+}  // namespace
+
+Hostile forward_case(std::string label, std::function<void(const fs::path&)> mutate,
+                     std::string message) {
+  return target_case(std::move(label), std::move(mutate), std::move(message),
+                     [](const fs::path& dir, const fs::path& t) {
+                       return "forward --model " + t.string() + " --tokens 1,2 --out " +
+                              (dir / "out.safetensors").string();
+                     });
 }
 
 // A drafter-mutation case run through `eval`.
@@ -172,6 +157,14 @@ Hostile prompt_case(std::string label, std::string contents, std::string message
           message};
 }
 
+Hostile probe_case(std::string label, std::function<void(const fs::path&)> mutate,
+                   std::string message) {
+  return target_case(std::move(label), std::move(mutate), std::move(message),
+                     [](const fs::path&, const fs::path& t) { return "probe " + t.string(); });
+}
+
+namespace {
+
 json suite_with(const std::string& key, const json& value) {
   return {{"schema", "draftgate.suite/1"}, {key, value}};
 }
@@ -238,14 +231,14 @@ INSTANTIATE_TEST_SUITE_P(
               fs::remove(ckpt / "config.json");
               fs::create_directory(ckpt / "config.json");
             },
-            "config.json: missing or not a regular file"),
+            "config.json: not a regular file (it is a directory)"),
         forward_case(
             "config_is_a_fifo",
             [](const fs::path& ckpt) {
               fs::remove(ckpt / "config.json");
               ::mkfifo((ckpt / "config.json").c_str(), 0600);
             },
-            "config.json: missing or not a regular file"),
+            "config.json: not a regular file (it is a FIFO)"),
         forward_case(
             "weights_are_a_fifo",
             [](const fs::path& ckpt) {
@@ -417,4 +410,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.label; });
 
 }  // namespace
-}  // namespace draftgate
+}  // namespace draftgate::hostile

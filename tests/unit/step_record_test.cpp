@@ -174,11 +174,11 @@ INSTANTIATE_TEST_SUITE_P(
                     replace(tensors, "weights", at::zeros({0, 8}, at::kFloat));
                     replace(tensors, "drafter_logits", at::zeros({0, 8, 256}, at::kFloat));
                   },
-                  "anchors is empty: the step trains no block"},
+                  "anchors is empty: the record holds no block to check"},
         BadRecord{"unknown_precision", [](auto&, auto& meta) { meta["teacher_dtype"] = "fp8"; },
                   "__metadata__ \"teacher_dtype\" = \"fp8\" is not f32, bf16 or f16"},
         BadRecord{"negative_mask_token", [](auto&, auto& meta) { meta["mask_token_id"] = "-1"; },
-                  "mask_token_id must not be negative"}),
+                  "mask_token_id -1 is negative"}),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

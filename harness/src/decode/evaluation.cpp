@@ -17,6 +17,14 @@ Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, con
                     const DecodeConfig& config,
                     const std::function<void(std::size_t, std::size_t)>& progress) {
   check_prompt_vocabulary(set, target);
+  validate_decode_config(config, set.path);
+  // Every prompt's longest sequence (prompt, generated tokens, one block being verified) must fit
+  // before the first prompt runs.
+  for (const auto& p : set.prompts)
+    target.require_fits(static_cast<std::int64_t>(p.input_ids.size()) + config.max_new_tokens +
+                            drafter.block_size() + config.tree_budget,
+                        static_cast<std::int64_t>(p.input_ids.size()),
+                        set.path + ": prompt \"" + p.id + "\"");
   Evaluation e;
   for (std::size_t i = 0; i < set.prompts.size(); ++i) {
     if (progress) progress(i, set.prompts.size());

@@ -1,23 +1,17 @@
 #include "draftgate/decode/prompt_set.h"
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "draftgate/error.h"
+#include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"
 
 namespace draftgate::decode {
 
 PromptSet read_prompt_set(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(path.string(), "missing or not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  const std::string bytes = io::read_input_file(path, io::kMaxJsonBytes, "a JSONL prompt set");
 
   PromptSet set;
   set.path = path.string();
@@ -42,7 +36,8 @@ PromptSet read_prompt_set(const std::filesystem::path& path) {
                   "tokenize the prompt first; draftgate does not tokenize text");
     for (const auto& t : j["input_ids"]) {
       if (!t.is_number_integer() || t.get<std::int64_t>() < 0)
-        throw Error(where, "input_ids holds " + t.dump() + ", not a non-negative integer token id");
+        throw Error(where, "input_ids holds " + io::json_excerpt(t) +
+                               ", not a non-negative integer token id");
       p.input_ids.push_back(t.get<std::int64_t>());
     }
     if (j.contains("text")) {

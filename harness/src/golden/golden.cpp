@@ -1,7 +1,9 @@
 #include "draftgate/golden/golden.h"
 
+#include <cmath>
 #include <fstream>
 #include <map>
+#include <type_traits>
 
 #include "draftgate/decode/decode_config.h"
 #include "draftgate/error.h"
@@ -13,16 +15,47 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Whether `v` has the JSON type T is read from: integers must be integers (8.9 is not truncated
+// to 8), numbers finite, lists of the element type.
+template <class T>
+bool has_type(const nlohmann::json& v) {
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    return v.is_number_integer();
+  } else if constexpr (std::is_same_v<T, double>) {
+    return v.is_number() && std::isfinite(v.get<double>());
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return v.is_string();
+  } else if constexpr (std::is_same_v<T, nlohmann::json>) {
+    return true;
+  } else {
+    if (!v.is_array()) return false;
+    for (const auto& e : v)
+      if (!has_type<typename T::value_type>(e)) return false;
+    return true;
+  }
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, std::int64_t>) return "an integer";
+  if constexpr (std::is_same_v<T, double>) return "a finite number";
+  if constexpr (std::is_same_v<T, std::string>) return "a string";
+  if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) return "an array of integers";
+  if constexpr (std::is_same_v<T, std::vector<double>>) return "an array of finite numbers";
+  if constexpr (std::is_same_v<T, std::vector<std::string>>) return "an array of strings";
+  return "a JSON value";
+}
+
 // Reads the field at `pointer` as T; draftgate::Error naming the file and field otherwise.
 template <class T>
 T field(const nlohmann::json& doc, const std::string& pointer, const std::string& file) {
   const nlohmann::json::json_pointer ptr(pointer);
   if (!doc.contains(ptr)) throw Error(file, "golden has no " + pointer);
-  try {
-    return doc.at(ptr).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(file, "golden field " + pointer + " has the wrong type: " + doc.at(ptr).dump());
-  }
+  const nlohmann::json& v = doc.at(ptr);
+  if (!has_type<T>(v))
+    throw Error(file, "golden field " + pointer + " must be " + type_name<T>() + ", got " +
+                          io::json_excerpt(v));
+  return v.get<T>();
 }
 
 }  // namespace
@@ -42,6 +75,7 @@ Golden read_golden(const fs::path& path) {
   if (g.mode != "dflash" && g.mode != "ddtree")
     throw Error(file, "golden decoding mode \"" + g.mode + "\" is not dflash or ddtree");
   g.block_size = field<std::int64_t>(doc, "/decoding/block_size", file);
+  decode::validate_block_size(g.block_size, file + ": /decoding/block_size");
   g.dtype = field<std::string>(doc, "/decoding/dtype", file);
   g.gdn = field<std::string>(doc, "/decoding/gdn", file);
   if (g.dtype != "f32" && g.dtype != "bf16")
@@ -59,7 +93,17 @@ Golden read_golden(const fs::path& path) {
   g.tau_pooled = field<double>(doc, "/tau/tau_pooled", file);
   if (!(g.tau_macro >= 1.0) || !(g.tau_pooled >= 1.0))
     throw Error(file, "golden τ below 1 (τ counts the bonus token, so it is at least 1)");
+  const auto b = static_cast<double>(g.block_size);
+  if (g.tau_macro > b || g.tau_pooled > b)
+    throw Error(file, "golden τ (macro " + io::json_excerpt(g.tau_macro) + ", pooled " +
+                          io::json_excerpt(g.tau_pooled) + ") exceeds the block size " +
+                          std::to_string(g.block_size) +
+                          " (at most B tokens are committed per verify step)");
   g.per_position_acceptance = field<std::vector<double>>(doc, "/tau/per_position_acceptance", file);
+  for (double a : g.per_position_acceptance)
+    if (a < 0.0 || a > 1.0)
+      throw Error(file, "golden /tau/per_position_acceptance holds " + io::json_excerpt(a) +
+                            ", not a share between 0 and 1");
   g.layout_prefix = field<std::string>(doc, "/target_layout/prefix", file);
   g.num_layers = field<std::int64_t>(doc, "/target_layout/num_layers", file);
   g.layer_types = field<std::vector<std::string>>(doc, "/target_layout/layer_types", file);

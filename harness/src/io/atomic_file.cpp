@@ -14,7 +14,8 @@
 namespace draftgate::io {
 namespace fs = std::filesystem;
 
-void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write,
+                           WriteMode mode) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
@@ -38,6 +39,19 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
       ::close(sync_fd);
     }
     ::chmod(tmp.c_str(), 0644);
+    if (mode == WriteMode::kCreateNew) {
+      // link(2) never replaces: of two runs racing for a new path, exactly one gets it.
+      if (::link(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        if (err == EEXIST)
+          throw Error(path.string(), "exists; refusing to replace it",
+                      "pass --force to replace it");
+        throw Error(path.string(), std::string("cannot create: ") + std::strerror(err));
+      }
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return;
+    }
     std::error_code ec;
     fs::rename(tmp, path, ec);
     if (ec) throw Error(path.string(), "cannot rename temporary file into place: " + ec.message());
@@ -48,8 +62,9 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
   }
 }
 
-void write_text_atomically(const fs::path& path, std::string_view text) {
-  write_file_atomically(path, [&](std::ostream& out) { out.write(text.data(), text.size()); });
+void write_text_atomically(const fs::path& path, std::string_view text, WriteMode mode) {
+  write_file_atomically(
+      path, [&](std::ostream& out) { out.write(text.data(), text.size()); }, mode);
 }
 
 }  // namespace draftgate::io

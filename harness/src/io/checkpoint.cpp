@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "draftgate/error.h"
+#include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::io {
@@ -67,13 +68,12 @@ bool is_consolidated(const std::string& file_name) {
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw Error(dir.string(), fs::exists(dir, ec) ? "not a directory" : "no such directory",
-                "pass a checkpoint directory holding config.json and safetensors files");
+  require_input_directory(dir,
+                          "pass a checkpoint directory holding config.json and safetensors files");
   Checkpoint ckpt;
   ckpt.dir_ = dir;
   const fs::path config_path = dir / "config.json";
-  if (!fs::exists(config_path, ec))
+  if (!fs::exists(fs::symlink_status(config_path, ec)))
     throw Error(config_path.string(), "missing",
                 "a Hugging Face checkpoint directory holds config.json beside its weights");
   ckpt.config_ = std::make_shared<const ModelConfig>(ModelConfig::load(config_path));

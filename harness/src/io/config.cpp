@@ -1,5 +1,7 @@
 #include "draftgate/io/config.h"
 
+#include <cmath>
+
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"
 
@@ -54,21 +56,23 @@ std::optional<std::int64_t> ModelConfig::find_int(const char* key) const {
   const json* v = lookup(key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_number_integer())
-    throw Error(file_, where(key) + " must be an integer, got " + v->dump());
+    throw Error(file_, where(key) + " must be an integer, got " + json_excerpt(*v));
   return v->get<std::int64_t>();
 }
 
 std::optional<bool> ModelConfig::find_bool(const char* key) const {
   const json* v = lookup(key);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_boolean()) throw Error(file_, where(key) + " must be true or false, got " + v->dump());
+  if (!v->is_boolean())
+    throw Error(file_, where(key) + " must be true or false, got " + json_excerpt(*v));
   return v->get<bool>();
 }
 
 std::optional<double> ModelConfig::find_double(const char* key) const {
   const json* v = lookup(key);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number()) throw Error(file_, where(key) + " must be a number, got " + v->dump());
+  if (!v->is_number())
+    throw Error(file_, where(key) + " must be a number, got " + json_excerpt(*v));
   return v->get<double>();
 }
 
@@ -85,6 +89,18 @@ double ModelConfig::require_double(const char* key) const {
   auto v = find_double(key);
   if (!v) throw Error(file_, std::string("missing required field ") + key);
   return *v;
+}
+
+double ModelConfig::positive_finite(const char* key, double value) const {
+  if (!std::isfinite(value) || value <= 0)
+    throw Error(file_, where(key) + " = " + json_excerpt(value) + " must be a finite number > 0");
+  return value;
+}
+
+double ModelConfig::non_negative_finite(const char* key, double value) const {
+  if (!std::isfinite(value) || value < 0)
+    throw Error(file_, where(key) + " = " + json_excerpt(value) + " must be a finite number >= 0");
+  return value;
 }
 
 std::int64_t ModelConfig::num_hidden_layers() const {
@@ -118,7 +134,7 @@ std::optional<std::vector<std::string>> ModelConfig::layer_types() const {
   std::vector<std::string> types;
   for (const json& t : *v) {
     if (!t.is_string())
-      throw Error(file_, where("layer_types") + " holds a non-string " + t.dump());
+      throw Error(file_, where("layer_types") + " holds a non-string " + json_excerpt(t));
     std::string s = t.get<std::string>();
     if (s == "attention") s = "full_attention";
     if (s == "mamba") s = "linear_attention";

@@ -12,6 +12,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
+#include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::io {
@@ -26,7 +27,7 @@ bool mul_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t* out) {
 
 std::uint64_t as_u64(const json& value, const std::string& file, const std::string& what) {
   if (!value.is_number_unsigned())
-    throw Error(file, what + " must be a non-negative integer, got " + value.dump());
+    throw Error(file, what + " must be a non-negative integer, got " + json_excerpt(value));
   return value.get<std::uint64_t>();
 }
 
@@ -55,12 +56,13 @@ TensorInfo parse_entry(const std::string& name, const json& entry, const std::st
   for (const json& dim : shape) {
     const std::uint64_t d = as_u64(dim, file, where + ": shape dimension");
     if (d > static_cast<std::uint64_t>(INT64_MAX) || mul_overflows(numel, d, &numel))
-      throw Error(file, where + ": shape " + shape.dump() + " overflows 64-bit element count");
+      throw Error(file,
+                  where + ": shape " + json_excerpt(shape) + " overflows 64-bit element count");
     info.shape.push_back(static_cast<std::int64_t>(d));
   }
   std::uint64_t expected_bytes = 0;
   if (mul_overflows(numel, dtype_size(info.dtype), &expected_bytes))
-    throw Error(file, where + ": shape " + shape.dump() + " overflows 64-bit byte count");
+    throw Error(file, where + ": shape " + json_excerpt(shape) + " overflows 64-bit byte count");
 
   const json& offsets = entry["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2)
@@ -72,8 +74,8 @@ TensorInfo parse_entry(const std::string& name, const json& entry, const std::st
                           std::to_string(info.begin));
   if (info.nbytes() != expected_bytes)
     throw Error(file, where + ": holds " + std::to_string(info.nbytes()) + " bytes but shape " +
-                          shape.dump() + " x " + std::string(dtype_name(info.dtype)) + " needs " +
-                          std::to_string(expected_bytes));
+                          json_excerpt(shape) + " x " + std::string(dtype_name(info.dtype)) +
+                          " needs " + std::to_string(expected_bytes));
   return info;
 }
 
@@ -161,6 +163,7 @@ SafetensorsFile::~SafetensorsFile() {
 
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& path) {
   const std::string file = path.string();
+  refuse_pseudo_file(path);
   // O_NONBLOCK: opening a FIFO planted in a checkpoint must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(file, "cannot open: " + errno_text());
@@ -170,7 +173,8 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& pat
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(file, "cannot stat: " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw Error(file, "not a regular file");
+  if (!S_ISREG(st.st_mode))
+    throw Error(file, "not a regular file (it is " + file_kind(st.st_mode) + ")");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size < 8)
     throw Error(file,
@@ -248,7 +252,7 @@ void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& ten
                       {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  std::string text = header.dump();
+  std::string text = dump_json(header, -1);
   text.append((8 - text.size() % 8) % 8, ' ');
 
   write_file_atomically(path, [&](std::ostream& out) {

@@ -244,6 +244,11 @@ DecoderStack resolve_decoder_stack(const std::vector<std::string>& names,
   for (const auto& name : names) {
     StackName s;
     if (!split_stack_name(name, &s)) continue;
+    if (name != s.prefix + "." + std::to_string(s.index) + (s.suffix.empty() ? "" : "." + s.suffix))
+      throw Error(source,
+                  "tensor \"" + name + "\" writes layer " + std::to_string(s.index) +
+                      " with a non-canonical index (leading zeros)",
+                  "transformers cannot load it; rename the tensors");
     Group& g = groups[s.prefix];
     g.indices.insert(s.index);
     g.suffixes[s.index].push_back(s.suffix);

@@ -1,6 +1,7 @@
 #include "draftgate/model/drafter_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
 
 namespace draftgate::model {
 
@@ -21,7 +22,7 @@ std::optional<std::int64_t> either_place(const io::ModelConfig& c, const char* k
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return std::nullopt;
     if (!it->is_number_integer())
-      throw Error(c.file(), where + key + " must be an integer, got " + it->dump());
+      throw Error(c.file(), where + key + " must be an integer, got " + io::json_excerpt(*it));
     return it->get<std::int64_t>();
   };
   top = read(c.root(), "");
@@ -43,8 +44,11 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
   d.num_heads = c.require_int("num_attention_heads");
   d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
   d.head_dim = c.require_int("head_dim");
-  d.rms_eps = c.find_double("rms_norm_eps").value_or(1e-6);
-  d.rope_theta = c.require_double("rope_theta");
+  d.rms_eps = c.non_negative_finite("rms_norm_eps", c.find_double("rms_norm_eps").value_or(1e-6));
+  d.rope_theta = c.positive_finite("rope_theta", c.require_double("rope_theta"));
+  for (auto [key, v] : {std::pair{"hidden_size", d.hidden}, {"intermediate_size", d.intermediate}})
+    if (v <= 0)
+      throw Error(c.file(), std::string(key) + " must be positive, got " + std::to_string(v));
   if (d.num_heads <= 0 || d.num_kv_heads <= 0 || d.num_heads % d.num_kv_heads != 0 ||
       d.head_dim <= 0)
     throw Error(c.file(), "attention shape " + std::to_string(d.num_heads) + " heads / " +
@@ -71,7 +75,7 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
     throw Error(c.file(), "target_layer_ids must be a non-empty array of layer ids");
   for (const auto& t : *taps) {
     if (!t.is_number_integer())
-      throw Error(c.file(), "target_layer_ids holds " + t.dump() + ", not an integer");
+      throw Error(c.file(), "target_layer_ids holds " + io::json_excerpt(t) + ", not an integer");
     d.target_layer_ids.push_back(t.get<std::int64_t>());
   }
   d.num_target_layers = c.find_int("num_target_layers");
@@ -92,6 +96,31 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
     if (t == "sliding_attention" && (!d.sliding_window || *d.sliding_window <= 0))
       throw Error(c.file(), "sliding_attention layers need a positive sliding_window");
   return d;
+}
+
+void DrafterConfig::check_layers(const std::vector<std::string>& names,
+                                 const std::string& file) const {
+  std::set<std::int64_t> present;
+  for (const auto& name : names) {
+    if (name.rfind("layers.", 0) != 0) continue;
+    const std::string index = name.substr(7, name.find('.', 7) - 7);
+    const bool digits = !index.empty() && index.size() <= 9 &&
+                        index.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || (index.size() > 1 && index[0] == '0'))
+      throw Error(file,
+                  "tensor \"" + name + "\" has the non-canonical layer index \"" + index + "\"",
+                  "layer indices are written without leading zeros");
+    present.insert(std::stoll(index));
+  }
+  const auto n = static_cast<std::int64_t>(present.size());
+  if (n != num_layers || (n > 0 && *present.rbegin() != n - 1))
+    throw Error(file,
+                "num_hidden_layers is " + std::to_string(num_layers) + " but the tensors hold " +
+                    std::to_string(n) + " layers" +
+                    (n > 0 ? " (indices " + std::to_string(*present.begin()) + ".." +
+                                 std::to_string(*present.rbegin()) + ")"
+                           : std::string()),
+                "the config must declare every trained layer");
 }
 
 }  // namespace draftgate::model

@@ -15,6 +15,12 @@ using nlohmann::json;
 
 namespace {
 
+void create_output_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir.string(), "cannot create the output directory: " + ec.message());
+}
+
 class Maker {
  public:
   Maker(at::ScalarType dtype, std::uint64_t seed)
@@ -179,7 +185,7 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
     m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
     m.norm("mtp.norm.weight", s.hidden, true);
   }
-  fs::create_directories(dir);
+  create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
   io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
 }
@@ -213,7 +219,7 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
       {"tie_word_embeddings", false},
       {"dflash_config",
        {{"mask_token_id", s.mask_token_id}, {"target_layer_ids", s.target_layer_ids}}}};
-  fs::create_directories(dir);
+  create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", config.dump(2) + "\n");
   io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
 }

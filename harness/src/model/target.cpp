@@ -125,7 +125,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                                   const std::vector<std::int64_t>& taps, bool want_logits) const {
   if (state.has_pending()) throw std::logic_error("extend() with pending tokens: commit() first");
   c10::InferenceMode inference(!autograd_);
-  if (tokens.empty()) throw std::invalid_argument("extend() needs at least one token");
+  if (tokens.empty()) throw Error("tokens", "an empty token sequence: nothing to run");
   check_parents(parents, tokens.size());
   for (auto t : tokens)
     if (t < 0 || t >= config_.vocab)
@@ -137,6 +137,7 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                               std::to_string(config_.num_layers - 1) + ")");
 
   const auto t_len = static_cast<std::int64_t>(tokens.size());
+  require_fits(state.committed + t_len, t_len, "tokens");  // a tree's positions are fewer
   std::vector<std::int64_t> depth(t_len);
   at::Tensor visible;  // ancestor-or-self mask of a tree
   if (parents.empty()) {
@@ -206,6 +207,32 @@ void TargetModel::commit_all(TargetState& state) const {
   std::vector<std::int64_t> path(state.pending.size());
   for (std::size_t i = 0; i < path.size(); ++i) path[i] = static_cast<std::int64_t>(i);
   commit(state, path);
+}
+
+void TargetModel::require_fits(std::int64_t positions, std::int64_t new_positions,
+                               const std::string& source) const {
+  const auto& c = config_;
+  if (c.max_positions > 0 && positions > c.max_positions)
+    throw Error(source,
+                "a sequence of " + std::to_string(positions) +
+                    " positions exceeds the target's max_position_embeddings " +
+                    std::to_string(c.max_positions),
+                "shorten the prompt or max_new_tokens");
+  // Attention scores in float32 (scores, mask fill, softmax, a copy) per query head, and the
+  // logits: what one extension allocates beyond the weights.
+  const double bytes = 16.0 * static_cast<double>(c.num_heads) *
+                           static_cast<double>(new_positions) * static_cast<double>(positions) +
+                       8.0 * static_cast<double>(new_positions) * static_cast<double>(c.vocab);
+  const double available = static_cast<double>(available_memory_bytes());
+  if (available > 0 && bytes > available)
+    throw Error(source,
+                "running " + std::to_string(new_positions) + " tokens over " +
+                    std::to_string(positions) + " positions needs about " +
+                    std::to_string(static_cast<std::int64_t>(bytes / (1 << 20))) +
+                    " MiB of attention and logits memory, more than the " +
+                    std::to_string(static_cast<std::int64_t>(available / (1 << 20))) +
+                    " MiB available",
+                "shorten the sequence");
 }
 
 ForwardResult TargetModel::forward(const std::vector<std::int64_t>& tokens,

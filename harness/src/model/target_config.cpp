@@ -1,6 +1,7 @@
 #include "draftgate/model/target_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
 
 namespace draftgate::model {
 
@@ -47,8 +48,8 @@ double rope_field(const io::ModelConfig& config, const char* key, double fallbac
     if (it != text.end() && it->is_object() && it->contains(key)) {
       const auto& v = (*it)[key];
       if (!v.is_number())
-        throw Error(config.file(),
-                    std::string(block) + "." + key + " must be a number, got " + v.dump());
+        throw Error(config.file(), std::string(block) + "." + key + " must be a number, got " +
+                                       io::json_excerpt(v));
       return v.get<double>();
     }
   }
@@ -71,7 +72,8 @@ void check_rope_type(const io::ModelConfig& config) {
       throw Error(config.file(), config.where(block) + " must be an object or null");
     for (const char* key : {"rope_type", "type"}) {
       if (it->contains(key) && (*it)[key] != "default")
-        throw Error(config.file(), config.where(block) + "." + key + " = " + (*it)[key].dump() +
+        throw Error(config.file(), config.where(block) + "." + key + " = " +
+                                       io::json_excerpt((*it)[key]) +
                                        " is not supported (only default RoPE)");
     }
   }
@@ -88,7 +90,12 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   c.vocab = config.require_int("vocab_size");
   c.num_layers = stack.num_layers;
   c.layer_types = stack.layer_types;
-  c.rms_eps = config.find_double("rms_norm_eps").value_or(1e-6);
+  c.rms_eps =
+      config.non_negative_finite("rms_norm_eps", config.find_double("rms_norm_eps").value_or(1e-6));
+  c.max_positions = config.find_int("max_position_embeddings").value_or(0);
+  if (c.max_positions < 0)
+    throw Error(config.file(), config.where("max_position_embeddings") + " must be positive, got " +
+                                   std::to_string(c.max_positions));
   c.num_heads = config.require_int("num_attention_heads");
   c.num_kv_heads = config.find_int("num_key_value_heads").value_or(c.num_heads);
   c.head_dim = config.require_int("head_dim");
@@ -104,7 +111,7 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
                                    " is not a multiple of num_key_value_heads " +
                                    std::to_string(c.num_kv_heads));
   check_rope_type(config);
-  c.rope_theta = rope_field(config, "rope_theta", 0, true);
+  c.rope_theta = config.positive_finite("rope_theta", rope_field(config, "rope_theta", 0, true));
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 

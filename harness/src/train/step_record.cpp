@@ -163,6 +163,8 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   rec.logged_loss = r.meta_number("logged_loss");
   if (rec.block_size < 2) throw Error(f, "block_size must be at least 2");
   if (rec.gamma <= 0) throw Error(f, "gamma must be positive");
+  if (rec.mask_token_id < 0)
+    throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) + " is negative");
   const std::string loss = r.meta("loss");
   if (loss != "ce" && loss != "kl")
     throw Error(f, "loss \"" + loss + "\" is neither \"ce\" nor \"kl\"");
@@ -182,7 +184,6 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   if (const std::string step = r.meta("step", false); !step.empty()) rec.step = r.meta_int("step");
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
   rec.drafter_dtype = precision_meta(r, "drafter_dtype");
-  if (rec.mask_token_id < 0) throw Error(f, "mask_token_id must not be negative");
 
   rec.stored_dtypes = r.stored_dtypes();
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
@@ -199,6 +200,14 @@ StepRecord read_step_record(const std::filesystem::path& path) {
 
   const auto s = static_cast<std::int64_t>(rec.input_ids.size());
   const auto n = static_cast<std::int64_t>(rec.anchors.size()), b = rec.block_size;
+  if (s == 0) throw Error(f, "input_ids is empty: the record holds no sequence");
+  if (n == 0) throw Error(f, "anchors is empty: the record holds no block to check");
+  const std::int64_t vocab = rec.teacher_logits.defined()   ? rec.teacher_logits.size(1)
+                             : rec.drafter_logits.defined() ? rec.drafter_logits.size(2)
+                                                            : -1;
+  if (vocab >= 0 && rec.mask_token_id >= vocab)
+    throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) +
+                       " is outside the recorded vocabulary (" + std::to_string(vocab) + ")");
   if (static_cast<std::int64_t>(rec.loss_mask.size()) != s)
     throw Error(f, "loss_mask has " + std::to_string(rec.loss_mask.size()) + " entries for " +
                        std::to_string(s) + " input_ids");
@@ -231,7 +240,6 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   if (std::all_of(rec.loss_mask.begin(), rec.loss_mask.end(), [](auto m) { return m == 0; }))
     throw Error(f, "loss_mask is all zeros: no position carries a label",
                 "record a step whose loss is defined");
-  if (n == 0) throw Error(f, "anchors is empty: the step trains no block");
   check_labels(f, rec);
   return rec;
 }

@@ -9,11 +9,19 @@
 
 namespace draftgate::io {
 
-// Calls `write` with a stream onto a temporary file in the target's directory, then renames it over
-// `path`. Throws draftgate::Error naming `path` on any I/O failure; the temporary file is removed.
-void write_file_atomically(const std::filesystem::path& path,
-                           const std::function<void(std::ostream&)>& write);
+enum class WriteMode {
+  kReplace,    // rename over whatever regular file is there
+  kCreateNew,  // link into place; fails, replacing nothing, when `path` exists (O_EXCL-style)
+};
 
-void write_text_atomically(const std::filesystem::path& path, std::string_view text);
+// Calls `write` with a stream onto a temporary file in the target's directory, then renames (or
+// links) it into `path`. Throws draftgate::Error naming `path` on any I/O failure; the temporary
+// file is removed. Callers check their outputs first (io/output_file.h).
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& write,
+                           WriteMode mode = WriteMode::kReplace);
+
+void write_text_atomically(const std::filesystem::path& path, std::string_view text,
+                           WriteMode mode = WriteMode::kReplace);
 
 }  // namespace draftgate::io

@@ -33,6 +33,11 @@ class ModelConfig {
   std::int64_t require_int(const char* key) const;
   double require_double(const char* key) const;
 
+  // Range checks shared by the target and drafter configs: RoPE theta finite and > 0, RMSNorm
+  // epsilon finite and >= 0 (the values NaN logits come from otherwise).
+  double positive_finite(const char* key, double value) const;
+  double non_negative_finite(const char* key, double value) const;
+
   // num_hidden_layers (or n_layer / num_layers / n_layers); required.
   std::int64_t num_hidden_layers() const;
   // Extra next-token-prediction (MTP) layers: num_nextn_predict_layers or mtp_num_hidden_layers,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct DrafterConfig {
   // formula, which is wrong for most published drafters. Throws draftgate::Error naming the file
   // and field.
   static DrafterConfig from(const io::ModelConfig& config);
+
+  // The layers the checkpoint's tensors hold (`layers.N.*`, N written canonically: no leading
+  // zeros) must be exactly 0..num_layers-1: a config that declares fewer would silently drop
+  // trained layers. Throws draftgate::Error naming the file.
+  void check_layers(const std::vector<std::string>& tensor_names, const std::string& file) const;
 };
 
 }  // namespace draftgate::model

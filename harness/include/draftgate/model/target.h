@@ -67,6 +67,13 @@ class TargetModel {
   void commit(TargetState& state, const std::vector<std::int64_t>& path) const;
   void commit_all(TargetState& state) const;
 
+  // Limits checked before a sequence of `positions` positions (`new_positions` of them run at
+  // once) is computed: at most max_position_embeddings, and the attention scores and logits of
+  // the extension must fit in the memory the machine has available. Throws draftgate::Error
+  // naming `source` (the prompt file, the flag) otherwise. extend() applies it to every call.
+  void require_fits(std::int64_t positions, std::int64_t new_positions,
+                    const std::string& source) const;
+
   // Fresh state, one chain extension, nothing kept.
   ForwardResult forward(const std::vector<std::int64_t>& tokens,
                         const std::vector<std::int64_t>& taps, bool want_logits = true) const;

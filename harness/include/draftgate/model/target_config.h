@@ -3,6 +3,7 @@
 // resolved decoder stack. Unsupported families and options are errors, never approximations.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct TargetConfig {
   std::int64_t num_layers = 0;
   std::vector<std::string> layer_types;  // full_attention | linear_attention, per layer
   double rms_eps = 1e-6;
+  std::int64_t max_positions = 0;  // max_position_embeddings; 0 when the config does not say
 
   // Full attention.
   std::int64_t num_heads = 0;

@@ -1,0 +1,1115 @@
+// The bad-input catalogue, part two: the hardening classes of issue 12, each with variations.
+//   json      values nested 70,000 deep wherever a number or string belongs, objects of 100,000
+//             members with a duplicate key at the end (linear-time check), NUL bytes
+//   output    outputs that are, resolve to or lie inside an input; device nodes, FIFOs, dirs
+//   pseudo    /proc, /sys and /dev inputs (also through symlinks); empty and unreadable files
+//   limits    prompt length, max_new_tokens, tree budget, block size, threads, empty sequences
+//   config    ranges of θ, ε, dimensions; layer counts; canonical indices; golden integers
+//   params    typed check parameters from --param, suites and goldens
+//   select    --only selecting nothing, an empty check list, one error printed once
+// The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
+// hostile_input_test.cpp.
+
+#include <sys/stat.h>
+
+#include "hostile_input.h"
+
+namespace draftgate::hostile {
+namespace {
+
+constexpr int kDeep = 70000;
+
+std::string deep_array() { return std::string(kDeep, '[') + "1" + std::string(kDeep, ']'); }
+std::string deep_object() {
+  std::string s;
+  for (int i = 0; i < kDeep; ++i) s += "{\"a\":";
+  return s + "1" + std::string(kDeep, '}');
+}
+
+// `j` as text with the value at `pointer` replaced by `raw` (e.g. a deeply nested value).
+std::string with_raw(json j, const std::string& pointer, const std::string& raw) {
+  j[json::json_pointer(pointer)] = "@RAW@";
+  std::string text = j.dump();
+  return text.replace(text.find("\"@RAW@\""), 7, raw);
+}
+
+// An object text of `n` members "kN": 0 and then a repeat of the first key.
+std::string many_members(int n) {
+  std::string s = "{";
+  for (int i = 0; i < n; ++i) s += "\"k" + std::to_string(i) + "\":0,";
+  return s + "\"k0\":1}";
+}
+
+// The header text of a safetensors file, and the file rewritten with another header.
+std::string header_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
+  return text;
+}
+void replace_header(const fs::path& file, const std::string& header) {
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string old = header_of(file);
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  write(file, out + header + bytes.substr(8 + old.size()));
+}
+// Edits the header JSON of `file` (a valid one) as text through `edit`.
+void edit_header(const fs::path& file, const std::function<std::string(json)>& edit) {
+  replace_header(file, edit(json::parse(header_of(file))));
+}
+
+std::function<void(const fs::path&)> config_text(std::function<std::string(json)> edit) {
+  return [edit](const fs::path& ckpt) {
+    write(ckpt / "config.json", edit(read(ckpt / "config.json")));
+  };
+}
+
+std::string target() { return (kTrained / "qwen3-target").string(); }
+std::string drafter() { return (kTrained / "qwen3-drafter-reference").string(); }
+
+// A structural check on the bundled target with `extra` arguments (the front end's path).
+std::string structural(const std::string& extra) {
+  return "check --only layer_path --target " + target() + " " + extra;
+}
+
+// A file the case writes as it is.
+Hostile file_case(std::string label, std::string name, std::string contents,
+                  std::function<std::string(const fs::path&)> args, std::string message) {
+  return {label,
+          [name, contents, args](const fs::path& dir) {
+            write(dir / name, contents);
+            return args(dir / name);
+          },
+          message};
+}
+
+Hostile config_text_case(std::string label, std::function<std::string(json)> edit,
+                         std::string message) {
+  return probe_case(std::move(label), config_text(std::move(edit)), std::move(message));
+}
+
+Hostile header_case(std::string label, std::function<std::string(json)> edit, std::string message) {
+  return probe_case(
+      std::move(label), [edit](const fs::path& t) { edit_header(t / "model.safetensors", edit); },
+      std::move(message));
+}
+
+Hostile drafter_text_case(std::string label, std::function<std::string(json)> edit,
+                          std::string message) {
+  return {label,
+          [edit](const fs::path& dir) {
+            const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+            config_text(edit)(d);
+            return structural("--drafter " + d.string());
+          },
+          message};
+}
+
+Hostile golden_text_case(std::string label, std::function<std::string(json)> edit,
+                         std::string message) {
+  return {label,
+          [edit](const fs::path& dir) {
+            const fs::path g = golden_copy(dir);
+            write(g, edit(read(g)));
+            return structural("--golden " + g.string());
+          },
+          message};
+}
+
+Hostile suite_text_case(std::string label, std::string text, std::string message) {
+  return file_case(
+      std::move(label), "suite.json", std::move(text),
+      [](const fs::path& f) { return "check --suite " + f.string(); }, std::move(message));
+}
+
+// A --param (or several) on a run that has every artifact, so a late check would do real work.
+Hostile param_case(std::string label, std::string params, std::string message) {
+  return {label,
+          [params](const fs::path& dir) {
+            return "check" + qwen3_pair() + " --step-record " + reference_record() + " --golden " +
+                   golden_copy(dir).string() + " " + params;
+          },
+          message};
+}
+
+// A suite whose one instance of `check` carries `params`.
+Hostile suite_params_case(std::string label, std::string check, json params, std::string message) {
+  return suite_case(std::move(label),
+                    json{{"schema", "draftgate.suite/1"},
+                         {"artifacts", {{"target", target()}}},
+                         {"checks", {{{"check", check}, {"params", params}}}}},
+                    std::move(message));
+}
+
+Hostile golden_params_case(std::string label, json check_params, std::string message) {
+  return golden_case(
+      std::move(label), [check_params](json& g) { g["check_params"] = check_params; },
+      std::move(message));
+}
+
+// An output path the case makes (inside DIR) for `verb_args` + " FLAG OUT".
+Hostile output_case(std::string label, std::function<std::string(const fs::path&)> args,
+                    std::string message) {
+  return {std::move(label), std::move(args), std::move(message)};
+}
+
+std::string forward_to(const fs::path& model, const std::string& out) {
+  return "forward --model " + model.string() + " --tokens 1,2 --out " + out;
+}
+
+std::string eval_with(const std::string& prompt_file, const std::string& extra = "") {
+  return "eval" + qwen3_pair() + " --prompts " + prompt_file + " --max-new 2 " + extra;
+}
+
+std::string prompt_of_length(std::size_t n) {
+  json ids = json::array();
+  for (std::size_t i = 0; i < n; ++i) ids.push_back(1 + i % 60);
+  return json{{"id", "long"}, {"input_ids", ids}}.dump() + "\n";
+}
+
+// Runs as the unprivileged user "nobody", for whom mode 000 means unreadable (root reads all).
+const std::string kAsNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+
+Hostile as_nobody(Hostile h) {
+  h.prefix = kAsNobody;
+  return h;
+}
+
+// A copy of a fixture directory that "nobody" can reach (fresh_dir is 0755 under /tmp).
+std::function<std::string(const fs::path&)> unreadable(std::string what, std::string inner,
+                                                       std::function<std::string(fs::path)> args) {
+  return [what, inner, args](const fs::path& dir) {
+    const fs::path copy = copy_of(dir, what);
+    fs::permissions(copy / inner, fs::perms::none);
+    return args(copy);
+  };
+}
+
+json minimal_suite(json checks) {
+  return {{"schema", "draftgate.suite/1"},
+          {"artifacts", {{"target", target()}}},
+          {"checks", std::move(checks)}};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Json, HostileInput,
+    ::testing::Values(
+        config_text_case(
+            "deep_array_as_layer_count",
+            [](json c) { return with_raw(c, "/num_hidden_layers", deep_array()); },
+            "config.json: JSON nests deeper than 64 levels"),
+        config_text_case(
+            "deep_object_as_layer_count",
+            [](json c) { return with_raw(c, "/num_hidden_layers", deep_object()); },
+            "config.json: JSON nests deeper than 64 levels"),
+        config_text_case(
+            "deep_layer_types_entry",
+            [](json c) {
+              c["layer_types"] = {"full_attention", "x", "full_attention", "full_attention"};
+              return with_raw(c, "/layer_types/1", deep_array());
+            },
+            "nests deeper than 64"),
+        config_text_case(
+            "deep_model_type", [](json c) { return with_raw(c, "/model_type", deep_object()); },
+            "nests deeper than 64"),
+        config_text_case(
+            "deep_text_config", [](json c) { return with_raw(c, "/text_config", deep_object()); },
+            "nests deeper than 64"),
+        config_text_case(
+            "config_of_100k_members_with_a_duplicate", [](json) { return many_members(100000); },
+            "duplicate JSON key \"k0\""),
+        config_text_case(
+            "config_nul_then_garbage",
+            [](json c) { return c.dump() + std::string(1, '\0') + "{{"; }, "a NUL byte"),
+        config_text_case(
+            "config_trailing_garbage", [](json c) { return c.dump() + "}"; },
+            "invalid JSON at byte"),
+        config_text_case(
+            "config_duplicate_nested_key",
+            [](json c) {
+              std::string s = c.dump();
+              return s.insert(1, "\"rope_theta\": 1, ");
+            },
+            "duplicate JSON key \"rope_theta\""),
+        header_case(
+            "deep_array_as_shape_dimension",
+            [](json h) { return with_raw(h, "/model.norm.weight/shape/0", deep_array()); },
+            "model.safetensors: JSON nests deeper than 64 levels"),
+        header_case(
+            "deep_object_in_header_metadata",
+            [](json h) { return with_raw(h, "/__metadata__/format", deep_object()); },
+            "nests deeper than 64"),
+        header_case(
+            "header_nul_then_garbage",
+            [](json h) {
+              std::string s = h.dump();
+              s += std::string(1, '\0') + "garbage{\"x\":";
+              return s;
+            },
+            "a NUL byte"),
+        header_case(
+            "header_of_100k_members_with_a_duplicate", [](json) { return many_members(100000); },
+            "duplicate JSON key \"k0\""),
+        header_case(
+            "header_tab_padding_then_garbage", [](json h) { return h.dump() + "\t\t\tgarbage"; },
+            "invalid JSON at byte"),
+        probe_case(
+            "deep_index_entry",
+            [](const fs::path& t) {
+              json index = {{"weight_map", {{"model.norm.weight", "model.safetensors"}}}};
+              write(t / "model.safetensors.index.json",
+                    with_raw(index, "/weight_map/model.norm.weight", deep_array()));
+            },
+            "model.safetensors.index.json: JSON nests deeper than 64 levels"),
+        probe_case(
+            "index_of_100k_entries_with_a_duplicate",
+            [](const fs::path& t) {
+              std::string s = "{\"weight_map\": {";
+              for (int i = 0; i < 100000; ++i)
+                s += "\"model.layers." + std::to_string(i) + ".w\": \"model.safetensors\",";
+              write(t / "model.safetensors.index.json",
+                    s + "\"model.layers.0.w\": \"model.safetensors\"}}");
+            },
+            "duplicate JSON key \"model.layers.0.w\""),
+        drafter_text_case(
+            "deep_drafter_tap",
+            [](json c) { return with_raw(c, "/dflash_config/target_layer_ids/0", deep_array()); },
+            "nests deeper than 64"),
+        drafter_text_case(
+            "drafter_config_of_100k_members", [](json) { return many_members(100000); },
+            "duplicate JSON key \"k0\""),
+        golden_text_case(
+            "deep_golden_decoding_mode",
+            [](json g) { return with_raw(g, "/decoding/mode", deep_object()); },
+            "golden.json: JSON nests deeper than 64 levels"),
+        golden_text_case(
+            "deep_golden_check_params",
+            [](json g) { return with_raw(g, "/check_params/loss_type", deep_array()); },
+            "nests deeper than 64"),
+        golden_text_case(
+            "golden_of_100k_members", [](json) { return many_members(100000); },
+            "duplicate JSON key"),
+        suite_text_case("deep_suite_checks_entry",
+                        "{\"schema\": \"draftgate.suite/1\", \"checks\": [" + deep_array() + "]}",
+                        "suite.json: JSON nests deeper than 64 levels"),
+        suite_text_case("deep_suite_params",
+                        "{\"schema\": \"draftgate.suite/1\", \"checks\": [{\"check\": "
+                        "\"layer_path\", \"params\": " +
+                            deep_object() + "}]}",
+                        "nests deeper than 64"),
+        suite_text_case("deep_suite_artifact",
+                        "{\"schema\": \"draftgate.suite/1\", \"artifacts\": {\"target\": " +
+                            deep_array() + "}}",
+                        "nests deeper than 64"),
+        suite_text_case("suite_of_100k_expectations", many_members(100000), "duplicate JSON key"),
+        prompt_case("deep_prompt_token",
+                    "{\"id\": \"a\", \"input_ids\": [1, " + deep_array() + "]}\n",
+                    "prompts.jsonl:1: JSON nests deeper than 64 levels"),
+        prompt_case("deep_prompt_id", "{\"id\": " + deep_object() + ", \"input_ids\": [1]}\n",
+                    "nests deeper than 64"),
+        prompt_case("prompt_line_of_100k_members", many_members(100000) + "\n",
+                    "prompts.jsonl:1: duplicate JSON key"),
+        prompt_case("prompt_line_with_nul",
+                    std::string("{\"id\": \"a\", \"input_ids\": [1]}") + std::string(1, '\0') +
+                        "\n",
+                    "a NUL byte"),
+        Hostile{"deep_param_value",
+                [](const fs::path&) {
+                  // 60,000 levels: one argument stays under the kernel's 128 KiB limit.
+                  return structural("--param layer_path.expected_num_layers=" +
+                                    std::string(60000, '[') + std::string(60000, ']'));
+                },
+                "--param: parameter layer_path.expected_num_layers"},
+        Hostile{"deep_header_in_step_record",
+                [](const fs::path& dir) {
+                  const fs::path r = dir / "r.safetensors";
+                  fs::copy_file(reference_record(), r);
+                  edit_header(
+                      r, [](json h) { return with_raw(h, "/__metadata__/schema", deep_array()); });
+                  return "check --only loss_type --step-record " + r.string();
+                },
+                "r.safetensors: JSON nests deeper than 64 levels"},
+        Hostile{"deep_header_in_reference_dump",
+                [](const fs::path& dir) {
+                  io::write_tensors(dir / "dump.safetensors", {{"logits", at::zeros({2, 64})}},
+                                    {{"tokens", "1,2"}});
+                  edit_header(dir / "dump.safetensors",
+                              [](json h) { return with_raw(h, "/logits/dtype", deep_object()); });
+                  return "check --only hidden_state_parity --target " + target() +
+                         " --reference-dump " + (dir / "dump.safetensors").string();
+                },
+                "dump.safetensors: JSON nests deeper than 64 levels"}),
+    [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Output, HostileInput,
+    ::testing::Values(
+        output_case(
+            "forward_over_the_weights",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return forward_to(t, (t / "model.safetensors").string());
+            },
+            "model.safetensors: is the input directory"),
+        output_case(
+            "forward_over_the_config",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return forward_to(t, (t / "config.json").string());
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "forward_into_the_checkpoint",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return forward_to(t, (t / "new.safetensors").string());
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "forward_through_a_symlink_to_the_weights",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              fs::create_symlink(t / "model.safetensors", dir / "out.safetensors");
+              return forward_to(t, (dir / "out.safetensors").string());
+            },
+            "out.safetensors: is the input"),
+        output_case(
+            "forward_over_a_hard_link_to_the_weights",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              fs::create_hard_link(t / "model.safetensors", dir / "out.safetensors");
+              return forward_to(t, (dir / "out.safetensors").string());
+            },
+            "out.safetensors: is the input"),
+        output_case(
+            "forward_to_dev_null",
+            [](const fs::path&) { return forward_to(target(), "/dev/null"); },
+            "--out /dev/null: resolves into /dev"),
+        output_case(
+            "forward_to_a_fifo",
+            [](const fs::path& dir) {
+              ::mkfifo((dir / "fifo").c_str(), 0600);
+              return forward_to(target(), (dir / "fifo").string());
+            },
+            "exists and is a FIFO"),
+        output_case(
+            "forward_to_a_directory",
+            [](const fs::path& dir) {
+              fs::create_directory(dir / "d");
+              return forward_to(target(), (dir / "d").string());
+            },
+            "exists and is a directory"),
+        output_case(
+            "make_drafter_over_its_target",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + t.string() + " --out " + t.string();
+            },
+            "is the input directory"),
+        output_case(
+            "make_drafter_inside_its_target",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + t.string() + " --out " + (t / "drafter").string();
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "make_drafter_around_its_target",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + t.string() + " --out " + dir.string();
+            },
+            "holds the input"),
+        output_case(
+            "make_drafter_onto_a_file",
+            [](const fs::path& dir) {
+              write(dir / "file", std::string("x"));
+              return "make-drafter --target " + target() + " --out " + (dir / "file").string();
+            },
+            "exists and is a regular file, not a directory"),
+        output_case(
+            "make_target_onto_a_file",
+            [](const fs::path& dir) {
+              write(dir / "file", std::string("x"));
+              return "make-target --out " + (dir / "file").string();
+            },
+            "not a directory"),
+        output_case(
+            "make_target_into_dev",
+            [](const fs::path&) { return std::string("make-target --out /dev/shm/x"); },
+            "--out /dev/shm/x: resolves into /dev"),
+        output_case(
+            "report_over_the_config",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return "check --only layer_path --target " + t.string() + " --report " +
+                     (t / "config.json").string();
+            },
+            "--report"),
+        output_case(
+            "report_over_the_step_record",
+            [](const fs::path& dir) {
+              fs::copy_file(reference_record(), dir / "r.safetensors");
+              return structural("--step-record " + (dir / "r.safetensors").string() + " --report " +
+                                (dir / "r.safetensors").string());
+            },
+            "is the input file"),
+        output_case(
+            "junit_over_the_golden",
+            [](const fs::path& dir) {
+              const fs::path g = golden_copy(dir);
+              return structural("--golden " + g.string() + " --junit " + g.string());
+            },
+            "--junit"),
+        output_case(
+            "report_over_the_suite",
+            [](const fs::path& dir) {
+              write(dir / "s.json", minimal_suite({{{"check", "layer_path"}}}));
+              return "check --suite " + (dir / "s.json").string() + " --report " +
+                     (dir / "s.json").string();
+            },
+            "(--suite)"),
+        output_case(
+            "report_over_the_goldens_prompt_set",
+            [](const fs::path& dir) {
+              fs::copy_file(prompts(), dir / "p.jsonl");
+              json g = read(kSource / "golden/qwen3-reference.json");
+              g["prompt_set"]["path"] = "p.jsonl";
+              write(dir / "g.json", g);
+              return structural("--golden " + (dir / "g.json").string() + " --report " +
+                                (dir / "p.jsonl").string());
+            },
+            "the golden's prompt set"),
+        output_case(
+            "report_and_junit_are_one_file",
+            [](const fs::path& dir) {
+              return structural("--report " + (dir / "r").string() + " --junit " +
+                                (dir / "r").string());
+            },
+            "is also the output of --report"),
+        output_case(
+            "report_to_dev_full", [](const fs::path&) { return structural("--report /dev/full"); },
+            "resolves into /dev"),
+        output_case(
+            "report_through_a_symlink_to_dev_null",
+            [](const fs::path& dir) {
+              fs::create_symlink("/dev/null", dir / "r.json");
+              return structural("--report " + (dir / "r.json").string());
+            },
+            "resolves into /dev"),
+        output_case(
+            "junit_to_a_fifo",
+            [](const fs::path& dir) {
+              ::mkfifo((dir / "fifo").c_str(), 0600);
+              return structural("--junit " + (dir / "fifo").string());
+            },
+            "exists and is a FIFO"),
+        output_case(
+            "report_into_the_drafter",
+            [](const fs::path& dir) {
+              const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+              return structural("--drafter " + d.string() + " --report " +
+                                (d / "report.json").string());
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "eval_json_over_the_prompts",
+            [](const fs::path& dir) {
+              fs::copy_file(prompts(), dir / "p.jsonl");
+              return eval_with((dir / "p.jsonl").string(), "--json " + (dir / "p.jsonl").string());
+            },
+            "(--prompts)"),
+        output_case(
+            "eval_json_into_the_target",
+            [](const fs::path& dir) {
+              const fs::path t = copy_of(dir, "qwen3-target");
+              return "eval --target " + t.string() + " --drafter " + drafter() + " --prompts " +
+                     prompts() + " --json " + (t / "e.json").string();
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "eval_json_onto_a_directory",
+            [](const fs::path& dir) { return eval_with(prompts(), "--json " + dir.string()); },
+            "exists and is a directory"),
+        output_case(
+            "golden_over_the_prompts",
+            [](const fs::path& dir) {
+              fs::copy_file(prompts(), dir / "p.jsonl");
+              return "golden record" + qwen3_pair() + " --prompts " + (dir / "p.jsonl").string() +
+                     " --out " + (dir / "p.jsonl").string() + " --force";
+            },
+            "(--prompts)"),
+        output_case(
+            "golden_into_the_drafter",
+            [](const fs::path& dir) {
+              const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+              return "golden record --target " + target() + " --drafter " + d.string() +
+                     " --prompts " + prompts() + " --out " + (d / "g.json").string();
+            },
+            "lies inside the input checkpoint"),
+        output_case(
+            "golden_to_dev_null",
+            [](const fs::path&) {
+              return "golden record" + qwen3_pair() + " --prompts " + prompts() +
+                     " --out /dev/null --force";
+            },
+            "resolves into /dev"),
+        output_case(
+            "golden_exists_without_force",
+            [](const fs::path& dir) {
+              const fs::path g = golden_copy(dir);
+              return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
+                     g.string();
+            },
+            "golden file exists; refusing to overwrite it")),
+    [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Pseudo, HostileInput,
+    ::testing::Values(
+        probe_case(
+            "config_symlinked_to_proc_kmsg",
+            [](const fs::path& t) {
+              fs::remove(t / "config.json");
+              fs::create_symlink("/proc/kmsg", t / "config.json");
+            },
+            "config.json: resolves into /proc"),
+        probe_case(
+            "config_symlinked_to_dev_zero",
+            [](const fs::path& t) {
+              fs::remove(t / "config.json");
+              fs::create_symlink("/dev/zero", t / "config.json");
+            },
+            "config.json: resolves into /dev"),
+        probe_case(
+            "config_symlinked_to_proc_status",
+            [](const fs::path& t) {
+              fs::remove(t / "config.json");
+              fs::create_symlink("/proc/self/status", t / "config.json");
+            },
+            "resolves into /proc"),
+        probe_case(
+            "index_symlinked_to_dev_urandom",
+            [](const fs::path& t) {
+              fs::create_symlink("/dev/urandom", t / "model.safetensors.index.json");
+            },
+            "model.safetensors.index.json: resolves into /dev"),
+        probe_case(
+            "config_is_empty", [](const fs::path& t) { write(t / "config.json", std::string()); },
+            "config.json: file is empty (0 bytes)"),
+        probe_case(
+            "weights_are_a_socket_path",
+            [](const fs::path& t) {
+              fs::remove(t / "model.safetensors");
+              fs::create_symlink("/dev/null", t / "model.safetensors");
+            },
+            "model.safetensors"),
+        Hostile{"target_is_proc_self",
+                [](const fs::path&) { return std::string("probe /proc/self"); },
+                "/proc/self: resolves into /proc"},
+        Hostile{"target_is_sys_kernel",
+                [](const fs::path&) { return std::string("probe /sys/kernel"); },
+                "/sys/kernel: resolves into /sys"},
+        Hostile{"target_symlinked_to_proc",
+                [](const fs::path& dir) {
+                  fs::create_symlink("/proc/1", dir / "ckpt");
+                  return "probe " + (dir / "ckpt").string();
+                },
+                "ckpt: resolves into /proc"},
+        Hostile{"target_is_a_file",
+                [](const fs::path& dir) {
+                  write(dir / "f", std::string("x"));
+                  return "probe " + (dir / "f").string();
+                },
+                "not a directory (it is a regular file)"},
+        Hostile{"drafter_symlinked_to_dev",
+                [](const fs::path& dir) {
+                  fs::create_symlink("/dev", dir / "d");
+                  return structural("--drafter " + (dir / "d").string());
+                },
+                "resolves into /dev"},
+        Hostile{"prompts_from_proc",
+                [](const fs::path&) { return eval_with("/proc/self/status"); },
+                "/proc/self/status: resolves into /proc"},
+        Hostile{"prompts_symlinked_to_dev_zero",
+                [](const fs::path& dir) {
+                  fs::create_symlink("/dev/zero", dir / "p.jsonl");
+                  return eval_with((dir / "p.jsonl").string());
+                },
+                "p.jsonl: resolves into /dev"},
+        file_case(
+            "prompts_empty", "p.jsonl", "",
+            [](const fs::path& f) { return eval_with(f.string()); },
+            "p.jsonl: file is empty (0 bytes)"),
+        Hostile{"prompts_are_a_directory",
+                [](const fs::path& dir) { return eval_with(dir.string()); },
+                "not a regular file (it is a directory)"},
+        Hostile{"golden_from_dev_stdin",
+                [](const fs::path&) { return structural("--golden /dev/stdin"); },
+                "/dev/stdin: resolves into /"},
+        file_case(
+            "golden_empty", "g.json", "",
+            [](const fs::path& f) { return structural("--golden " + f.string()); },
+            "g.json: file is empty (0 bytes)"),
+        Hostile{"suite_from_proc",
+                [](const fs::path&) { return std::string("check --suite /proc/self/cmdline"); },
+                "/proc/self/cmdline: resolves into /proc"},
+        file_case(
+            "suite_empty", "s.json", "", [](const fs::path& f) { return "check --suite " + f.string(); },
+            "s.json: file is empty (0 bytes)"),
+        Hostile{"step_record_from_dev_zero",
+                [](const fs::path&) {
+                  return std::string("check --only loss_type --step-record /dev/zero");
+                },
+                "/dev/zero: resolves into /dev"},
+        Hostile{"reference_dump_symlinked_to_proc",
+                [](const fs::path& dir) {
+                  fs::create_symlink("/proc/self/maps", dir / "dump.safetensors");
+                  return "check --only hidden_state_parity --target " + target() +
+                         " --reference-dump " + (dir / "dump.safetensors").string();
+                },
+                "dump.safetensors: resolves into /proc"},
+        as_nobody(Hostile{"unreadable_prompts",
+                          [](const fs::path& dir) {
+                            fs::copy_file(prompts(), dir / "p.jsonl");
+                            fs::permissions(dir / "p.jsonl", fs::perms::none);
+                            return eval_with((dir / "p.jsonl").string());
+                          },
+                          "p.jsonl: cannot open for reading: Permission denied"}),
+        as_nobody(Hostile{
+            "unreadable_config",
+            unreadable("qwen3-target", "config.json",
+                       [](const fs::path& t) { return "probe " + t.string(); }),
+            "config.json: cannot open for reading: Permission denied"}),
+        as_nobody(Hostile{"unreadable_checkpoint_directory",
+                          unreadable("qwen3-target", ".",
+                                     [](const fs::path& t) { return "probe " + t.string(); }),
+                          "cannot read the directory: Permission denied"}),
+        as_nobody(Hostile{
+            "unreadable_weights",
+            unreadable("qwen3-target", "model.safetensors",
+                       [](const fs::path& t) { return "probe " + t.string(); }),
+            "model.safetensors: cannot open: Permission denied"}),
+        as_nobody(Hostile{"unreadable_golden",
+                          [](const fs::path& dir) {
+                            const fs::path g = golden_copy(dir);
+                            fs::permissions(g, fs::perms::none);
+                            return structural("--golden " + g.string());
+                          },
+                          "golden.json: cannot open for reading: Permission denied"})),
+    [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Limits, HostileInput,
+    ::testing::Values(
+        Hostile{"threads_100000",
+                [](const fs::path&) { return "--threads 100000 probe " + target(); },
+                "--threads: Value 100000 not in range"},
+        Hostile{"threads_zero", [](const fs::path&) { return "--threads 0 probe " + target(); },
+                "--threads"},
+        Hostile{"max_new_1e9",
+                [](const fs::path&) { return eval_with(prompts(), "--max-new 1000000000"); },
+                "--max-new: Value 1000000000 not in range 1 to 65536"},
+        Hostile{"tree_budget_1e9",
+                [](const fs::path&) { return eval_with(prompts(), "--tree-budget 1000000000"); },
+                "--tree-budget: Value 1000000000 not in range"},
+        Hostile{"tree_top_k_1e9",
+                [](const fs::path&) {
+                  return eval_with(prompts(), "--tree-budget 4 --tree-top-k 1000000000");
+                },
+                "--tree-top-k"},
+        Hostile{"oracle_block_size_1e9",
+                [](const fs::path&) {
+                  return "eval --oracle --block-size 1000000000 --target " + target() +
+                         " --prompts " + prompts();
+                },
+                "--block-size: Value 1000000000 not in range 2 to 256"},
+        Hostile{"oracle_block_size_one",
+                [](const fs::path&) {
+                  return "eval --oracle --block-size 1 --target " + target() + " --prompts " +
+                         prompts();
+                },
+                "--block-size"},
+        Hostile{"negative_eos", [](const fs::path&) { return eval_with(prompts(), "--eos -3"); },
+                "--eos"},
+        Hostile{"golden_record_max_new_1e9",
+                [](const fs::path& dir) {
+                  return "golden record" + qwen3_pair() + " --prompts " + prompts() +
+                         " --max-new 1000000000 --out " + (dir / "g.json").string();
+                },
+                "--max-new"},
+        golden_case(
+            "golden_max_new_1e9", [](json& g) { g["decoding"]["max_new_tokens"] = 1000000000; },
+            "max_new_tokens 1000000000 is outside 1..65536"),
+        golden_case(
+            "golden_tree_budget_1e9", [](json& g) { g["decoding"]["tree_budget"] = 1000000000; },
+            "tree budget 1000000000 is outside 0..1024"),
+        golden_case(
+            "golden_block_size_1e9", [](json& g) { g["decoding"]["block_size"] = 1000000000; },
+            "block size 1000000000 is outside 2..256"),
+        golden_case(
+            "golden_negative_eos",
+            [](json& g) {
+              g["decoding"]["eos_ids"] = {0, -7};
+            },
+            "EOS id -7 is negative"),
+        prompt_case("prompt_past_max_positions", prompt_of_length(5000),
+                    "exceeds the target's max_position_embeddings 4096"),
+        prompt_case("prompt_of_30000_tokens", prompt_of_length(30000),
+                    "exceeds the target's max_position_embeddings 4096"),
+        Hostile{"prompt_plus_max_new_past_max_positions",
+                [](const fs::path& dir) {
+                  write(dir / "p.jsonl", prompt_of_length(4000));
+                  return "eval" + qwen3_pair() + " --prompts " + (dir / "p.jsonl").string() +
+                         " --max-new 200";
+                },
+                "p.jsonl: prompt \"long\": a sequence of 4208 positions"},
+        Hostile{"forward_past_max_positions",
+                [](const fs::path& dir) {
+                  std::string ids = "1";
+                  for (int i = 0; i < 5000; ++i) ids += ",2";
+                  return "forward --model " + target() + " --tokens " + ids + " --out " +
+                         (dir / "o.safetensors").string();
+                },
+                "--tokens: a sequence of 5001 positions exceeds"},
+        Hostile{"parity_tokens_past_max_positions",
+                [](const fs::path&) {
+                  std::string ids = "[1";
+                  for (int i = 0; i < 5000; ++i) ids += ",2";
+                  return "check --only hidden_state_parity --target " + target() +
+                         " --param hidden_state_parity.tokens=" + ids + "]";
+                },
+                "tokens: a sequence of 5001 positions exceeds"},
+        forward_case("max_positions_negative",
+                     config_edit([](json& c) { c["max_position_embeddings"] = -5; }),
+                     "max_position_embeddings must be positive, got -5"),
+        record_case(
+            "record_empty_sequence",
+            [](train::StepRecord& r) {
+              r.input_ids.clear();
+              r.loss_mask.clear();
+              r.fc_input = r.fc_input.narrow(0, 0, 0);
+              r.teacher_logits = r.teacher_logits.narrow(0, 0, 0);
+              r.anchors.clear();
+              r.labels = r.labels.narrow(0, 0, 0);
+              r.weights = r.weights.narrow(0, 0, 0);
+              r.drafter_logits = r.drafter_logits.narrow(0, 0, 0);
+            },
+            "train_infer_consistency", "input_ids is empty"),
+        record_case(
+            "record_zero_anchors",
+            [](train::StepRecord& r) {
+              r.anchors.clear();
+              r.labels = r.labels.narrow(0, 0, 0);
+              r.weights = r.weights.narrow(0, 0, 0);
+              r.drafter_logits = r.drafter_logits.narrow(0, 0, 0);
+            },
+            "loss_type", "anchors is empty"),
+        Hostile{"forward_without_tokens",
+                [](const fs::path& dir) {
+                  return "forward --model " + target() + " --tokens , --out " +
+                         (dir / "o.safetensors").string();
+                },
+                "--tokens"},
+        prompt_case("prompt_without_tokens", "{\"id\": \"a\", \"input_ids\": []}\n",
+                    "\"input_ids\" must be a non-empty array"),
+        Hostile{"make_drafter_100000_layers",
+                [](const fs::path& dir) {
+                  return "make-drafter --target " + target() + " --layers 100000 --out " +
+                         (dir / "d").string();
+                },
+                "--layers: Value 100000 not in range"}),
+    [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
+                         ::testing::
+                             Values(forward_case("rope_theta_zero",
+                                                 config_edit([](json& c) { c["rope_theta"] = 0; }),
+                                                 "rope_theta = 0 must be a finite number > 0"),
+                                    forward_case(
+                                        "rope_theta_negative",
+                                        config_edit([](json& c) { c["rope_theta"] = -1e6; }),
+                                        "rope_theta = -1000000 must be a finite number > 0"),
+                                    forward_case("rope_theta_a_string", config_edit([](json& c) {
+                                                   c["rope_theta"] = "1e6";
+                                                 }),
+                                                 "rope_theta must be a number, got \"1e6\""),
+                                    forward_case(
+                                        "rms_eps_negative",
+                                        config_edit([](json& c) { c["rms_norm_eps"] = -1e-6; }),
+                                        "rms_norm_eps = -1e-06 must be a finite number >= 0"),
+                                    forward_case("rms_eps_huge_exponent", config_text([](json c) {
+                                                   return with_raw(c, "/rms_norm_eps", "1e400");
+                                                 }),
+                                                 "rms_norm_eps"),
+                                    forward_case("hidden_size_zero",
+                                                 config_edit([](json& c) { c["hidden_size"] = 0; }),
+                                                 "hidden_size"),
+                                    forward_case("layer_count_zero", config_edit([](json& c) {
+                                                   c["num_hidden_layers"] = 0;
+                                                 }),
+                                                 "is not a plausible layer count"),
+                                    forward_case("layer_count_fractional", config_edit([](json& c) {
+                                                   c["num_hidden_layers"] = 4.0001;
+                                                 }),
+                                                 "num_hidden_layers must be an integer"),
+                                    drafter_case("drafter_rope_theta_zero",
+                                                 config_edit([](json& c) { c["rope_theta"] = 0; }),
+                                                 "rope_theta = 0 must be a finite number > 0"),
+                                    drafter_case("drafter_rope_theta_negative",
+                                                 config_edit([](json& c) {
+                                                   c["rope_theta"] = -10000;
+                                                 }),
+                                                 "must be a finite number > 0"),
+                                    drafter_case("drafter_rms_eps_negative",
+                                                 config_edit([](json& c) {
+                                                   c["rms_norm_eps"] = -1;
+                                                 }),
+                                                 "rms_norm_eps = -1 must be a finite number >= 0"),
+                                    drafter_case("drafter_intermediate_zero",
+                                                 config_edit([](json& c) {
+                                                   c["intermediate_size"] = 0;
+                                                 }),
+                                                 "intermediate_size must be positive"),
+                                    drafter_case(
+                                        "drafter_declares_fewer_layers",
+                                        config_edit([](json& c) { c["num_hidden_layers"] = 1; }),
+                                        "num_hidden_layers is 1 but the tensors hold 2 layers"),
+                                    drafter_case(
+                                        "drafter_declares_more_layers",
+                                        config_edit([](json& c) { c["num_hidden_layers"] = 3; }),
+                                        "num_hidden_layers is 3 but the tensors hold 2 layers"),
+                                    drafter_case(
+                                        "drafter_layer_index_with_a_leading_zero",
+                                        [](const fs::path& d) {
+                                          io::NamedTensors tensors;
+                                          {
+                                            const io::Checkpoint c = io::Checkpoint::open(d);
+                                            for (const auto& n : c.names()) {
+                                              std::string renamed = n;
+                                              if (renamed.rfind("layers.1.", 0) == 0)
+                                                renamed.replace(0, 9, "layers.01.");
+                                              tensors.emplace_back(renamed,
+                                                                   io::load_tensor(c, n).clone());
+                                            }
+                                          }
+                                          io::write_tensors(d / "model.safetensors", tensors);
+                                        },
+                                        "has the non-canonical layer index \"01\""),
+                                    probe_case(
+                                        "target_layer_index_with_a_leading_zero",
+                                        [](const fs::path& t) {
+                                          edit_header(t / "model.safetensors", [](json h) {
+                                            json out = json::object();
+                                            for (auto& [k, v] : h.items()) {
+                                              std::string name = k;
+                                              if (name.rfind("model.layers.1.", 0) == 0)
+                                                name.replace(0, 15, "model.layers.01.");
+                                              out[name] = v;
+                                            }
+                                            return out.dump();
+                                          });
+                                        },
+                                        "with a non-canonical index (leading zeros)"),
+                                    probe_case(
+                                        "target_layer_index_00",
+                                        [](const fs::path& t) {
+                                          edit_header(t / "model.safetensors", [](json h) {
+                                            json out = json::object();
+                                            for (auto& [k, v] : h.items()) {
+                                              std::string name = k;
+                                              if (name.rfind("model.layers.0.", 0) == 0)
+                                                name.replace(0, 15, "model.layers.00.");
+                                              out[name] = v;
+                                            }
+                                            return out.dump();
+                                          });
+                                        },
+                                        "non-canonical index"),
+                                    golden_case(
+                                        "golden_block_size_fractional",
+                                        [](json& g) { g["decoding"]["block_size"] = 8.9; },
+                                        "golden field /decoding/block_size must be an integer, got "
+                                        "8.9"),
+                                    golden_case(
+                                        "golden_layer_count_fractional",
+                                        [](json& g) { g["target_layout"]["num_layers"] = 4.5; },
+                                        "/target_layout/num_layers must be an integer"),
+                                    golden_case(
+                                        "golden_tap_fractional",
+                                        [](json& g) {
+                                          g["taps"] = {0, 2.5};
+                                        },
+                                        "/taps must be an array of integers"),
+                                    golden_case(
+                                        "golden_max_new_fractional",
+                                        [](json& g) { g["decoding"]["max_new_tokens"] = 16.5; },
+                                        "max_new_tokens must be an integer, got 16.5"),
+                                    golden_case(
+                                        "golden_tau_1e308",
+                                        [](json& g) { g["tau"]["tau_macro"] = 1e308; },
+                                        "exceeds the block size 8"),
+                                    golden_case(
+                                        "golden_tau_pooled_past_the_block",
+                                        [](json& g) { g["tau"]["tau_pooled"] = 8.5; },
+                                        "exceeds the block size 8"),
+                                    golden_case(
+                                        "golden_tau_a_string",
+                                        [](json& g) { g["tau"]["tau_macro"] = "2.4"; },
+                                        "/tau/tau_macro must be a finite number"),
+                                    golden_case(
+                                        "golden_acceptance_above_one",
+                                        [](json& g) {
+                                          g["tau"]["per_position_acceptance"][0] = 1.5;
+                                        },
+                                        "not a share between 0 and 1"),
+                                    record_case(
+                                        "record_mask_token_negative",
+                                        [](train::StepRecord& r) { r.mask_token_id = -1; },
+                                        "loss_type", "mask_token_id -1 is negative"),
+                                    record_case(
+                                        "record_mask_token_past_the_vocabulary",
+                                        [](train::StepRecord& r) { r.mask_token_id = 1000000; },
+                                        "loss_type",
+                                        "mask_token_id 1000000 is outside the recorded vocabulary "
+                                        "(64)"),
+                                    Hostile{"record_header_nul_then_garbage",
+                                            [](const fs::path& dir) {
+                                              const fs::path r = dir / "r.safetensors";
+                                              fs::copy_file(reference_record(), r);
+                                              // Same length: the JSON ends early and garbage
+                                              // follows a NUL byte.
+                                              std::string h = header_of(r);
+                                              const std::string end =
+                                                  "}" + std::string(1, '\0') + "garbage ";
+                                              const auto cut = h.find_last_of('}');
+                                              std::string cropped = h.substr(0, cut) + end;
+                                              replace_header(r, cropped);
+                                              return "check --only loss_type --step-record " +
+                                                     r.string();
+                                            },
+                                            "a NUL byte"},
+                                    Hostile{"reference_dump_tokens_not_ids",
+                                            [](const fs::path& dir) {
+                                              io::write_tensors(dir / "dump.safetensors",
+                                                                {{"logits", at::zeros({3, 64})}},
+                                                                {{"tokens", "1,5,abc"}});
+                                              return "check --only hidden_state_parity --target " +
+                                                     target() + " --reference-dump " +
+                                                     (dir / "dump.safetensors").string();
+                                            },
+                                            "\"tokens\" metadata holds \"abc\", not a token id"}),
+                         [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Params, HostileInput,
+    ::testing::Values(
+        param_case("layer_count_as_a_word", "--param layer_path.expected_num_layers=four",
+                   "--param: parameter layer_path.expected_num_layers = \"four\": expected an "
+                   "integer in [1, 100000]"),
+        param_case("loss_named_mse", "--param loss_type.expected=mse",
+                   "loss_type.expected = \"mse\": expected one of ce, kl"),
+        param_case("negative_rtol", "--param loss_type.rtol=-1",
+                   "loss_type.rtol = -1: expected a number in [0, 1]"),
+        param_case("ratio_as_a_bool", "--param min_tau.min_ratio=true",
+                   "min_tau.min_ratio = true: expected a number"),
+        param_case("ratio_infinite", "--param min_tau.min_ratio=1e400", "min_tau.min_ratio"),
+        param_case("nested_budget_negative", "--param hidden_state_parity.f32.max_nmse=-1",
+                   "hidden_state_parity.f32.max_nmse = -1"),
+        param_case("nested_budget_unknown", "--param hidden_state_parity.f32.nope=1",
+                   "unknown parameter \"f32.nope\" of hidden_state_parity"),
+        param_case("nested_budget_not_an_object", "--param hidden_state_parity.f32=3",
+                   "hidden_state_parity.f32 must be an object"),
+        param_case("precision_factor_below_one",
+                   "--param target_logits_noise_free.precision_factor=0.5",
+                   "target_logits_noise_free.precision_factor = 0.5: expected a number in [1, 1000]"),
+        param_case("parity_backend_unknown", "--param hidden_state_parity.a=tpu:f32",
+                   "hidden_state_parity.a = \"tpu:f32\": expected one of cpu:f32"),
+        param_case("parity_tokens_empty", "--param hidden_state_parity.tokens=[]",
+                   "hidden_state_parity.tokens = []: expected a non-empty array"),
+        param_case("parity_tokens_negative", "--param hidden_state_parity.tokens=[1,-2]",
+                   "hidden_state_parity.tokens"),
+        param_case("parity_cosine_above_one", "--param hidden_state_parity.bf16.min_cosine=1.5",
+                   "hidden_state_parity.bf16.min_cosine = 1.5: expected a number in [-1, 1]"),
+        param_case("anchors_fractional", "--param train_infer_consistency.max_anchors=2.5",
+                   "train_infer_consistency.max_anchors = 2.5: expected an integer"),
+        param_case("anchors_zero", "--param train_infer_consistency.max_anchors=0",
+                   "train_infer_consistency.max_anchors = 0"),
+        param_case("allow_final_layer_as_a_number",
+                   "--param fc_excludes_target_layer.allow_final_layer=1",
+                   "allow_final_layer = 1: expected true or false"),
+        param_case("prefix_as_a_number", "--param layer_path.expected_prefix=3",
+                   "layer_path.expected_prefix = 3: expected a string"),
+        param_case("param_without_a_value", "--param layer_path.expected_prefix",
+                   "is not CHECK.NAME=VALUE"),
+        param_case("param_of_an_unknown_name", "--param min_tau.ratio=0.5",
+                   "unknown parameter \"ratio\" of min_tau"),
+        param_case("per_position_ratio_negative", "--param min_tau.per_position_min_ratio=-0.5",
+                   "min_tau.per_position_min_ratio = -0.5"),
+        suite_params_case("suite_rtol_a_string", "loss_type", {{"rtol", "-1"}},
+                          "suite.json: parameter loss_type.rtol = \"-1\": expected a number"),
+        suite_params_case("suite_nested_budget_a_string", "hidden_state_parity",
+                          {{"bf16", {{"max_nmse", "x"}}}},
+                          "hidden_state_parity.bf16.max_nmse = \"x\""),
+        suite_params_case("suite_params_not_an_object", "loss_type", json::array({1, 2}),
+                          "parameters of loss_type must be a JSON object"),
+        suite_params_case("suite_layer_count_negative", "layer_path", {{"expected_num_layers", -4}},
+                          "layer_path.expected_num_layers = -4"),
+        golden_params_case("golden_expects_mse", {{"loss_type", {{"expected", "mse"}}}},
+                           "golden.json: parameter loss_type.expected = \"mse\""),
+        golden_params_case("golden_parity_budget_negative",
+                           {{"hidden_state_parity", {{"f32", {{"max_nmse", -1}}}}}},
+                           "golden.json: parameter hidden_state_parity.f32.max_nmse = -1"),
+        golden_params_case("golden_unknown_parameter", {{"min_tau", {{"speed", 3}}}},
+                           "golden.json: unknown parameter \"speed\" of min_tau"),
+        golden_params_case("golden_params_not_objects", {{"min_tau", 3}},
+                           "check_params.min_tau must be an object")),
+    [](const auto& p) { return p.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Select, HostileInput,
+    ::testing::Values(
+        suite_case("suite_runs_nothing", minimal_suite(json::array()),
+                   "\"checks\" is empty: the suite would run nothing"),
+        Hostile{"only_selects_nothing",
+                [](const fs::path& dir) {
+                  write(dir / "s.json", minimal_suite({{{"check", "layer_path"}}}));
+                  return "check --suite " + (dir / "s.json").string() + " --only loss_type";
+                },
+                "--only: selects none of the checks"},
+        Hostile{"only_an_empty_name",
+                [](const fs::path&) { return "check --target " + target() + " --only ''"; },
+                "--only: unknown check \"\""},
+        Hostile{"json_without_list",
+                [](const fs::path&) { return "check --target " + target() + " --json"; },
+                "--json: goes with --list"},
+        Hostile{"one_bad_record_read_by_four_checks",
+                [](const fs::path& dir) {
+                  write(dir / "r.safetensors", std::string("not a safetensors file"));
+                  return "check --only "
+                         "loss_type,target_logits_noise_free,train_infer_consistency,fc_excludes_"
+                         "target_layer" +
+                         qwen3_pair() + " --step-record " + (dir / "r.safetensors").string();
+                },
+                "r.safetensors"},
+        Hostile{"one_bad_target_read_by_every_check",
+                [](const fs::path& dir) {
+                  const fs::path t = copy_of(dir, "qwen3-target");
+                  write(t / "config.json", std::string("{"));
+                  return "check --target " + t.string() + " --drafter " + drafter() +
+                         " --step-record " + reference_record();
+                },
+                "config.json: invalid JSON"}),
+    [](const auto& p) { return p.param.label; });
+
+}  // namespace
+}  // namespace draftgate::hostile
