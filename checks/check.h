@@ -11,7 +11,9 @@
 //     at the precision they were computed in (`recorded_precision.h`). Name what was expected,
 //     what was measured, where, and what to do in every failure message.
 //  2. List the file in checks/CMakeLists.txt: `draftgate_structural_checks` if it needs no
-//     libtorch (it then also runs in the torch-free front end), else `draftgate_checks`.
+//     libtorch (it then also runs in the torch-free front end), else `draftgate_checks`. A
+//     structural check that runs a model for some artifacts asks Artifacts::engine for it (add the
+//     computation to Engine and model_engine.cpp) and returns false from runs_here() without one.
 //  3. Add it to DRAFTGATE_GATE_CHECKS in tests/CMakeLists.txt, to the `expect` block of the
 //     reference suites in fixtures/suites/, and a row to the README's check table —
 //     CheckCatalogue.EveryCheckIsDocumentedGatedAndExpected fails until all three are done.
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "draftgate/golden/golden.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 
@@ -42,6 +46,8 @@ struct CheckResult {
   nlohmann::json evidence = nlohmann::json::object();
 };
 
+class Engine;
+
 // The artifacts a run names; a check skips (with the reason) when one it needs is absent.
 struct Artifacts {
   std::optional<std::filesystem::path> target;
@@ -49,6 +55,23 @@ struct Artifacts {
   std::optional<std::filesystem::path> step_record;
   std::optional<std::filesystem::path> reference_dump;  // `draftgate forward` output
   std::optional<golden::Golden> golden;                 // read and validated up front
+  const Engine* engine = nullptr;  // the engine process's model computations; null in the front end
+};
+
+// Model computations a check may ask for beyond reading files (libtorch). The engine process
+// passes its implementation (model_engine.h) in Artifacts::engine; the torch-free front end has
+// none, and hands a check whose runs_here() is false to the engine.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // fc_excludes_target_layer with a step record: adds the per-slice evidence ("fed_slices") to
+  // `result` and a problem per fed fc-input slice that is not its declared tap (or is farther than
+  // `max_nmse` from it).
+  virtual void match_fed_features(const io::Checkpoint& target,
+                                  const std::filesystem::path& step_record,
+                                  const model::DrafterConfig& drafter, double max_nmse,
+                                  CheckResult& result,
+                                  std::vector<std::string>& problems) const = 0;
 };
 
 // One declared parameter of a check. `name` may be dotted: "f32.max_noise_ratio" is the

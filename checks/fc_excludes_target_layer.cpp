@@ -3,25 +3,20 @@
 // × H_target] with hidden_norm. Dynamic (with a step record and target weights): each slice of the
 // fc input the trainer fed is matched against every target layer's output (and the embeddings) for
 // the recorded ids, naming the layer it really came from — an off-by-one tap index or the final
-// layer fed under a good-looking config shows up here (fed_features.cpp, in the engine).
+// layer fed under a good-looking config shows up here. That half runs the target, so it is the
+// engine's (Artifacts::engine, model_engine.cpp); without one the check asks for the engine.
 
 #include <algorithm>
 
-#include "check.h"
+#include "checks/check.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/drafter_config.h"
-#include "fed_features.h"
 
 namespace draftgate::checks {
 namespace {
-
-FedFeatureMatcher& installed_matcher() {
-  static FedFeatureMatcher matcher = nullptr;
-  return matcher;
-}
 
 class FcExcludesTargetLayer : public Check {
  public:
@@ -42,7 +37,7 @@ class FcExcludesTargetLayer : public Check {
 
   // The fed-feature comparison runs target forwards: only where the engine installed it.
   bool runs_here(const Artifacts& a) const override {
-    return !a.step_record || fed_feature_matcher() != nullptr;
+    return !a.step_record || a.engine != nullptr;
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -94,9 +89,13 @@ class FcExcludesTargetLayer : public Check {
       problems.push_back("taps [" + format_ids(d.target_layer_ids) +
                          "] differ from the golden's [" + format_ids(a.golden->taps) + "] (" +
                          a.golden->path + ")");
-    if (a.step_record && !target.metadata_only())
-      fed_feature_matcher()(target, *a.step_record, d, p["max_nmse"].get<double>(), r, problems);
-    else
+    if (a.step_record && !target.metadata_only()) {
+      if (a.engine == nullptr)
+        throw Error(a.step_record->string(),
+                    "comparing the fed fc input with the target's layers needs the model engine");
+      a.engine->match_fed_features(target, *a.step_record, d, p["max_nmse"].get<double>(), r,
+                                   problems);
+    } else
       r.evidence["fed_features"] = a.step_record
                                        ? "not checked: the target is metadata-only (no weights)"
                                        : "not checked: no step record";
@@ -111,12 +110,5 @@ class FcExcludesTargetLayer : public Check {
 const bool registered = register_as<FcExcludesTargetLayer>();
 
 }  // namespace
-
-bool install_fed_feature_matcher(FedFeatureMatcher matcher) {
-  installed_matcher() = matcher;
-  return true;
-}
-
-FedFeatureMatcher fed_feature_matcher() { return installed_matcher(); }
 
 }  // namespace draftgate::checks

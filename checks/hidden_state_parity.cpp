@@ -6,14 +6,14 @@
 
 #include <sstream>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/metrics.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/target.h"
-#include "metrics.h"
 
 namespace draftgate::checks {
 namespace {

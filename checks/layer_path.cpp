@@ -2,7 +2,7 @@
 // with the tensors), and every drafter tap names an existing target layer. Runs on metadata-only
 // checkpoints.
 
-#include "check.h"
+#include "checks/check.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/config.h"

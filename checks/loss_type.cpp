@@ -5,12 +5,12 @@
 #include <cmath>
 #include <optional>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/metrics.h"
+#include "checks/recorded_precision.h"
 #include "draftgate/format.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
-#include "metrics.h"
-#include "recorded_precision.h"
 
 namespace draftgate::checks {
 namespace {
@@ -34,7 +34,8 @@ std::optional<int> mantissa_bits(const std::string& stored_dtype) {
 }
 
 // First-order standard deviation of the weighted CE when every logit carries an independent
-// rounding error, uniform within half an ulp of a `bits`-bit format: ΔCE_j = Σ_v (p_v − [v = y]) δ_v.
+// rounding error, uniform within half an ulp of a `bits`-bit format: ΔCE_j = Σ_v (p_v − [v = y])
+// δ_v.
 double ce_rounding_std(const at::Tensor& logits, const train::BlockTargets& t, int bits) {
   at::Tensor coefficient = at::softmax(logits, -1);
   coefficient.scatter_add_(-1, t.labels.unsqueeze(-1),

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "checks/metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // golden was, is at least min_ratio × the reference's (and a floor), above the collapse tripwire,
 // with drafts actually proposed and optional per-position floors.
 
-#include "check.h"
+#include "checks/check.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"

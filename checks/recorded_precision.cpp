@@ -1,4 +1,4 @@
-#include "recorded_precision.h"
+#include "checks/recorded_precision.h"
 
 namespace draftgate::checks {
 

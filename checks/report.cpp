@@ -1,4 +1,4 @@
-#include "report.h"
+#include "checks/report.h"
 
 #include <algorithm>
 #include <cstdint>

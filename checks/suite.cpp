@@ -1,4 +1,4 @@
-#include "suite.h"
+#include "checks/suite.h"
 
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "check.h"
+#include "checks/check.h"
 
 namespace draftgate::checks {
 

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/metrics.h"
+#include "checks/recorded_precision.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
@@ -16,8 +18,6 @@
 #include "draftgate/model/target.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
-#include "metrics.h"
-#include "recorded_precision.h"
 
 namespace draftgate::checks {
 namespace {
@@ -40,13 +40,15 @@ class TargetLogitsNoiseFree : public Check {
     // precision_factor × the ratio the trainer's precision explains); top-1 is judged where the
     // top-2 margin exceeds margin_factor × that precision's deviation at the position. Independent
     // PyTorch bf16 trainers (bf16 weights, autocast) measured 0.6–1.15× the explained ratio.
-    return {number_param("max_noise_ratio", 1e-3, 0, 1e3,
-                         "noise / RMS budget floor (what any float32 implementation may differ by)"),
-            number_param("precision_factor", 2.0, 1, 1e3,
-                         "budget = this × the noise the trainer's precision explains, measured"),
-            number_param("margin_factor", 4.0, 0, 1e3,
-                         "top-1 judged where the top-2 margin exceeds this × the precision's deviation"),
-            number_param("min_top1", 0.99, 0, 1, "top-1 and label agreement outside near-ties")};
+    return {
+        number_param("max_noise_ratio", 1e-3, 0, 1e3,
+                     "noise / RMS budget floor (what any float32 implementation may differ by)"),
+        number_param("precision_factor", 2.0, 1, 1e3,
+                     "budget = this × the noise the trainer's precision explains, measured"),
+        number_param(
+            "margin_factor", 4.0, 0, 1e3,
+            "top-1 judged where the top-2 margin exceeds this × the precision's deviation"),
+        number_param("min_top1", 0.99, 0, 1, "top-1 and label agreement outside near-ties")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
   const std::string verb = verb_of(argc, argv);
   if (verb == "probe" || verb == "check") {
     try {
-      return run_cli(argc, argv, {add_probe, add_structural_check}, [](int) {});
+      return run_cli(argc, argv,
+                     {add_probe, [](CLI::App& app,
+                                    VerbRunner* runner) { add_check_verb(app, runner, nullptr); }},
+                     [](int) {});
     } catch (const NeedsEngine&) {
       // a check that runs models: the engine parses and runs the whole command again
     }

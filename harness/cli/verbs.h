@@ -6,6 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+namespace draftgate::checks {
+class Engine;
+}
+
 namespace draftgate::cli {
 
 using VerbRunner = std::function<int()>;
@@ -18,10 +22,10 @@ void add_forward(CLI::App& app, VerbRunner* runner);
 void add_make_target(CLI::App& app, VerbRunner* runner);
 void add_make_drafter(CLI::App& app, VerbRunner* runner);
 void add_eval(CLI::App& app, VerbRunner* runner);
-void add_check(CLI::App& app, VerbRunner* runner);
-// `check` as the torch-free front end runs it: throws NeedsEngine (before printing anything) when
-// a selected check, or reading the suites, needs the engine.
-void add_structural_check(CLI::App& app, VerbRunner* runner);
+// `check`. The engine passes its model computations (checks/model_engine.h); the torch-free front
+// end passes none and throws NeedsEngine (before printing anything) when a selected check, or
+// reading the suites, needs the engine.
+void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* engine);
 void add_golden(CLI::App& app, VerbRunner* runner);
 
 }  // namespace draftgate::cli

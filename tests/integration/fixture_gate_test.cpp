@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "check.h"
-#include "suite.h"
+#include "checks/check.h"
+#include "checks/model_engine.h"
+#include "checks/suite.h"
 
 namespace draftgate::checks {
 namespace {
@@ -43,7 +44,9 @@ TEST_P(FixtureGate, GivesTheExpectedVerdict) {
   std::vector<CheckInstance> one;  // ctest runs each case in its own process: run just this one
   for (const auto& in : s.checks)
     if (in.name == c.instance) one.push_back(in);
-  const CheckResult r = run_instances(one, open_artifacts(s.artifacts)).at(0);
+  Artifacts artifacts = open_artifacts(s.artifacts);
+  artifacts.engine = &model_engine();
+  const CheckResult r = run_instances(one, artifacts).at(0);
   EXPECT_EQ(status_name(r.status), std::string(status_name(expected)))
       << s.name << " / " << c.instance << ": " << r.message;
   EXPECT_FALSE(r.message.empty()) << "every verdict explains itself";

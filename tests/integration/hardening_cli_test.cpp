@@ -57,10 +57,9 @@ TEST(CheckParams, DottedOverridesReachTheNestedBudget) {
   EXPECT_EQ(report["results"][0]["thresholds"]["rtol"], 0.002);
   EXPECT_EQ(report["results"][0]["thresholds"]["expected"], "kl");
 
-  const auto nested = run_draftgate("check --only hidden_state_parity --target " +
-                                    (kTrained / "qwen3-target").string() +
-                                    " --param hidden_state_parity.f32.max_nmse=0.5 --report " +
-                                    (dir / "r.json").string());
+  const auto nested = run_draftgate(
+      "check --only hidden_state_parity --target " + (kTrained / "qwen3-target").string() +
+      " --param hidden_state_parity.f32.max_nmse=0.5 --report " + (dir / "r.json").string());
   EXPECT_EQ(nested.exit_code, 0) << nested.err;
   const json thresholds =
       json::parse(testing::read_file(dir / "r.json"))["results"][0]["thresholds"];

@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "checkpoint_edit.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/tensor_view.h"
-#include "checkpoint_edit.h"
 #include "draftgate/train/step_record.h"
 
 namespace draftgate::hostile {

@@ -1029,9 +1029,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "unknown parameter \"f32.nope\" of hidden_state_parity"),
         param_case("nested_budget_not_an_object", "--param hidden_state_parity.f32=3",
                    "hidden_state_parity.f32 must be an object"),
-        param_case("precision_factor_below_one",
-                   "--param target_logits_noise_free.precision_factor=0.5",
-                   "target_logits_noise_free.precision_factor = 0.5: expected a number in [1, 1000]"),
+        param_case(
+            "precision_factor_below_one", "--param target_logits_noise_free.precision_factor=0.5",
+            "target_logits_noise_free.precision_factor = 0.5: expected a number in [1, 1000]"),
         param_case("parity_backend_unknown", "--param hidden_state_parity.a=tpu:f32",
                    "hidden_state_parity.a = \"tpu:f32\": expected one of cpu:f32"),
         param_case("parity_tokens_empty", "--param hidden_state_parity.tokens=[]",

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <fstream>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/report.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
-#include "report.h"
 #include "synthetic_layouts.h"
 #include "synthetic_step_record.h"
 #include "test_files.h"

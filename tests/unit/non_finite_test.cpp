@@ -7,8 +7,9 @@
 
 #include <cmath>
 
-#include "check.h"
 #include "checkpoint_edit.h"
+#include "checks/check.h"
+#include "checks/model_engine.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/target.h"
@@ -34,6 +35,7 @@ CheckResult run_on(const std::string& check, const std::function<void(train::Ste
   a.target = target.value_or(testing::training_step_models() / "target");
   a.drafter = testing::training_step_models() / "drafter";
   a.step_record = path;
+  a.engine = &model_engine();
   return run_check(*find_check(check), a, nullptr);
 }
 

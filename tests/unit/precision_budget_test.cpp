@@ -12,14 +12,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/metrics.h"
+#include "checks/model_engine.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/target.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
-#include "metrics.h"
 #include "test_files.h"
 
 namespace draftgate::checks {
@@ -118,6 +119,7 @@ CheckResult run_on(const Family& f, const std::string& check, const StepRecord& 
   a.target = kTrained / f.target;
   a.drafter = kTrained / f.drafter;
   a.step_record = path;
+  a.engine = &model_engine();
   return run_check(*find_check(check), a, nullptr);
 }
 

@@ -4,7 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "check.h"
+#include "checks/check.h"
+#include "checks/model_engine.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/ops.h"
@@ -30,6 +31,7 @@ CheckResult run_on(const std::string& check, const StepRecord& rec, const std::s
   a.target = dir / "target";
   a.drafter = dir / "drafter";
   a.step_record = path;
+  a.engine = &model_engine();
   return run_check(*find_check(check), a, params);
 }
 

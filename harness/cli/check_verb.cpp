@@ -4,18 +4,17 @@
 // the one its suite expects (how the bundled fixtures prove each check both ways). The front end
 // runs it when every selected check is structural; otherwise the engine does.
 
-#include "check.h"
-
 #include <algorithm>
 #include <iostream>
 #include <set>
 
+#include "checks/check.h"
+#include "checks/report.h"
+#include "checks/suite.h"
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/output_file.h"
-#include "report.h"
-#include "suite.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -97,7 +96,7 @@ struct PlannedSuite {
 };
 
 // Reads every suite, opens its artifacts and selects its instances before anything runs or prints.
-std::vector<PlannedSuite> plan(const CheckOptions& opt) {
+std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* engine) {
   const auto params = parse_params(opt.params);
   std::vector<checks::Suite> suites;
   for (const auto& path : opt.suites) suites.push_back(checks::read_suite(path));
@@ -112,6 +111,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt) {
     if (!opt.golden.empty()) p.golden = opt.golden;
     if (!opt.reference_dump.empty()) p.reference_dump = opt.reference_dump;
     checks::Artifacts artifacts = checks::open_artifacts(p);
+    artifacts.engine = engine;
     auto instances = select(suite.checks, opt, params);
     // Every instance's parameters (the golden's check_params included) are valid before any
     // check runs.
@@ -130,7 +130,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt) {
 std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
   std::vector<PlannedSuite> planned;
   try {
-    planned = plan(opt);
+    planned = plan(opt, nullptr);
   } catch (const Error&) {
     throw NeedsEngine{};
   }
@@ -160,7 +160,8 @@ void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>
   io::check_outputs({{opt.report, "--report"}, {opt.junit, "--junit"}}, inputs);
 }
 
-int run_check_verb(const CheckOptions& opt, bool front_end) {
+int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
+  const bool front_end = engine == nullptr;
   if (opt.list) {
     if (front_end) throw NeedsEngine{};  // the front end knows the structural checks only
     std::cout << (opt.json ? io::dump_json(checks::describe_checks_json()) + "\n"
@@ -168,7 +169,7 @@ int run_check_verb(const CheckOptions& opt, bool front_end) {
     return 0;
   }
   if (opt.json) throw Error("--json", "goes with --list (reports: --report FILE.json)");
-  const std::vector<PlannedSuite> planned = front_end ? plan_in_front_end(opt) : plan(opt);
+  const std::vector<PlannedSuite> planned = front_end ? plan_in_front_end(opt) : plan(opt, engine);
   check_report_paths(opt, planned);
   std::set<std::string> printed;  // one bad input read by several checks is one error line
   std::vector<checks::SuiteRun> runs;
@@ -214,7 +215,9 @@ int run_check_verb(const CheckOptions& opt, bool front_end) {
   return checks::exit_code(all, opt.fail_on_skip);
 }
 
-void add_check_verb(CLI::App& app, VerbRunner* runner, bool front_end) {
+}  // namespace
+
+void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* engine) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* cmd =
       app.add_subcommand("check", "Run the gate's checks on a target, drafter and step record");
@@ -241,14 +244,8 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, bool front_end) {
   cmd->add_flag("--list", opt->list,
                 "Print every check: summary, what it needs, its parameters (types, ranges)");
   cmd->add_flag("--json", opt->json, "With --list: print it as JSON");
-  cmd->callback([opt, runner, front_end] {
-    *runner = [opt, front_end] { return run_check_verb(*opt, front_end); };
-  });
+  cmd->callback(
+      [opt, runner, engine] { *runner = [opt, engine] { return run_check_verb(*opt, engine); }; });
 }
-
-}  // namespace
-
-void add_check(CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, false); }
-void add_structural_check(CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, true); }
 
 }  // namespace draftgate::cli

@@ -1,14 +1,13 @@
 // `draftgate golden record`: measures the reference drafter and writes the golden baseline the
 // checks compare against (format: draftgate/golden/golden.h).
 
-#include "draftgate/golden/golden.h"
-
 #include <ctime>
 #include <iostream>
 
-#include "check.h"
+#include "checks/check.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/error.h"
+#include "draftgate/golden/golden.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"

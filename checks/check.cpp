@@ -1,9 +1,10 @@
+#include "checks/check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
 
-#include "check.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"

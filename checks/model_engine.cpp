@@ -1,23 +1,30 @@
-// The dynamic half of fc_excludes_target_layer: which target layer each slice of the fc input a
-// trainer fed really came from. Runs the target, so it lives with the engine's checks and installs
-// itself into the torch-free check.
+// The checks' model computations in the engine. fc_excludes_target_layer's dynamic half: which
+// target layer each slice of the fc input a trainer fed really came from.
 
-#include "fed_features.h"
+#include "checks/model_engine.h"
 
+#include "checks/metrics.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/model/target.h"
 #include "draftgate/train/step_record.h"
-#include "metrics.h"
 
 namespace draftgate::checks {
 namespace {
 
+class ModelEngine final : public Engine {
+ public:
+  void match_fed_features(const io::Checkpoint& target, const std::filesystem::path& step_record,
+                          const model::DrafterConfig& drafter, double max_nmse, CheckResult& result,
+                          std::vector<std::string>& problems) const override;
+};
+
 // Names the layer each fc_input slice came from and reports slices that are not their declared
 // tap.
-void match_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path& record,
-                        const model::DrafterConfig& d, double max_nmse, CheckResult& r,
-                        std::vector<std::string>& problems) {
+void ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
+                                     const std::filesystem::path& record,
+                                     const model::DrafterConfig& d, double max_nmse, CheckResult& r,
+                                     std::vector<std::string>& problems) const {
   const train::StepRecord rec = train::read_step_record(record);
   if (auto bad = metrics::non_finite_problem("fc_input", rec.fc_input)) {
     problems.push_back(*bad + "; the features a trainer feeds fc must be finite");
@@ -77,7 +84,10 @@ void match_fed_features(const io::Checkpoint& ckpt, const std::filesystem::path&
   }
 }
 
-const bool installed = install_fed_feature_matcher(&match_fed_features);
-
 }  // namespace
+
+const Engine& model_engine() {
+  static const ModelEngine engine;
+  return engine;
+}
 }  // namespace draftgate::checks
