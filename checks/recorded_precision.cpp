@@ -23,6 +23,18 @@ at::Tensor RecordedPrecision::as_recorded(const at::Tensor& at_precision) const 
   return f;
 }
 
+std::vector<Param> precision_budget_params(const std::string& floor, const std::string& metric,
+                                           double factor) {
+  return {
+      number_param(floor, 1e-3, 0, 1e3,
+                   metric + " budget floor (what any float32 implementation may differ by)"),
+      number_param("precision_factor", factor, 1, 1e3,
+                   "budget = this × the " + metric + " the trainer's precision explains"),
+      number_param("margin_factor", 4.0, 0, 1e3,
+                   "top-1 judged where the top-2 margin exceeds this × the precision's deviation"),
+      number_param("min_top1", 0.99, 0, 1, "top-1 agreement outside near-ties")};
+}
+
 RecordedPrecision recorded_precision(const train::StepRecord& record, const std::string& tensor,
                                      const std::optional<train::ComputePrecision>& declared,
                                      const std::string& key) {

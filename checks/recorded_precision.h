@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "checks/check.h"
 #include "draftgate/train/step_record.h"
 
 namespace draftgate::checks {
@@ -30,6 +31,13 @@ struct RecordedPrecision {
   // `at_precision` (the computation run at engine_dtype()) rounded to the stored dtype.
   at::Tensor as_recorded(const at::Tensor& at_precision) const;
 };
+
+// The parameters of a budget judged against a precision: `floor` (what any float32
+// implementation may differ by), precision_factor (the budget is that × what the precision
+// explains, measured), margin_factor (top-1 judged where the top-2 margin exceeds that × the
+// precision's deviation) and min_top1.
+std::vector<Param> precision_budget_params(const std::string& floor, const std::string& metric,
+                                           double factor);
 
 // What `record` says about `tensor`'s precision (declared under `key`); undeclared = bf16, the
 // coarsest precision trainers compute in, so a correct run is never failed for it.

@@ -40,15 +40,7 @@ class TargetLogitsNoiseFree : public Check {
     // precision_factor × the ratio the trainer's precision explains); top-1 is judged where the
     // top-2 margin exceeds margin_factor × that precision's deviation at the position. Independent
     // PyTorch bf16 trainers (bf16 weights, autocast) measured 0.6–1.15× the explained ratio.
-    return {
-        number_param("max_noise_ratio", 1e-3, 0, 1e3,
-                     "noise / RMS budget floor (what any float32 implementation may differ by)"),
-        number_param("precision_factor", 2.0, 1, 1e3,
-                     "budget = this × the noise the trainer's precision explains, measured"),
-        number_param(
-            "margin_factor", 4.0, 0, 1e3,
-            "top-1 judged where the top-2 margin exceeds this × the precision's deviation"),
-        number_param("min_top1", 0.99, 0, 1, "top-1 and label agreement outside near-ties")};
+    return precision_budget_params("max_noise_ratio", "noise / RMS", 2.0);
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {

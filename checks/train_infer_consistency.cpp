@@ -43,17 +43,10 @@ class TrainInferConsistency : public Check {
     // drafter's precision explains, measured); top-1 judged where the top-2 margin exceeds
     // margin_factor × that precision's deviation. The maximum is an extreme-value statistic:
     // independent PyTorch bf16 trainers measured up to 1.6× the explained maximum.
-    return {
-        integer_param("max_anchors", 32, 1, 1e6, "anchors compared at most"),
-        number_param(
-            "max_rel_diff", 1e-3, 0, 1e3,
-            "max |diff| / RMS budget floor (what any float32 implementation may differ by)"),
-        number_param("precision_factor", 3.0, 1, 1e3,
-                     "budget = this × the max |diff| the drafter's precision explains, measured"),
-        number_param(
-            "margin_factor", 4.0, 0, 1e3,
-            "top-1 judged where the top-2 margin exceeds this × the precision's deviation"),
-        number_param("min_top1", 0.99, 0, 1, "top-1 agreement outside near-ties")};
+    std::vector<Param> params = precision_budget_params("max_rel_diff", "max |diff| / RMS", 3.0);
+    params.insert(params.begin(),
+                  integer_param("max_anchors", 32, 1, 1e6, "anchors compared at most"));
+    return params;
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
