@@ -103,7 +103,16 @@ Artifacts open_artifacts(const ArtifactPaths& paths) {
   a.drafter = paths.drafter;
   a.step_record = paths.step_record;
   a.reference_dump = paths.reference_dump;
-  if (paths.golden) a.golden = golden::read_golden(*paths.golden);
+  if (paths.golden) {
+    a.golden = golden::read_golden(*paths.golden);
+    // Every check's overrides in the golden are valid before anything runs, selected or not.
+    for (const auto& [check, params] : a.golden->check_params.items()) {
+      const Check* c = find_check(check);
+      if (c == nullptr)
+        throw Error(a.golden->path, "check_params names unknown check \"" + check + "\"");
+      validated_overrides(*c, params, a.golden->path);
+    }
+  }
   return a;
 }
 

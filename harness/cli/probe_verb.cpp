@@ -4,6 +4,7 @@
 #include <map>
 
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/module_tree.h"
 #include "verbs.h"
@@ -45,7 +46,7 @@ int run_probe(const ProbeOptions& opt) {
     out["text_config"] = ckpt.config().text_path();
     out["model_type"] = ckpt.config().model_type();
     if (opt.tree) out["module_tree"] = layout::render_module_tree(ckpt);
-    std::cout << out.dump(2) << "\n";
+    std::cout << io::dump_json(out) << "\n";
     return 0;
   }
   print_row("checkpoint",

@@ -31,7 +31,7 @@ fs::path make_target(const std::string& name, const std::string& args) {
 TEST(ForwardCli, DumpMatchesTheLibraryForBothFamilies) {
   for (const std::string family : {"qwen3", "qwen3_5"}) {
     const fs::path dir = make_target("fwd_" + family, "--family " + family + " --seed 3");
-    const fs::path out = dir / "dump.safetensors";
+    const fs::path out = dir.string() + "-dump.safetensors";
     const auto r = run_draftgate("forward --model " + dir.string() +
                                  " --tokens 5,6,7,8 --taps 0,3 --dtype f32 --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -58,7 +58,7 @@ TEST(ForwardCli, ChunkedAndRecurrentDumpsAgree) {
   const fs::path dir = make_target("fwd_gdn", "--family qwen3_5 --layout text");
   std::vector<at::Tensor> logits;
   for (const std::string gdn : {"chunked", "recurrent"}) {
-    const fs::path out = dir / (gdn + ".safetensors");
+    const fs::path out = dir.string() + "-" + gdn + ".safetensors";
     ASSERT_EQ(
         run_draftgate("forward --model " + dir.string() +
                       " --tokens 1,2,3,4,5,6,7 --dtype f32 --gdn " + gdn + " --out " + out.string())

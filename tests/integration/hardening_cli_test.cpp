@@ -110,6 +110,9 @@ TEST(Reports, AReportSurvivesAPathThatIsNotUtf8) {
   EXPECT_THAT(report["results"][0]["evidence"]["target"].get<std::string>(),
               HasSubstr("caf\\xe9-target"));
   EXPECT_EQ(r.err, "");
+  const auto probe = run_draftgate("probe --json " + target.string());
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  EXPECT_THAT(json::parse(probe.out)["checkpoint"].get<std::string>(), HasSubstr("caf\\xe9"));
 }
 
 TEST(GoldenRecord, OfTwoConcurrentRecordsToOneNewFileExactlyOneSucceeds) {

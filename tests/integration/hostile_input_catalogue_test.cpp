@@ -99,7 +99,8 @@ Hostile config_text_case(std::string label, std::function<std::string(json)> edi
 
 Hostile header_case(std::string label, std::function<std::string(json)> edit, std::string message) {
   return probe_case(
-      std::move(label), [edit](const fs::path& t) { edit_header(t / "model.safetensors", edit); },
+      std::move(label),
+      [edit](const fs::path& ckpt) { edit_header(ckpt / "model.safetensors", edit); },
       std::move(message));
 }
 
@@ -264,19 +265,19 @@ INSTANTIATE_TEST_SUITE_P(
             "invalid JSON at byte"),
         probe_case(
             "deep_index_entry",
-            [](const fs::path& t) {
+            [](const fs::path& ckpt) {
               json index = {{"weight_map", {{"model.norm.weight", "model.safetensors"}}}};
-              write(t / "model.safetensors.index.json",
+              write(ckpt / "model.safetensors.index.json",
                     with_raw(index, "/weight_map/model.norm.weight", deep_array()));
             },
             "model.safetensors.index.json: JSON nests deeper than 64 levels"),
         probe_case(
             "index_of_100k_entries_with_a_duplicate",
-            [](const fs::path& t) {
+            [](const fs::path& ckpt) {
               std::string s = "{\"weight_map\": {";
               for (int i = 0; i < 100000; ++i)
                 s += "\"model.layers." + std::to_string(i) + ".w\": \"model.safetensors\",";
-              write(t / "model.safetensors.index.json",
+              write(ckpt / "model.safetensors.index.json",
                     s + "\"model.layers.0.w\": \"model.safetensors\"}}");
             },
             "duplicate JSON key \"model.layers.0.w\""),
@@ -356,40 +357,40 @@ INSTANTIATE_TEST_SUITE_P(
         output_case(
             "forward_over_the_weights",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return forward_to(t, (t / "model.safetensors").string());
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return forward_to(ckpt, (ckpt / "model.safetensors").string());
             },
-            "model.safetensors: is the input directory"),
+            "model.safetensors: lies inside the input checkpoint"),
         output_case(
             "forward_over_the_config",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return forward_to(t, (t / "config.json").string());
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return forward_to(ckpt, (ckpt / "config.json").string());
             },
             "lies inside the input checkpoint"),
         output_case(
             "forward_into_the_checkpoint",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return forward_to(t, (t / "new.safetensors").string());
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return forward_to(ckpt, (ckpt / "new.safetensors").string());
             },
             "lies inside the input checkpoint"),
         output_case(
             "forward_through_a_symlink_to_the_weights",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              fs::create_symlink(t / "model.safetensors", dir / "out.safetensors");
-              return forward_to(t, (dir / "out.safetensors").string());
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              fs::create_symlink(ckpt / "model.safetensors", dir / "out.safetensors");
+              return forward_to(ckpt, (dir / "out.safetensors").string());
             },
-            "out.safetensors: is the input"),
+            "out.safetensors: lies inside the input checkpoint"),
         output_case(
             "forward_over_a_hard_link_to_the_weights",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              fs::create_hard_link(t / "model.safetensors", dir / "out.safetensors");
-              return forward_to(t, (dir / "out.safetensors").string());
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              fs::create_hard_link(ckpt / "model.safetensors", dir / "out.safetensors");
+              return forward_to(ckpt, (dir / "out.safetensors").string());
             },
-            "out.safetensors: is the input"),
+            "out.safetensors: is a link to a file of the input checkpoint"),
         output_case(
             "forward_to_dev_null",
             [](const fs::path&) { return forward_to(target(), "/dev/null"); },
@@ -411,22 +412,23 @@ INSTANTIATE_TEST_SUITE_P(
         output_case(
             "make_drafter_over_its_target",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return "make-drafter --target " + t.string() + " --out " + t.string();
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + ckpt.string() + " --out " + ckpt.string();
             },
             "is the input directory"),
         output_case(
             "make_drafter_inside_its_target",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return "make-drafter --target " + t.string() + " --out " + (t / "drafter").string();
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + ckpt.string() + " --out " +
+                     (ckpt / "drafter").string();
             },
             "lies inside the input checkpoint"),
         output_case(
             "make_drafter_around_its_target",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return "make-drafter --target " + t.string() + " --out " + dir.string();
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return "make-drafter --target " + ckpt.string() + " --out " + dir.string();
             },
             "holds the input"),
         output_case(
@@ -450,9 +452,9 @@ INSTANTIATE_TEST_SUITE_P(
         output_case(
             "report_over_the_config",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return "check --only layer_path --target " + t.string() + " --report " +
-                     (t / "config.json").string();
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return "check --only layer_path --target " + ckpt.string() + " --report " +
+                     (ckpt / "config.json").string();
             },
             "--report"),
         output_case(
@@ -531,9 +533,9 @@ INSTANTIATE_TEST_SUITE_P(
         output_case(
             "eval_json_into_the_target",
             [](const fs::path& dir) {
-              const fs::path t = copy_of(dir, "qwen3-target");
-              return "eval --target " + t.string() + " --drafter " + drafter() + " --prompts " +
-                     prompts() + " --json " + (t / "e.json").string();
+              const fs::path ckpt = copy_of(dir, "qwen3-target");
+              return "eval --target " + ckpt.string() + " --drafter " + drafter() + " --prompts " +
+                     prompts() + " --json " + (ckpt / "e.json").string();
             },
             "lies inside the input checkpoint"),
         output_case(
@@ -578,39 +580,39 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         probe_case(
             "config_symlinked_to_proc_kmsg",
-            [](const fs::path& t) {
-              fs::remove(t / "config.json");
-              fs::create_symlink("/proc/kmsg", t / "config.json");
+            [](const fs::path& ckpt) {
+              fs::remove(ckpt / "config.json");
+              fs::create_symlink("/proc/kmsg", ckpt / "config.json");
             },
             "config.json: resolves into /proc"),
         probe_case(
             "config_symlinked_to_dev_zero",
-            [](const fs::path& t) {
-              fs::remove(t / "config.json");
-              fs::create_symlink("/dev/zero", t / "config.json");
+            [](const fs::path& ckpt) {
+              fs::remove(ckpt / "config.json");
+              fs::create_symlink("/dev/zero", ckpt / "config.json");
             },
             "config.json: resolves into /dev"),
         probe_case(
             "config_symlinked_to_proc_status",
-            [](const fs::path& t) {
-              fs::remove(t / "config.json");
-              fs::create_symlink("/proc/self/status", t / "config.json");
+            [](const fs::path& ckpt) {
+              fs::remove(ckpt / "config.json");
+              fs::create_symlink("/proc/self/status", ckpt / "config.json");
             },
             "resolves into /proc"),
         probe_case(
             "index_symlinked_to_dev_urandom",
-            [](const fs::path& t) {
-              fs::create_symlink("/dev/urandom", t / "model.safetensors.index.json");
+            [](const fs::path& ckpt) {
+              fs::create_symlink("/dev/urandom", ckpt / "model.safetensors.index.json");
             },
             "model.safetensors.index.json: resolves into /dev"),
         probe_case(
-            "config_is_empty", [](const fs::path& t) { write(t / "config.json", std::string()); },
+            "config_is_empty", [](const fs::path& ckpt) { write(ckpt / "config.json", std::string()); },
             "config.json: file is empty (0 bytes)"),
         probe_case(
             "weights_are_a_socket_path",
-            [](const fs::path& t) {
-              fs::remove(t / "model.safetensors");
-              fs::create_symlink("/dev/null", t / "model.safetensors");
+            [](const fs::path& ckpt) {
+              fs::remove(ckpt / "model.safetensors");
+              fs::create_symlink("/dev/null", ckpt / "model.safetensors");
             },
             "model.safetensors"),
         Hostile{"target_is_proc_self",
@@ -688,16 +690,16 @@ INSTANTIATE_TEST_SUITE_P(
         as_nobody(Hostile{
             "unreadable_config",
             unreadable("qwen3-target", "config.json",
-                       [](const fs::path& t) { return "probe " + t.string(); }),
+                       [](const fs::path& ckpt) { return "probe " + ckpt.string(); }),
             "config.json: cannot open for reading: Permission denied"}),
         as_nobody(Hostile{"unreadable_checkpoint_directory",
                           unreadable("qwen3-target", ".",
-                                     [](const fs::path& t) { return "probe " + t.string(); }),
+                                     [](const fs::path& ckpt) { return "probe " + ckpt.string(); }),
                           "cannot read the directory: Permission denied"}),
         as_nobody(Hostile{
             "unreadable_weights",
             unreadable("qwen3-target", "model.safetensors",
-                       [](const fs::path& t) { return "probe " + t.string(); }),
+                       [](const fs::path& ckpt) { return "probe " + ckpt.string(); }),
             "model.safetensors: cannot open: Permission denied"}),
         as_nobody(Hostile{"unreadable_golden",
                           [](const fs::path& dir) {
@@ -835,10 +837,10 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                              Values(forward_case("rope_theta_zero",
                                                  config_edit([](json& c) { c["rope_theta"] = 0; }),
                                                  "rope_theta = 0 must be a finite number > 0"),
-                                    forward_case(
-                                        "rope_theta_negative",
-                                        config_edit([](json& c) { c["rope_theta"] = -1e6; }),
-                                        "rope_theta = -1000000 must be a finite number > 0"),
+                                    forward_case("rope_theta_negative", config_edit([](json& c) {
+                                                   c["rope_theta"] = -1e6;
+                                                 }),
+                                                 "rope_theta = -1e+06 must be a finite number > 0"),
                                     forward_case("rope_theta_a_string", config_edit([](json& c) {
                                                    c["rope_theta"] = "1e6";
                                                  }),
@@ -850,7 +852,7 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                     forward_case("rms_eps_huge_exponent", config_text([](json c) {
                                                    return with_raw(c, "/rms_norm_eps", "1e400");
                                                  }),
-                                                 "rms_norm_eps"),
+                                                 "number overflow parsing '1e400'"),
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),
@@ -907,8 +909,8 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         "has the non-canonical layer index \"01\""),
                                     probe_case(
                                         "target_layer_index_with_a_leading_zero",
-                                        [](const fs::path& t) {
-                                          edit_header(t / "model.safetensors", [](json h) {
+                                        [](const fs::path& ckpt) {
+                                          edit_header(ckpt / "model.safetensors", [](json h) {
                                             json out = json::object();
                                             for (auto& [k, v] : h.items()) {
                                               std::string name = k;
@@ -922,8 +924,8 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         "with a non-canonical index (leading zeros)"),
                                     probe_case(
                                         "target_layer_index_00",
-                                        [](const fs::path& t) {
-                                          edit_header(t / "model.safetensors", [](json h) {
+                                        [](const fs::path& ckpt) {
+                                          edit_header(ckpt / "model.safetensors", [](json h) {
                                             json out = json::object();
                                             for (auto& [k, v] : h.items()) {
                                               std::string name = k;
@@ -1071,6 +1073,8 @@ INSTANTIATE_TEST_SUITE_P(
                            "golden.json: parameter hidden_state_parity.f32.max_nmse = -1"),
         golden_params_case("golden_unknown_parameter", {{"min_tau", {{"speed", 3}}}},
                            "golden.json: unknown parameter \"speed\" of min_tau"),
+        golden_params_case("golden_params_for_an_unknown_check", {{"tau_check", {{"x", 1}}}},
+                           "check_params names unknown check \"tau_check\""),
         golden_params_case("golden_params_not_objects", {{"min_tau", 3}},
                            "check_params.min_tau must be an object")),
     [](const auto& p) { return p.param.label; });
@@ -1103,9 +1107,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "r.safetensors"},
         Hostile{"one_bad_target_read_by_every_check",
                 [](const fs::path& dir) {
-                  const fs::path t = copy_of(dir, "qwen3-target");
-                  write(t / "config.json", std::string("{"));
-                  return "check --target " + t.string() + " --drafter " + drafter() +
+                  const fs::path ckpt = copy_of(dir, "qwen3-target");
+                  write(ckpt / "config.json", std::string("{"));
+                  return "check --target " + ckpt.string() + " --drafter " + drafter() +
                          " --step-record " + reference_record();
                 },
                 "config.json: invalid JSON"}),

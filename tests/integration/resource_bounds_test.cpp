@@ -218,7 +218,7 @@ TEST(ResourceBounds, ARunThatCannotFitIsRefusedUpFront) {
   if (needed <= model::available_memory_bytes())
     GTEST_SKIP() << "this machine has memory for 100 GB of f32 weights";
   const Measured m = run_measured({"forward", "--model", dir.string(), "--dtype", "f32", "--tokens",
-                                   "1", "--out", (dir / "x.safetensors").string()},
+                                   "1", "--out", dir.string() + "-x.safetensors"},
                                   dir / "err.txt");
   EXPECT_EQ(m.exit_code, 2) << m.err;
   EXPECT_THAT(m.err, HasSubstr("loading the weights as f32 needs "));

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::io {
@@ -93,13 +94,15 @@ double ModelConfig::require_double(const char* key) const {
 
 double ModelConfig::positive_finite(const char* key, double value) const {
   if (!std::isfinite(value) || value <= 0)
-    throw Error(file_, where(key) + " = " + json_excerpt(value) + " must be a finite number > 0");
+    throw Error(file_,
+                where(key) + " = " + format_number(value, 6) + " must be a finite number > 0");
   return value;
 }
 
 double ModelConfig::non_negative_finite(const char* key, double value) const {
   if (!std::isfinite(value) || value < 0)
-    throw Error(file_, where(key) + " = " + json_excerpt(value) + " must be a finite number >= 0");
+    throw Error(file_,
+                where(key) + " = " + format_number(value, 6) + " must be a finite number >= 0");
   return value;
 }
 

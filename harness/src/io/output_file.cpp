@@ -22,6 +22,18 @@ bool inside(const fs::path& path, const fs::path& dir) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
+// Whether a file directly inside `dir` is the file `st` describes (a hard link elsewhere).
+bool holds_inode(const fs::path& dir, const struct stat& st) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    struct stat entry_st {};
+    if (::stat(entry.path().c_str(), &entry_st) == 0 && entry_st.st_dev == st.st_dev &&
+        entry_st.st_ino == st.st_ino)
+      return true;
+  }
+  return false;
+}
+
 void check_one(const RunPath& out, const std::vector<RunPath>& inputs) {
   const std::string name = out.path.string();
   auto refuse = [&](const std::string& why) {
@@ -48,6 +60,9 @@ void check_one(const RunPath& out, const std::vector<RunPath>& inputs) {
     if (in.directory && inside(real, in_real))
       refuse("lies inside the input checkpoint " + in.path.string() + " (" + in.flag +
              "); draftgate never writes into a checkpoint it reads");
+    if (in.directory && exists && holds_inode(in.path, st))
+      refuse("is a link to a file of the input checkpoint " + in.path.string() + " (" + in.flag +
+             "); draftgate never writes over an input");
     if (out.directory && inside(in_real, real))
       refuse("holds the input " + in.path.string() + " (" + in.flag + ")");
   }
