@@ -36,6 +36,7 @@ struct Artifacts {
   std::optional<std::filesystem::path> step_record;
   std::optional<std::filesystem::path> reference_dump;  // `draftgate forward` output
   std::optional<golden::Golden> golden;                 // read and validated up front
+  std::optional<tau::MeasuredTau> measured;             // `draftgate tau import` output
 };
 
 class Check {

@@ -7,8 +7,8 @@
 
 extern "C" __attribute__((visibility("default"))) int draftgate_engine_main(int argc, char** argv) {
   using namespace draftgate::cli;
-  return run_cli(
-      argc, argv,
-      {add_probe, add_forward, add_check, add_eval, add_golden, add_make_target, add_make_drafter},
-      [](int threads) { at::set_num_threads(threads); });
+  return run_cli(argc, argv,
+                 {add_probe, add_forward, add_check, add_eval, add_golden, add_tau, add_make_target,
+                  add_make_drafter},
+                 [](int threads) { at::set_num_threads(threads); });
 }
