@@ -235,4 +235,30 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
   return m;
 }
 
+std::string vllm_metrics_text(const std::string& model_name, std::int64_t drafts,
+                              std::int64_t draft_tokens, std::int64_t accepted,
+                              const std::vector<std::int64_t>& accepted_per_pos) {
+  std::string label = model_name;  // escaped as the text format requires
+  for (std::size_t i = 0; i < label.size(); ++i)
+    if (label[i] == '\\' || label[i] == '"') label.insert(i++, 1, '\\');
+  const std::string labels = "{model_name=\"" + label + "\",engine=\"0\"";
+  std::string out;
+  auto family = [&](const char* name, const char* help) {
+    out += std::string("# HELP ") + name + "_total " + help + "\n# TYPE " + name +
+           "_total counter\n";
+  };
+  family(kDrafts, "Number of spec decoding drafts.");
+  out += std::string(kDrafts) + "_total" + labels + "} " + std::to_string(drafts) + ".0\n";
+  family(kDraftTokens, "Number of draft tokens.");
+  out += std::string(kDraftTokens) + "_total" + labels + "} " + std::to_string(draft_tokens) +
+         ".0\n";
+  family(kAccepted, "Number of accepted tokens.");
+  out += std::string(kAccepted) + "_total" + labels + "} " + std::to_string(accepted) + ".0\n";
+  family(kPerPos, "Accepted tokens per draft position.");
+  for (std::size_t i = 0; i < accepted_per_pos.size(); ++i)
+    out += std::string(kPerPos) + "_total" + labels + ",position=\"" + std::to_string(i) +
+           "\"} " + std::to_string(accepted_per_pos[i]) + ".0\n";
+  return out;
+}
+
 }  // namespace draftgate::tau

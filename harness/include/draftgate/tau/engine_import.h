@@ -56,6 +56,13 @@ struct VllmImport {
 };
 MeasuredTau import_vllm_metrics(const VllmImport& in);
 
+// The same counters in the same format, as vLLM's /metrics would show them for a run of
+// `drafts` verify steps: draftgate eval --metrics-out, so both paths can be checked to agree.
+// accepted_per_pos[i] = verify steps that accepted the draft at depth i + 1.
+std::string vllm_metrics_text(const std::string& model_name, std::int64_t drafts,
+                              std::int64_t draft_tokens, std::int64_t accepted,
+                              const std::vector<std::int64_t>& accepted_per_pos);
+
 struct SglangImport {
   std::filesystem::path requests;  // JSONL: one /generate response (or an array of them) a line
   std::optional<std::int64_t> num_speculative_tokens;  // needed without spec_proposed_drafts
