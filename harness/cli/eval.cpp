@@ -60,10 +60,9 @@ void write_vllm_metrics(const EvalOptions& opt, const decode::AcceptanceStats& s
   std::vector<std::int64_t> per_pos;
   for (double share : stats.per_position_acceptance)
     per_pos.push_back(std::llround(share * static_cast<double>(stats.steps)));
-  io::write_text_atomically(
-      opt.metrics_out,
-      tau::vllm_metrics_text(opt.oracle ? "oracle" : opt.drafter, stats.steps, stats.drafted,
-                             stats.accepted, per_pos));
+  io::write_text_atomically(opt.metrics_out,
+                            tau::vllm_metrics_text(opt.oracle ? "oracle" : opt.drafter, stats.steps,
+                                                   stats.drafted, stats.accepted, per_pos));
 }
 
 int run_eval(const EvalOptions& opt) {

@@ -21,10 +21,7 @@ using testing::run_draftgate;
 using testing::VllmEngineCounts;
 namespace fs = std::filesystem;
 
-fs::path write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using testing::write_file;
 
 // Exit 2 with exactly one line on stderr that contains `needle`.
 void expect_bad_input(const std::string& args, const std::string& needle) {
@@ -39,7 +36,7 @@ struct Workspace {
   fs::path dir, prompts, other_prompts, golden;
   std::string measure(const std::string& name, const std::vector<VllmEngineCounts>& after,
                       const std::string& extra) const {
-    const fs::path scrape = write(dir / (name + ".txt"), testing::vllm_scrape(after));
+    const fs::path scrape = write_file(dir / (name + ".txt"), testing::vllm_scrape(after));
     const fs::path out = dir / (name + ".json");
     const auto r = run_draftgate("tau import --vllm-metrics " + scrape.string() + " " + extra +
                                  " --out " + out.string());
@@ -53,13 +50,13 @@ const std::string kModel = "Qwen/Qwen3-8B";
 Workspace workspace(const std::string& name) {
   Workspace w;
   w.dir = testing::fresh_dir(name);
-  w.prompts = write(w.dir / "prompts.jsonl",
-                    "{\"id\": \"gsm8k-1\", \"input_ids\": [1, 2, 3]}\n"
-                    "{\"id\": \"gsm8k-2\", \"input_ids\": [4, 5]}\n");
-  w.other_prompts = write(w.dir / "other.jsonl", "{\"id\": \"x\", \"input_ids\": [7]}\n");
+  w.prompts = write_file(w.dir / "prompts.jsonl",
+                         "{\"id\": \"gsm8k-1\", \"input_ids\": [1, 2, 3]}\n"
+                         "{\"id\": \"gsm8k-2\", \"input_ids\": [4, 5]}\n");
+  w.other_prompts = write_file(w.dir / "other.jsonl", "{\"id\": \"x\", \"input_ids\": [7]}\n");
   // The reference drafter: τ pooled 1 + 1950 / 1300 = 2.5 over the run, depths 0.7 / 0.5 / 0.3.
-  const fs::path before = write(w.dir / "ref-before.txt",
-                                testing::vllm_scrape({{kModel, 0, 200, 600, 300, {140, 100, 60}},
+  const fs::path before = write_file(
+      w.dir / "ref-before.txt", testing::vllm_scrape({{kModel, 0, 200, 600, 300, {140, 100, 60}},
                                                       {kModel, 1, 100, 300, 150, {70, 50, 30}}}));
   const std::string ref = w.measure("ref",
                                     {{kModel, 0, 1000, 3000, 1500, {700, 500, 300}},
@@ -109,11 +106,11 @@ TEST(TauCli, ImportRecordAndGateBothWays) {
   EXPECT_THAT(r.out, HasSubstr("depth 1 acceptance 0.68 < 0.99 × golden 0.7"));
 
   // A suite names the measurement as an artifact.
-  const fs::path suite = write(w.dir / "suite.json",
-                               "{\"schema\": \"draftgate.suite/1\", \"name\": \"served\", "
-                               "\"artifacts\": {\"golden\": \"golden.json\", \"measured\": "
-                               "\"collapsed.json\"}, \"checks\": [{\"check\": \"min_tau\"}], "
-                               "\"expect\": {\"min_tau\": \"fail\"}}");
+  const fs::path suite = write_file(w.dir / "suite.json",
+                                    "{\"schema\": \"draftgate.suite/1\", \"name\": \"served\", "
+                                    "\"artifacts\": {\"golden\": \"golden.json\", \"measured\": "
+                                    "\"collapsed.json\"}, \"checks\": [{\"check\": \"min_tau\"}], "
+                                    "\"expect\": {\"min_tau\": \"fail\"}}");
   r = run_draftgate("check --suite " + suite.string() + " --verify-expectations");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // The structural checks ignore a measured golden's (absent) layout and taps.
@@ -145,7 +142,7 @@ TEST(TauCli, OnlyLikeIsComparedWithLike) {
   for (const auto& q : std::vector<testing::SglangResponse>{{"gsm8k-1", 40, 16, 3, {4, 4, 4, 4}},
                                                             {"gsm8k-2", 30, 10, 3, {2, 2, 2, 4}}})
     lines += testing::sglang_response(q);
-  const fs::path responses = write(w.dir / "responses.jsonl", lines);
+  const fs::path responses = write_file(w.dir / "responses.jsonl", lines);
   const fs::path sglang = w.dir / "sglang.json";
   auto r = run_draftgate("tau import --sglang-requests " + responses.string() + prompts +
                          " --out " + sglang.string());
@@ -172,25 +169,25 @@ TEST(TauCli, OnlyLikeIsComparedWithLike) {
 TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   const fs::path dir = testing::fresh_dir("tau_cli_hostile");
   const std::string out = " --out " + (dir / "m.json").string();
-  const fs::path empty = write(dir / "empty.txt", "");
+  const fs::path empty = write_file(dir / "empty.txt", "");
   expect_bad_input("tau import --vllm-metrics " + empty.string() + out,
                    "no vllm:spec_decode_num_drafts_total series");
   const fs::path garbage =
-      write(dir / "garbage.bin", std::string("\x89PNG\r\n\x1a\n\x00\x00\xff", 11));
+      write_file(dir / "garbage.bin", std::string("\x89PNG\r\n\x1a\n\x00\x00\xff", 11));
   expect_bad_input("tau import --vllm-metrics " + garbage.string() + out, "garbage.bin: line 1: ");
   expect_bad_input("tau import --sglang-requests " + garbage.string() + out,
                    "garbage.bin: line 1: not a JSON /generate response");
-  const fs::path huge = write(dir / "huge.txt",
-                              "vllm:spec_decode_num_drafts_total 1e308\n"
-                              "vllm:spec_decode_num_draft_tokens_total 1e309\n"
-                              "vllm:spec_decode_num_accepted_tokens_total 1\n");
+  const fs::path huge = write_file(dir / "huge.txt",
+                                   "vllm:spec_decode_num_drafts_total 1e308\n"
+                                   "vllm:spec_decode_num_draft_tokens_total 1e309\n"
+                                   "vllm:spec_decode_num_accepted_tokens_total 1\n");
   expect_bad_input("tau import --vllm-metrics " + huge.string() + out, "not a count");
   const fs::path deep =
-      write(dir / "deep.jsonl", std::string(200000, '[') + std::string(200000, ']'));
+      write_file(dir / "deep.jsonl", std::string(200000, '[') + std::string(200000, ']'));
   expect_bad_input("tau import --sglang-requests " + deep.string() + out,
                    "a response must be a JSON object");
   const fs::path scrape =
-      write(dir / "after.txt", testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
+      write_file(dir / "after.txt", testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
   expect_bad_input("tau import --vllm-metrics " + scrape.string() + " --out " + scrape.string(),
                    "is also an input");
   EXPECT_EQ(testing::read_file(scrape), testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
@@ -201,10 +198,43 @@ TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   expect_bad_input("check --only min_tau --measured " + garbage.string() + " --golden " +
                        (dir / "none.json").string(),
                    "none.json");
-  const fs::path not_measured = write(dir / "n.json", "{\"schema\": \"draftgate.golden/1\"}");
+  const fs::path not_measured = write_file(dir / "n.json", "{\"schema\": \"draftgate.golden/1\"}");
   expect_bad_input("check --only min_tau --measured " + not_measured.string(),
                    "schema \"draftgate.golden/1\" is not draftgate.measured_tau/1");
   EXPECT_FALSE(fs::exists(dir / "m.json"));
+}
+
+// draftgate's own run, exported in vLLM's format and imported, gives exactly eval's τ pooled and
+// per-depth acceptance: both paths use one definition.
+TEST(TauCli, EvalCountersImportToEvalsTau) {
+  const fs::path dir = testing::fresh_dir("tau_cli_eval");
+  const std::string fixtures = std::string(DRAFTGATE_SOURCE_DIR) + "/fixtures/trained/";
+  const std::string prompts = fixtures + "prompts/held-out.jsonl";
+  for (const char* family : {"qwen3", "qwen35"}) {
+    const fs::path json = dir / (std::string(family) + ".json");
+    const fs::path metrics = dir / (std::string(family) + ".metrics.txt");
+    auto r =
+        run_draftgate("eval --target " + fixtures + family + "-target --drafter " + fixtures +
+                      family + "-drafter-reference --prompts " + prompts + " --max-new 24 --json " +
+                      json.string() + " --metrics-out " + metrics.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const fs::path measured = dir / (std::string(family) + ".tau.json");
+    r = run_draftgate("tau import --vllm-metrics " + metrics.string() + " --prompts " + prompts +
+                      " --out " + measured.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto e = nlohmann::json::parse(std::ifstream(json));
+    const auto m = nlohmann::json::parse(std::ifstream(measured));
+    EXPECT_DOUBLE_EQ(m["tau_pooled"].get<double>(), e["tau_pooled"].get<double>()) << family;
+    EXPECT_GT(e["tau_pooled"].get<double>(), 1.0) << family;  // the drafter does get accepted
+    ASSERT_EQ(m["per_position_acceptance"].size(), e["per_position_acceptance"].size());
+    for (std::size_t d = 0; d < m["per_position_acceptance"].size(); ++d)
+      EXPECT_DOUBLE_EQ(m["per_position_acceptance"][d].get<double>(),
+                       e["per_position_acceptance"][d].get<double>())
+          << family << " depth " << d + 1;
+    EXPECT_EQ(m["drafts"], e["steps"]);
+    EXPECT_EQ(m["accepted_tokens"], e["accepted"]);
+    EXPECT_EQ(m["prompt_set"]["sha256"], e["prompt_set_sha256"]);
+  }
 }
 
 }  // namespace

@@ -24,10 +24,7 @@ using testing::SglangResponse;
 using testing::VllmEngineCounts;
 namespace fs = std::filesystem;
 
-fs::path write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using testing::write_file;
 
 tau::MeasuredTau import_vllm(const fs::path& after, std::optional<fs::path> before = {},
                              std::optional<std::string> model = {}) {
@@ -56,8 +53,8 @@ struct VllmFiles {
 VllmFiles vllm_files(const std::string& name, const std::vector<VllmEngineCounts>& before,
                      const std::vector<VllmEngineCounts>& after) {
   const fs::path dir = testing::fresh_dir(name);
-  return {dir, write(dir / "before.txt", testing::vllm_scrape(before)),
-          write(dir / "after.txt", testing::vllm_scrape(after))};
+  return {dir, write_file(dir / "before.txt", testing::vllm_scrape(before)),
+          write_file(dir / "after.txt", testing::vllm_scrape(after))};
 }
 
 TEST(PrometheusText, ParsesLabelsEscapesTimestampsAndComments) {
@@ -117,7 +114,7 @@ TEST(VllmMetrics, ModelSelectionIsExplicitWhenSeveralAreServed) {
   EXPECT_THAT(error_of([&] { import_vllm(f.after, f.before, std::string("x")); }),
               HasSubstr("no vllm:spec_decode_* series with model_name=\"x\" (found: "));
   const std::vector<VllmEngineCounts> one(kAfter.begin(), kAfter.begin() + 2);
-  const fs::path single = write(f.dir / "single.txt", testing::vllm_scrape(one));
+  const fs::path single = write_file(f.dir / "single.txt", testing::vllm_scrape(one));
   EXPECT_EQ(*import_vllm(single).model_name, "Qwen/Qwen3-8B");
 }
 
@@ -145,7 +142,7 @@ TEST(VllmMetrics, NonCountsAreRefusedNamingTheSeries) {
   for (const char* value : {"NaN", "+Inf", "-Inf", "1e400", "-3.0", "2.5", "1e300"}) {
     std::string text = good;
     text.replace(text.find(sample), sample.size(), sample.substr(0, sample.size() - 6) + value);
-    const fs::path path = write(dir / "after.txt", text);
+    const fs::path path = write_file(dir / "after.txt", text);
     EXPECT_THAT(error_of([&] { import_vllm(path); }),
                 HasSubstr("vllm:spec_decode_num_drafts_total{engine=\"0\","))
         << value;
@@ -156,7 +153,7 @@ TEST(VllmMetrics, MissingSeriesAreNamed) {
   const fs::path dir = testing::fresh_dir("vllm_missing");
   auto counts = kAfter[0];
   counts.per_pos = {};
-  const fs::path no_pos = write(dir / "no_pos.txt", testing::vllm_scrape({counts}));
+  const fs::path no_pos = write_file(dir / "no_pos.txt", testing::vllm_scrape({counts}));
   EXPECT_THAT(error_of([&] { import_vllm(no_pos); }),
               HasSubstr("no vllm:spec_decode_num_accepted_tokens_per_pos_total series, so the "
                         "number of speculative tokens is unknown (hint: pass "
@@ -175,19 +172,19 @@ TEST(VllmMetrics, MissingSeriesAreNamed) {
   const std::string pos1 = "engine=\"0\",position=\"1\"} 500.0\n";
   const auto line_start = gap.rfind('\n', gap.find(pos1)) + 1;
   gap.erase(line_start, gap.find(pos1) + pos1.size() - line_start);
-  EXPECT_THAT(error_of([&] { import_vllm(write(dir / "gap.txt", gap)); }),
+  EXPECT_THAT(error_of([&] { import_vllm(write_file(dir / "gap.txt", gap)); }),
               HasSubstr("has no series for position 1 (positions up to 2 are present)"));
 
-  const fs::path gauges = write(dir / "gauges.txt",
-                                "# TYPE vllm:num_requests_running gauge\n"
-                                "vllm:num_requests_running 0.0\n");
+  const fs::path gauges = write_file(dir / "gauges.txt",
+                                     "# TYPE vllm:num_requests_running gauge\n"
+                                     "vllm:num_requests_running 0.0\n");
   EXPECT_THAT(error_of([&] { import_vllm(gauges); }),
               HasSubstr("no vllm:spec_decode_num_drafts_total series (hint: scrape /metrics of a "
                         "vLLM server running with --speculative-config)"));
   auto broken = kAfter[0];
   broken.per_pos = {700, 500, 200};  // sums to 1400, not 1500
   EXPECT_THAT(
-      error_of([&] { import_vllm(write(dir / "sum.txt", testing::vllm_scrape({broken}))); }),
+      error_of([&] { import_vllm(write_file(dir / "sum.txt", testing::vllm_scrape({broken}))); }),
       HasSubstr("the per-position counts sum to 1400, not to the 1500 accepted tokens"));
   EXPECT_THAT(error_of([&] { import_vllm(dir / "none.txt"); }),
               HasSubstr("none.txt: missing or not a regular file"));
@@ -205,7 +202,7 @@ std::vector<SglangResponse> three_requests() {
 fs::path jsonl(const fs::path& path, const std::vector<SglangResponse>& responses) {
   std::string text;
   for (const auto& r : responses) text += testing::sglang_response(r);
-  return write(path, text);
+  return write_file(path, text);
 }
 
 TEST(SglangRequests, TauMacroPooledAndDepthsByHand) {
@@ -244,7 +241,7 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
   const fs::path dir = testing::fresh_dir("sglang_bad");
   auto error_for = [&](const std::string& text, std::optional<std::int64_t> k = {}) {
     tau::SglangImport in;
-    in.requests = write(dir / "r.jsonl", text);
+    in.requests = write_file(dir / "r.jsonl", text);
     in.num_speculative_tokens = k;
     return error_of([&] { tau::import_sglang_requests(in); });
   };
@@ -266,7 +263,7 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
   EXPECT_THAT(error_for(no_k.dump() + "\n"),
               HasSubstr("do not say how many tokens were drafted per step"));
   tau::SglangImport with_k;
-  with_k.requests = write(dir / "k.jsonl", no_k.dump());
+  with_k.requests = write_file(dir / "k.jsonl", no_k.dump());
   with_k.num_speculative_tokens = 3;
   EXPECT_DOUBLE_EQ(*tau::import_sglang_requests(with_k).tau_macro, 2.5);
   EXPECT_THAT(error_for(good, 5), HasSubstr("drafted 3 tokens per step, not 5"));
@@ -280,6 +277,9 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
               HasSubstr("line 1: not a JSON /generate response"));
   EXPECT_THAT(error_for(std::string(100000, '[') + std::string(100000, ']')),
               HasSubstr("line 1: a response must be a JSON object"));
+  EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": " + std::string(100000, '[') +
+                        std::string(100000, ']') + ", \"spec_verify_ct\": 2}}"),
+              HasSubstr("line 1: meta_info.completion_tokens is a JSON array, not a count"));
   EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": 1e999, \"spec_verify_ct\": 2}}"),
               HasSubstr("line 1: not a JSON /generate response"));
   EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": 99999999999999999999, "

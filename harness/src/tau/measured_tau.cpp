@@ -67,6 +67,11 @@ json or_null(const std::optional<T>& v) {
 
 }  // namespace
 
+std::string describe_json(const json& value) {
+  if (value.is_structured()) return std::string("a JSON ") + value.type_name();
+  return value.dump().substr(0, 40);
+}
+
 double MeasuredTau::tau() const { return tau_definition == "macro" ? *tau_macro : tau_pooled; }
 
 json to_json(const MeasuredTau& m) {
@@ -138,7 +143,8 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
   if (!per_pos.is_array()) throw Error(file, "per_position_acceptance must be an array");
   for (const json& v : per_pos) {
     if (!v.is_number() || !(v.get<double>() >= 0.0) || !(v.get<double>() <= 1.0))
-      throw Error(file, "per_position_acceptance holds " + v.dump() + ", not a share in 0…1");
+      throw Error(file,
+                  "per_position_acceptance holds " + describe_json(v) + ", not a share in 0…1");
     m.per_position_acceptance.push_back(v.get<double>());
   }
   if (!m.per_position_acceptance.empty() &&

@@ -27,8 +27,7 @@ std::int64_t whole(const json& meta, const char* key, const std::string& where,
                    const std::string& file) {
   const json& v = meta.at(key);
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 40))
-    throw Error(file,
-                where + "meta_info." + key + " is " + v.dump().substr(0, 40) + ", not a count");
+    throw Error(file, where + "meta_info." + key + " is " + describe_json(v) + ", not a count");
   return static_cast<std::int64_t>(v.get<std::uint64_t>());
 }
 
@@ -56,7 +55,7 @@ Request read_request(const json& r, const std::string& where, const std::string&
     const double tau = static_cast<double>(q.completion_tokens) / static_cast<double>(q.verify_ct);
     if (!v.is_number() || std::abs(v.get<double>() - tau) > 1e-6 * tau)
       throw Error(file,
-                  where + "meta_info.spec_accept_length " + v.dump().substr(0, 40) +
+                  where + "meta_info.spec_accept_length " + describe_json(v) +
                       " is not completion_tokens / spec_verify_ct = " + format_number(tau, 8));
   }
   if (meta.contains("spec_accept_histogram")) {
@@ -66,8 +65,8 @@ Request read_request(const json& r, const std::string& where, const std::string&
     std::int64_t steps = 0;
     for (const json& c : h) {
       if (!c.is_number_unsigned() || c.get<std::uint64_t>() > (std::uint64_t{1} << 40))
-        throw Error(file, where + "meta_info.spec_accept_histogram holds " +
-                              c.dump().substr(0, 40) + ", not a count");
+        throw Error(file, where + "meta_info.spec_accept_histogram holds " + describe_json(c) +
+                              ", not a count");
       q.histogram.push_back(static_cast<std::int64_t>(c.get<std::uint64_t>()));
       steps += q.histogram.back();
     }

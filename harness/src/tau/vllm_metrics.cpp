@@ -244,20 +244,20 @@ std::string vllm_metrics_text(const std::string& model_name, std::int64_t drafts
   const std::string labels = "{model_name=\"" + label + "\",engine=\"0\"";
   std::string out;
   auto family = [&](const char* name, const char* help) {
-    out += std::string("# HELP ") + name + "_total " + help + "\n# TYPE " + name +
-           "_total counter\n";
+    out +=
+        std::string("# HELP ") + name + "_total " + help + "\n# TYPE " + name + "_total counter\n";
   };
   family(kDrafts, "Number of spec decoding drafts.");
   out += std::string(kDrafts) + "_total" + labels + "} " + std::to_string(drafts) + ".0\n";
   family(kDraftTokens, "Number of draft tokens.");
-  out += std::string(kDraftTokens) + "_total" + labels + "} " + std::to_string(draft_tokens) +
-         ".0\n";
+  out +=
+      std::string(kDraftTokens) + "_total" + labels + "} " + std::to_string(draft_tokens) + ".0\n";
   family(kAccepted, "Number of accepted tokens.");
   out += std::string(kAccepted) + "_total" + labels + "} " + std::to_string(accepted) + ".0\n";
   family(kPerPos, "Accepted tokens per draft position.");
   for (std::size_t i = 0; i < accepted_per_pos.size(); ++i)
-    out += std::string(kPerPos) + "_total" + labels + ",position=\"" + std::to_string(i) +
-           "\"} " + std::to_string(accepted_per_pos[i]) + ".0\n";
+    out += std::string(kPerPos) + "_total" + labels + ",position=\"" + std::to_string(i) + "\"} " +
+           std::to_string(accepted_per_pos[i]) + ".0\n";
   return out;
 }
 

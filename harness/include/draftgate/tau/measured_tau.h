@@ -60,6 +60,10 @@ nlohmann::json to_json(const MeasuredTau& m);
 MeasuredTau measured_tau_from_json(const nlohmann::json& doc, const std::string& file);
 MeasuredTau read_measured_tau(const std::filesystem::path& path);
 
+// A JSON value for a message: a scalar as written (at most 40 characters), else its type — never a
+// dump of a nested value, which could be arbitrarily deep.
+std::string describe_json(const nlohmann::json& value);
+
 // Why `measured` cannot be compared with `golden` (another engine or τ definition, block size,
 // prompt set, or an unknown prompt set), or nullopt when they are measured the same way.
 std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau& golden);
