@@ -215,7 +215,7 @@ TEST(TauCli, EvalCountersImportToEvalsTau) {
     const fs::path metrics = dir / (std::string(family) + ".metrics.txt");
     auto r =
         run_draftgate("eval --target " + fixtures + family + "-target --drafter " + fixtures +
-                      family + "-drafter-reference --prompts " + prompts + " --max-new 24 --json " +
+                      family + "-drafter-reference --prompts " + prompts + " --max-new 12 --json " +
                       json.string() + " --metrics-out " + metrics.string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const fs::path measured = dir / (std::string(family) + ".tau.json");
