@@ -129,7 +129,8 @@ class ThrowingCheck : public Check {
  public:
   std::string name() const override { return "throwing"; }
   std::string summary() const override { return "throws"; }
-  nlohmann::json default_params() const override { return nlohmann::json::object(); }
+  std::string needs() const override { return "nothing"; }
+  std::vector<Param> params() const override { return {}; }
   CheckResult run(const Artifacts&, const nlohmann::json&) const override {
     return CheckResult{std::vector<int>{}.at(3) == 0 ? "" : "x"};
   }
