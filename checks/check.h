@@ -56,6 +56,7 @@ struct Artifacts {
   std::optional<std::filesystem::path> reference_dump;  // `draftgate forward` output
   std::optional<golden::Golden> golden;                 // read and validated up front
   const Engine* engine = nullptr;  // the engine process's model computations; null in the front end
+  std::optional<tau::MeasuredTau> measured;             // `draftgate tau import` output
 };
 
 // Model computations a check may ask for beyond reading files (libtorch). The engine process

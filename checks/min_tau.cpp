@@ -31,6 +31,7 @@ class MinTau : public Check {
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
+    if (a.measured || (a.golden && a.golden->measured)) return run_measured(a, p);
     if (!a.golden) return skip(name(), "needs a golden file with the reference τ (--golden)");
     if (!a.target || !a.drafter)
       return skip(name(), "needs the target and the drafter (--target, --drafter)");
@@ -58,50 +59,113 @@ class MinTau : public Check {
     const decode::Evaluation e = decode::evaluate(*target, *drafter, set, g.decode);
     const auto& s = e.stats;
 
-    const double required =
-        std::max(p["min_ratio"].get<double>() * g.tau_macro, p["floor"].get<double>());
+    Observed o{"τ macro",
+               s.tau_macro,
+               g.tau_macro,
+               s.per_position_acceptance,
+               g.per_position_acceptance,
+               s.drafted,
+               " on " + std::to_string(set.prompts.size()) + " prompts of " + set.path +
+                   " (golden " + g.path + ")"};
     CheckResult r;
     r.measured["tau_macro"] = s.tau_macro;
     r.measured["tau_pooled"] = s.tau_pooled;
     r.measured["golden_tau_macro"] = g.tau_macro;
     r.measured["golden_tau_pooled"] = g.tau_pooled;
-    r.measured["ratio"] = s.tau_macro / g.tau_macro;
     r.measured["histogram"] = s.histogram;
-    r.measured["per_position_acceptance"] = s.per_position_acceptance;
-    r.measured["drafted"] = s.drafted;
-    r.thresholds["required_tau_macro"] = required;
     r.evidence["golden"] = g.path;
     r.evidence["prompt_set"] = set.path;
+    return judge(o, p, std::move(r));
+  }
+
+ private:
+  // What both ways of measuring τ hand to the thresholds.
+  struct Observed {
+    std::string label;  // "τ macro", "τ pooled", …: the definition compared
+    double tau, golden_tau;
+    std::vector<double> per_position, golden_per_position;
+    std::int64_t drafted;
+    std::string where;  // " on … (golden …)"
+  };
+
+  // A measurement from a serving engine (--measured), compared with a golden measured the same
+  // way; anything else is bad input.
+  CheckResult run_measured(const Artifacts& a, const nlohmann::json& p) const {
+    if (!a.golden) return skip(name(), "needs a golden measured the same way (--golden)");
+    const golden::Golden& g = *a.golden;
+    if (!a.measured)
+      throw Error(g.path,
+                  "the golden was measured by " + g.measured->engine + ", not decoded by draftgate",
+                  "pass the drafter's measurement with --measured FILE (draftgate tau import)");
+    const tau::MeasuredTau& m = *a.measured;
+    if (!g.measured)
+      throw Error(m.path,
+                  "a measured τ is only compared with a measured golden, and " + g.path +
+                      " was decoded by draftgate",
+                  "record the golden from the reference drafter's measurement: draftgate golden "
+                  "record --measured FILE --out GOLDEN");
+    if (const auto reason = tau::unlike(m, *g.measured))
+      throw Error(m.path, "not comparable with the golden: " + *reason,
+                  "measure the drafter exactly as the reference was measured");
+    if (!p["per_position_min_ratio"].is_null() &&
+        (m.per_position_acceptance.empty() || g.measured->per_position_acceptance.empty()))
+      throw Error(m.per_position_acceptance.empty() ? m.path : g.path,
+                  "min_tau.per_position_min_ratio is set but the measurement reports no "
+                  "per-position acceptance");
+    Observed o{"τ " + m.tau_definition + " (" + m.engine + ")",
+               m.tau(),
+               g.measured->tau(),
+               m.per_position_acceptance,
+               g.measured->per_position_acceptance,
+               m.drafts,
+               " measured by " + m.engine + " (" + m.path + ", golden " + g.path + ")"};
+    CheckResult r;
+    r.measured["tau_definition"] = m.tau_definition;
+    r.measured["tau_pooled"] = m.tau_pooled;
+    r.measured["golden_tau_pooled"] = g.measured->tau_pooled;
+    if (m.tau_macro) r.measured["tau_macro"] = *m.tau_macro;
+    if (g.measured->tau_macro) r.measured["golden_tau_macro"] = *g.measured->tau_macro;
+    r.evidence["golden"] = g.path;
+    r.evidence["measured"] = m.path;
+    r.evidence["engine"] = m.engine;
+    if (m.prompt_set_sha256) r.evidence["prompt_set_sha256"] = *m.prompt_set_sha256;
+    return judge(o, p, std::move(r));
+  }
+
+  // The thresholds, the same for decoded and measured τ.
+  CheckResult judge(const Observed& o, const nlohmann::json& p, CheckResult r) const {
+    const double required =
+        std::max(p["min_ratio"].get<double>() * o.golden_tau, p["floor"].get<double>());
+    r.measured["ratio"] = o.tau / o.golden_tau;
+    r.measured["per_position_acceptance"] = o.per_position;
+    r.measured["drafted"] = o.drafted;
+    r.thresholds["required_tau"] = required;  // of the definition named by "compared"
+    r.thresholds["compared"] = o.label;
     std::vector<std::string> problems;
-    const std::string where = " on " + std::to_string(set.prompts.size()) + " prompts of " +
-                              set.path + " (golden " + g.path + ")";
-    if (s.drafted == 0) problems.push_back("no draft tokens were proposed" + where);
-    if (s.tau_macro <= p["collapse_tau"].get<double>())
-      problems.push_back("τ collapsed to " + format_number(s.tau_macro, 4) +
+    if (o.drafted == 0) problems.push_back("no draft tokens were proposed" + o.where);
+    if (o.tau <= p["collapse_tau"].get<double>())
+      problems.push_back("τ collapsed to " + format_number(o.tau, 4) +
                          ": almost nothing the drafter proposes is accepted; look for a "
                          "train/inference mismatch (train_infer_consistency) or a shortcut "
                          "(fc_excludes_target_layer)");
-    if (s.tau_macro < required)
-      problems.push_back("τ macro " + format_number(s.tau_macro, 4) + " < required " +
+    if (o.tau < required)
+      problems.push_back(o.label + " " + format_number(o.tau, 4) + " < required " +
                          format_number(required, 4) + " (" +
                          format_number(p["min_ratio"].get<double>(), 4) + " × golden " +
-                         format_number(g.tau_macro, 4) + ")" + where +
+                         format_number(o.golden_tau, 4) + ")" + o.where +
                          "; run the step-record checks (loss_type, target_logits_noise_free, "
                          "fc_excludes_target_layer) to find the cause");
     if (!p["per_position_min_ratio"].is_null()) {
       const double ratio = p["per_position_min_ratio"].get<double>();
-      for (std::size_t d = 0;
-           d < s.per_position_acceptance.size() && d < g.per_position_acceptance.size(); ++d)
-        if (s.per_position_acceptance[d] < ratio * g.per_position_acceptance[d])
+      for (std::size_t d = 0; d < o.per_position.size() && d < o.golden_per_position.size(); ++d)
+        if (o.per_position[d] < ratio * o.golden_per_position[d])
           problems.push_back("depth " + std::to_string(d + 1) + " acceptance " +
-                             format_number(s.per_position_acceptance[d], 4) + " < " +
-                             format_number(ratio, 4) + " × golden " +
-                             format_number(g.per_position_acceptance[d], 4));
+                             format_number(o.per_position[d], 4) + " < " + format_number(ratio, 4) +
+                             " × golden " + format_number(o.golden_per_position[d], 4));
     }
-    const std::string pass = "τ macro " + format_number(s.tau_macro, 4) + " ≥ " +
-                             format_number(required, 4) + " (golden " +
-                             format_number(g.tau_macro, 4) + ", ratio " +
-                             format_number(s.tau_macro / g.tau_macro, 4) + ")";
+    const std::string pass =
+        o.label + " " + format_number(o.tau, 4) + " ≥ " + format_number(required, 4) + " (golden " +
+        format_number(o.golden_tau, 4) + ", ratio " + format_number(o.tau / o.golden_tau, 4) + ")";
     return conclude(std::move(r), problems, pass);
   }
 };

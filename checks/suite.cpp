@@ -45,7 +45,8 @@ Suite read_suite(const fs::path& path) {
         {"drafter", &s.artifacts.drafter},
         {"step_record", &s.artifacts.step_record},
         {"golden", &s.artifacts.golden},
-        {"reference_dump", &s.artifacts.reference_dump}};
+        {"reference_dump", &s.artifacts.reference_dump},
+        {"measured", &s.artifacts.measured}};
     for (const auto& [key, value] : a.items()) {
       auto it = slots.find(key);
       if (it == slots.end()) throw Error(file, "unknown artifact \"" + key + "\"");
@@ -113,6 +114,7 @@ Artifacts open_artifacts(const ArtifactPaths& paths) {
       validated_overrides(*c, params, a.golden->path);
     }
   }
+  if (paths.measured) a.measured = tau::read_measured_tau(*paths.measured);
   return a;
 }
 

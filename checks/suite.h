@@ -34,6 +34,7 @@ struct CheckInstance {
 
 struct ArtifactPaths {
   std::optional<std::filesystem::path> target, drafter, step_record, golden, reference_dump;
+  std::optional<std::filesystem::path> measured;  // a measured-τ file (draftgate tau import)
 };
 
 struct Suite {

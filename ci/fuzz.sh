@@ -8,7 +8,8 @@ seconds=${1:-60}
 if ! command -v clang++-14 > /dev/null || [ ! -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-14 libclang-rt-14-dev > /dev/null
 fi
-all=(safetensors_header checkpoint_index config decoder_stack step_record golden suite prompt_set)
+all=(safetensors_header checkpoint_index config decoder_stack step_record golden suite prompt_set
+     vllm_metrics sglang_requests measured_tau)
 targets=(${FUZZ_TARGETS:-${all[@]}})  # FUZZ_TARGETS="a b" runs a subset
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DDRAFTGATE_FUZZ=ON -DDRAFTGATE_BUILD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
@@ -60,6 +61,8 @@ done
 for i in $(seq 0 1600); do echo "model.layers.$i.mlp.up_proj.weight"; done \
   > "$corpus/decoder_stack/many-layers"
 printf 'model.layers.00.w\nmodel.layers.01.w\nmodel.layers.1.w\n' > "$corpus/decoder_stack/leading-zeros"
+# Serving-engine outputs written in the engines' formats (tests/fuzz/seeds/).
+for d in tests/fuzz/seeds/*/; do cp "$d"* "$corpus/$(basename "$d")/"; done
 # Inputs of past findings (fixed) stay in the seeds.
 for d in tests/fuzz/regressions/*/; do cp "$d"* "$corpus/$(basename "$d")/"; done
 

@@ -22,7 +22,7 @@ namespace {
 
 struct CheckOptions {
   std::vector<std::string> suites;
-  std::string target, drafter, step_record, golden, reference_dump;
+  std::string target, drafter, step_record, golden, reference_dump, measured;
   std::vector<std::string> only;
   std::vector<std::string> params;  // check.param=json
   std::string report, junit;
@@ -110,6 +110,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     if (!opt.step_record.empty()) p.step_record = opt.step_record;
     if (!opt.golden.empty()) p.golden = opt.golden;
     if (!opt.reference_dump.empty()) p.reference_dump = opt.reference_dump;
+    if (!opt.measured.empty()) p.measured = opt.measured;
     checks::Artifacts artifacts = checks::open_artifacts(p);
     artifacts.engine = engine;
     auto instances = select(suite.checks, opt, params);
@@ -152,7 +153,8 @@ void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>
                                           {a.drafter, "--drafter", true},
                                           {a.step_record, "--step-record", false},
                                           {a.golden, "--golden", false},
-                                          {a.reference_dump, "--reference-dump", false}})
+                                          {a.reference_dump, "--reference-dump", false},
+                                          {a.measured, "--measured", false}})
       if (path) inputs.push_back({*path, flag, dir});
     if (p.artifacts.golden)
       inputs.push_back({p.artifacts.golden->prompt_set, "the golden's prompt set"});
@@ -230,6 +232,9 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
   cmd->add_option("--golden", opt->golden, "Golden baseline of the reference drafter (JSON)");
   cmd->add_option("--reference-dump", opt->reference_dump,
                   "Hidden states dumped elsewhere (draftgate forward format) for parity");
+  cmd->add_option("--measured", opt->measured,
+                  "Measured τ from a serving engine (draftgate tau import): min_tau compares it "
+                  "with a measured golden instead of decoding");
   cmd->add_option("--only", opt->only, "Checks to run, comma-separated (default: all)")
       ->delimiter(',');
   cmd->add_option("--param", opt->params, "CHECK.NAME=VALUE (JSON value), repeatable");

@@ -13,6 +13,6 @@ extern "C" __attribute__((visibility("default"))) int draftgate_engine_main(int 
                   [](CLI::App& app, VerbRunner* runner) {
                     add_check_verb(app, runner, &draftgate::checks::model_engine());
                   },
-                  add_eval, add_golden, add_make_target, add_make_drafter},
+                  add_eval, add_golden, add_tau, add_make_target, add_make_drafter},
                  [](int threads) { at::set_num_threads(threads); });
 }

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
+#include "draftgate/tau/engine_import.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -32,6 +34,7 @@ struct EvalOptions {
   std::string dtype;
   std::string gdn = "chunked";
   std::string json;
+  std::string metrics_out;  // vLLM-format counters of the run
 };
 
 void progress(std::size_t done, std::size_t total) {
@@ -52,12 +55,29 @@ void print_row(const std::string& key, const std::string& value) {
   std::cout << key << std::string(key.size() < 14 ? 14 - key.size() : 1, ' ') << value << "\n";
 }
 
+// The run's counters in vLLM's /metrics format (draftgate/tau/engine_import.h): drafts = verify
+// steps, accepted = committed − steps, per position = steps that accepted that depth — so
+// `tau import` of this file gives exactly the τ pooled and per-depth acceptance eval reports.
+void write_vllm_metrics(const EvalOptions& opt, const decode::AcceptanceStats& stats) {
+  std::vector<std::int64_t> per_pos;
+  for (double share : stats.per_position_acceptance)
+    per_pos.push_back(std::llround(share * static_cast<double>(stats.steps)));
+  io::write_text_atomically(opt.metrics_out,
+                            tau::vllm_metrics_text(opt.oracle ? "oracle" : opt.drafter, stats.steps,
+                                                   stats.drafted, stats.accepted, per_pos));
+}
+
 int run_eval(const EvalOptions& opt) {
+  if (!opt.metrics_out.empty()) {
+    if (opt.decode.tree_budget > 0)
+      throw Error("--metrics-out", "vLLM's counters describe linear drafting; drop --tree-budget");
+  }
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
-  io::check_outputs({{opt.json, "--json"}}, {{opt.target, "--target", true},
-                                             {opt.drafter, "--drafter", true},
-                                             {opt.prompts, "--prompts"}});
+  io::check_outputs({{opt.json, "--json"}, {opt.metrics_out, "--metrics-out"}},
+                    {{opt.target, "--target", true},
+                     {opt.drafter, "--drafter", true},
+                     {opt.prompts, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
@@ -124,6 +144,7 @@ int run_eval(const EvalOptions& opt) {
     out["timing"] = decode::timing_json(stats);
     io::write_text_atomically(opt.json, io::dump_json(out) + "\n");
   }
+  if (!opt.metrics_out.empty()) write_vllm_metrics(opt, stats);
   return 0;
 }
 
@@ -155,6 +176,9 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   cmd->add_option("--json", opt->json, "Write the full result as JSON");
+  cmd->add_option("--metrics-out", opt->metrics_out,
+                  "Write the run's acceptance counters as vLLM's /metrics shows them "
+                  "(Prometheus text; linear DFlash only)");
   cmd->callback([opt, runner] { *runner = [opt] { return run_eval(*opt); }; });
 }
 

@@ -30,6 +30,7 @@ struct GoldenOptions {
   std::string dtype = "f32";
   std::string gdn = "chunked";
   std::string loss = "ce";
+  std::string measured;  // record from a serving engine's measurement instead of decoding
 };
 
 std::string utc_now() {
@@ -101,9 +102,13 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<GoldenOptions>();
   CLI::App* cmd = golden->add_subcommand(
       "record", "Measure the reference drafter's τ and write the golden file the checks read");
-  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
-  cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory")->required();
-  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)")->required();
+  // --target, --drafter and --prompts are required unless --measured replaces the decoding.
+  cmd->add_option("--target", opt->target, "Target checkpoint directory");
+  cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory");
+  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)");
+  cmd->add_option("--measured", opt->measured,
+                  "Record from the reference drafter's measured τ (draftgate tau import) instead "
+                  "of decoding; excludes --target, --drafter, --prompts");
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
   cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
@@ -119,7 +124,23 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
       ->capture_default_str();
   cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl")
       ->capture_default_str();
-  cmd->callback([opt, runner] { *runner = [opt] { return record(*opt); }; });
+  cmd->callback([opt, runner] {
+    *runner = [opt] {
+      if (!opt->measured.empty()) {
+        if (!opt->target.empty() || !opt->drafter.empty() || !opt->prompts.empty())
+          throw Error("--measured",
+                      "a measured golden is not decoded: drop --target, --drafter "
+                      "and --prompts (the prompt set is the measurement's)");
+        return record_measured_golden(opt->measured, opt->out, opt->force);
+      }
+      for (const auto& [flag, value] : {std::pair{"--target", &opt->target},
+                                        {"--drafter", &opt->drafter},
+                                        {"--prompts", &opt->prompts}})
+        if (value->empty())
+          throw Error(flag, std::string(flag) + " is required (or --measured FILE)");
+      return record(*opt);
+    };
+  });
 }
 
 }  // namespace draftgate::cli

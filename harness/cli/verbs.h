@@ -27,5 +27,10 @@ void add_eval(CLI::App& app, VerbRunner* runner);
 // reading the suites, needs the engine.
 void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* engine);
 void add_golden(CLI::App& app, VerbRunner* runner);
+void add_tau(CLI::App& app, VerbRunner* runner);
+
+// `golden record --measured`: a golden from the reference drafter's measured τ
+// (golden_measured.cpp).
+int record_measured_golden(const std::string& measured, const std::string& out, bool force);
 
 }  // namespace draftgate::cli

@@ -15,6 +15,11 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
+fs::path write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
 fs::path fresh_dir(const std::string& name) {
   // One root per test process, removed when the process exits.
   struct Root {

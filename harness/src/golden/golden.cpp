@@ -68,6 +68,7 @@ Golden read_golden(const fs::path& path) {
   if (schema != kGoldenSchema)
     throw Error(file, "golden schema \"" + schema + "\" is not " + kGoldenSchema,
                 "re-record it with this draftgate: draftgate golden record ... --force");
+  if (doc.contains("measured")) return measured_golden_from_json(doc, file);
   Golden g;
   g.path = file;
   g.decode = decode::decode_config_from_json(field<nlohmann::json>(doc, "/decoding", file), file);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "draftgate/decode/decode_config.h"
+#include "draftgate/tau/measured_tau.h"
 
 namespace draftgate::golden {
 
@@ -39,10 +40,19 @@ struct Golden {
   std::vector<std::string> layer_types;
   std::vector<std::int64_t> taps;
   nlohmann::json check_params = nlohmann::json::object();
+  // Set for a golden recorded from a serving engine's measurement (`golden record --measured`):
+  // then only prompt_set_sha256, block_size, τ and check_params are filled from it, and the
+  // decoding, layout and taps fields are empty (nothing was decoded here).
+  std::optional<tau::MeasuredTau> measured;
 };
 
 // Validates the schema version and every field above; draftgate::Error naming the file and field.
 Golden read_golden(const std::filesystem::path& path);
+
+// A measured golden: {"schema": draftgate.golden/1, "measured": <a draftgate.measured_tau/1
+// object>, "check_params": {}, "provenance": {...}} (measured_golden.cpp).
+nlohmann::json measured_golden_json(const tau::MeasuredTau& m);
+Golden measured_golden_from_json(const nlohmann::json& doc, const std::string& file);
 
 // {relative file name: sha256} of every regular file in a checkpoint directory (sorted).
 nlohmann::json directory_hashes(const std::filesystem::path& dir);

@@ -1,0 +1,77 @@
+#pragma once
+// Readers of serving-engine acceptance counters, turning them into a MeasuredTau (measured_tau.h).
+//
+// vLLM (vllm/v1/spec_decode/metrics.py, SpecDecodingProm; labels from vllm/v1/metrics/loggers.py:
+// model_name, engine): prometheus_client counters exposed on /metrics as
+//   vllm:spec_decode_num_drafts_total{model_name,engine}
+//   vllm:spec_decode_num_draft_tokens_total{model_name,engine}
+//   vllm:spec_decode_num_accepted_tokens_total{model_name,engine}
+//   vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name,engine,position="0"…"k-1"}
+// (plus *_created samples, which are timestamps and ignored). Over a run (after − before):
+// τ pooled = 1 + accepted / drafts ("mean acceptance length, conventionally including the bonus
+// token"), acceptance at depth d = accepted_per_pos[d−1] / drafts.
+//
+// SGLang (python/sglang/srt/managers/tokenizer_manager.py, _calculate_spec_decoding_metrics):
+// every /generate response carries meta_info.completion_tokens, meta_info.spec_verify_ct and
+// meta_info.spec_accept_length = completion_tokens / spec_verify_ct (bonus token included), and
+// where the version reports them spec_proposed_drafts = spec_verify_ct × (draft tokens − 1) and
+// spec_accept_histogram (verify steps per number of accepted drafts).
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "draftgate/tau/measured_tau.h"
+
+namespace draftgate::tau {
+
+// One sample line of the Prometheus text exposition format (version 0.0.4).
+struct PromSample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;  // NaN / ±Inf kept as parsed; the importers refuse them where they read
+  std::size_t line = 0;
+};
+
+struct PromText {
+  std::vector<PromSample> samples;
+  std::map<std::string, std::string> types;  // family → "# TYPE" (counter, gauge, …)
+};
+
+// Parses the text format: # HELP / # TYPE / other comments, label sets with escapes, values
+// (floats, NaN, +Inf, -Inf), optional timestamps. draftgate::Error naming `file` and the line
+// otherwise.
+PromText parse_prometheus_text(std::string_view text, const std::string& file);
+
+struct VllmImport {
+  std::filesystem::path after;
+  std::optional<std::filesystem::path> before;  // none: the counters since the server started
+  std::optional<std::string> model_name;        // needed when several models are served
+  std::optional<std::int64_t> num_speculative_tokens;  // needed without per-position series
+  std::optional<std::string> engine_version;
+};
+MeasuredTau import_vllm_metrics(const VllmImport& in);
+
+// The same counters in the same format, as vLLM's /metrics would show them for a run of
+// `drafts` verify steps: draftgate eval --metrics-out, so both paths can be checked to agree.
+// accepted_per_pos[i] = verify steps that accepted the draft at depth i + 1.
+std::string vllm_metrics_text(const std::string& model_name, std::int64_t drafts,
+                              std::int64_t draft_tokens, std::int64_t accepted,
+                              const std::vector<std::int64_t>& accepted_per_pos);
+
+struct SglangImport {
+  std::filesystem::path requests;  // JSONL: one /generate response (or an array of them) a line
+  std::optional<std::int64_t> num_speculative_tokens;  // needed without spec_proposed_drafts
+  std::optional<std::string> engine_version;
+  // The prompt set's ids in file order, when --prompts ties the responses to it: by meta_info.id
+  // where every response names a prompt, else by order (the counts must agree).
+  std::optional<std::vector<std::string>> prompt_ids;
+  std::string prompts_file;  // for messages
+};
+MeasuredTau import_sglang_requests(const SglangImport& in);
+
+}  // namespace draftgate::tau

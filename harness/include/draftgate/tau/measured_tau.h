@@ -1,0 +1,71 @@
+#pragma once
+// Measured τ: acceptance counters a serving engine (vLLM, SGLang) counted over a benchmark run,
+// imported by `draftgate tau import` into a file min_tau can gate on instead of decoding
+// (schema "draftgate.measured_tau/1"):
+//   engine                 {name: vllm | sglang, version (null when unknown)}
+//   tau_definition         the τ the gate compares: "pooled" (vLLM: 1 + accepted / drafts over the
+//                          run) or "macro" (SGLang: mean over requests of completion_tokens /
+//                          spec_verify_ct)
+//   tau_pooled, tau_macro  both where the input allows (tau_macro null for vLLM counters)
+//   per_position_acceptance  depth 1…k: share of drafts whose depth-d token was accepted ([] when
+//                          the engine did not report it)
+//   drafts, draft_tokens, accepted_tokens, requests (null for vLLM)
+//   num_speculative_tokens k, block_size k + 1 (the largest τ of one verify step)
+//   model_name             the served model the counters belong to (null when unknown)
+//   prompt_set             {path, sha256, prompts} of the prompt set (the same identity goldens
+//   use:
+//                          the SHA-256 of the file bytes) or null
+//   sources                per number, where it came from (series, files, arithmetic)
+//   inputs                 the files read; draftgate_version; created_at
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace draftgate::tau {
+
+inline constexpr const char* kMeasuredTauSchema = "draftgate.measured_tau/1";
+
+struct MeasuredTau {
+  std::string path;  // the file it was read from ("" when built in memory)
+  std::string engine;
+  std::optional<std::string> engine_version;
+  std::string tau_definition;  // pooled | macro
+  double tau_pooled = 0;
+  std::optional<double> tau_macro;
+  std::vector<double> per_position_acceptance;
+  std::int64_t drafts = 0;
+  std::int64_t draft_tokens = 0;
+  std::int64_t accepted_tokens = 0;
+  std::optional<std::int64_t> requests;
+  std::int64_t num_speculative_tokens = 0;
+  std::optional<std::string> model_name;
+  std::optional<std::string> prompt_set_path;
+  std::optional<std::string> prompt_set_sha256;
+  std::optional<std::int64_t> prompt_set_prompts;
+  nlohmann::json sources = nlohmann::json::object();
+  nlohmann::json inputs = nlohmann::json::object();
+
+  std::int64_t block_size() const { return num_speculative_tokens + 1; }
+  // The τ the gate compares: tau_pooled or *tau_macro, by tau_definition.
+  double tau() const;
+};
+
+// The file's JSON (schema, every field above, draftgate_version, created_at).
+nlohmann::json to_json(const MeasuredTau& m);
+// Validates the schema version and every field; draftgate::Error naming `file` and the field.
+MeasuredTau measured_tau_from_json(const nlohmann::json& doc, const std::string& file);
+MeasuredTau read_measured_tau(const std::filesystem::path& path);
+
+// A JSON value for a message: a scalar as written (at most 40 characters), else its type — never a
+// dump of a nested value, which could be arbitrarily deep.
+std::string describe_json(const nlohmann::json& value);
+
+// Why `measured` cannot be compared with `golden` (another engine or τ definition, block size,
+// prompt set, or an unknown prompt set), or nullopt when they are measured the same way.
+std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau& golden);
+
+}  // namespace draftgate::tau

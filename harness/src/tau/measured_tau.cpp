@@ -1,0 +1,203 @@
+#include "draftgate/tau/measured_tau.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "draftgate/error.h"
+#include "draftgate/format.h"
+#include "draftgate/io/json_util.h"
+
+namespace draftgate::tau {
+namespace {
+using nlohmann::json;
+
+const json& need(const json& doc, const char* key, const std::string& file) {
+  if (!doc.contains(key)) throw Error(file, std::string("measured τ file has no \"") + key + "\"");
+  return doc.at(key);
+}
+
+std::string text(const json& doc, const char* key, const std::string& file) {
+  const json& v = need(doc, key, file);
+  if (!v.is_string())
+    throw Error(file, std::string("measured τ field \"") + key + "\" must be a string");
+  return v.get<std::string>();
+}
+
+std::optional<std::string> optional_text(const json& doc, const char* key,
+                                         const std::string& file) {
+  if (!doc.contains(key) || doc.at(key).is_null()) return std::nullopt;
+  return text(doc, key, file);
+}
+
+double number(const json& doc, const char* key, const std::string& file) {
+  const json& v = need(doc, key, file);
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw Error(file, std::string("measured τ field \"") + key + "\" must be a finite number");
+  return v.get<double>();
+}
+
+std::int64_t count(const json& doc, const char* key, const std::string& file) {
+  const json& v = need(doc, key, file);
+  if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
+    throw Error(file,
+                std::string("measured τ field \"") + key + "\" must be a non-negative integer");
+  const auto u = v.get<std::uint64_t>();
+  if (u > (std::uint64_t{1} << 53))
+    throw Error(file, std::string("measured τ field \"") + key + "\" is implausibly large");
+  return static_cast<std::int64_t>(u);
+}
+
+std::optional<std::int64_t> optional_count(const json& doc, const char* key,
+                                           const std::string& file) {
+  if (!doc.contains(key) || doc.at(key).is_null()) return std::nullopt;
+  return count(doc, key, file);
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+template <class T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+std::string describe_json(const json& value) {
+  if (value.is_structured()) return std::string("a JSON ") + value.type_name();
+  return value.dump().substr(0, 40);
+}
+
+double MeasuredTau::tau() const { return tau_definition == "macro" ? *tau_macro : tau_pooled; }
+
+json to_json(const MeasuredTau& m) {
+  json prompt_set = nullptr;
+  if (m.prompt_set_sha256)
+    prompt_set = {{"path", or_null(m.prompt_set_path)},
+                  {"sha256", *m.prompt_set_sha256},
+                  {"prompts", or_null(m.prompt_set_prompts)}};
+  return {{"schema", kMeasuredTauSchema},
+          {"engine", {{"name", m.engine}, {"version", or_null(m.engine_version)}}},
+          {"tau_definition", m.tau_definition},
+          {"tau_pooled", m.tau_pooled},
+          {"tau_macro", or_null(m.tau_macro)},
+          {"per_position_acceptance", m.per_position_acceptance},
+          {"drafts", m.drafts},
+          {"draft_tokens", m.draft_tokens},
+          {"accepted_tokens", m.accepted_tokens},
+          {"requests", or_null(m.requests)},
+          {"num_speculative_tokens", m.num_speculative_tokens},
+          {"block_size", m.block_size()},
+          {"model_name", or_null(m.model_name)},
+          {"prompt_set", prompt_set},
+          {"sources", m.sources},
+          {"inputs", m.inputs},
+          {"draftgate_version", DRAFTGATE_VERSION},
+          {"created_at", utc_now()}};
+}
+
+MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
+  if (!doc.is_object()) throw Error(file, "a measured τ file must be a JSON object");
+  const std::string schema = text(doc, "schema", file);
+  if (schema != kMeasuredTauSchema)
+    throw Error(file, "schema \"" + schema + "\" is not " + kMeasuredTauSchema,
+                "write it with draftgate tau import");
+  MeasuredTau m;
+  m.path = file;
+  const json& engine = need(doc, "engine", file);
+  if (!engine.is_object()) throw Error(file, "measured τ field \"engine\" must be an object");
+  m.engine = text(engine, "name", file);
+  if (m.engine != "vllm" && m.engine != "sglang")
+    throw Error(file, "engine \"" + m.engine + "\" is not vllm or sglang");
+  m.engine_version = optional_text(engine, "version", file);
+  m.tau_definition = text(doc, "tau_definition", file);
+  if (m.tau_definition != "pooled" && m.tau_definition != "macro")
+    throw Error(file, "tau_definition \"" + m.tau_definition + "\" is not pooled or macro");
+  m.num_speculative_tokens = count(doc, "num_speculative_tokens", file);
+  if (m.num_speculative_tokens < 1 || m.num_speculative_tokens > 4096)
+    throw Error(file, "num_speculative_tokens " + std::to_string(m.num_speculative_tokens) +
+                          " is outside 1…4096");
+  if (count(doc, "block_size", file) != m.block_size())
+    throw Error(file, "block_size is not num_speculative_tokens + 1");
+  // SGLang's completion_tokens also counts the token sampled at prefill, so its τ may exceed the
+  // block size by up to one token per request.
+  const double ceiling = static_cast<double>(m.block_size() + 1);
+  auto check_tau = [&](double t, const char* key) {
+    if (!(t >= 1.0) || !(t <= ceiling))
+      throw Error(file, std::string(key) + " " + format_number(t, 6) + " is outside 1…" +
+                            std::to_string(m.block_size() + 1) + " (the block size + 1)");
+  };
+  m.tau_pooled = number(doc, "tau_pooled", file);
+  check_tau(m.tau_pooled, "tau_pooled");
+  if (!need(doc, "tau_macro", file).is_null()) {
+    m.tau_macro = number(doc, "tau_macro", file);
+    check_tau(*m.tau_macro, "tau_macro");
+  }
+  if (m.tau_definition == "macro" && !m.tau_macro)
+    throw Error(file, "tau_definition is macro but tau_macro is null");
+  const json& per_pos = need(doc, "per_position_acceptance", file);
+  if (!per_pos.is_array()) throw Error(file, "per_position_acceptance must be an array");
+  for (const json& v : per_pos) {
+    if (!v.is_number() || !(v.get<double>() >= 0.0) || !(v.get<double>() <= 1.0))
+      throw Error(file,
+                  "per_position_acceptance holds " + describe_json(v) + ", not a share in 0…1");
+    m.per_position_acceptance.push_back(v.get<double>());
+  }
+  if (!m.per_position_acceptance.empty() &&
+      static_cast<std::int64_t>(m.per_position_acceptance.size()) != m.num_speculative_tokens)
+    throw Error(file, "per_position_acceptance has " +
+                          std::to_string(m.per_position_acceptance.size()) +
+                          " depths but num_speculative_tokens is " +
+                          std::to_string(m.num_speculative_tokens));
+  m.drafts = count(doc, "drafts", file);
+  m.draft_tokens = count(doc, "draft_tokens", file);
+  m.accepted_tokens = count(doc, "accepted_tokens", file);
+  m.requests = optional_count(doc, "requests", file);
+  m.model_name = optional_text(doc, "model_name", file);
+  const json& prompt_set = need(doc, "prompt_set", file);
+  if (!prompt_set.is_null()) {
+    if (!prompt_set.is_object()) throw Error(file, "prompt_set must be an object or null");
+    m.prompt_set_path = optional_text(prompt_set, "path", file);
+    m.prompt_set_sha256 = text(prompt_set, "sha256", file);
+    if (m.prompt_set_sha256->size() != 64 ||
+        m.prompt_set_sha256->find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw Error(file, "prompt_set.sha256 is not a SHA-256 hex digest");
+    m.prompt_set_prompts = optional_count(prompt_set, "prompts", file);
+  }
+  m.sources = need(doc, "sources", file);
+  m.inputs = need(doc, "inputs", file);
+  if (!m.sources.is_object() || !m.inputs.is_object())
+    throw Error(file, "sources and inputs must be objects");
+  return m;
+}
+
+MeasuredTau read_measured_tau(const std::filesystem::path& path) {
+  return measured_tau_from_json(io::read_json_file(path, 64ull << 20), path.string());
+}
+
+std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau& golden) {
+  const std::string g = " but the golden (" + golden.path + ") ";
+  if (measured.engine != golden.engine)
+    return "measured by " + measured.engine + g + "by " + golden.engine +
+           " (the engines count τ differently)";
+  if (measured.tau_definition != golden.tau_definition)
+    return "τ " + measured.tau_definition + g + "τ " + golden.tau_definition;
+  if (measured.num_speculative_tokens != golden.num_speculative_tokens)
+    return "measured with " + std::to_string(measured.num_speculative_tokens) +
+           " speculative tokens (block " + std::to_string(measured.block_size()) + ")" + g +
+           "with " + std::to_string(golden.num_speculative_tokens) + " (block " +
+           std::to_string(golden.block_size()) + ")";
+  if (!measured.prompt_set_sha256)
+    return "the measurement names no prompt set; import it with --prompts so it can be compared";
+  if (!golden.prompt_set_sha256) return "the golden (" + golden.path + ") names no prompt set";
+  if (*measured.prompt_set_sha256 != *golden.prompt_set_sha256)
+    return "prompt set sha256 " + measured.prompt_set_sha256->substr(0, 12) + "…" + g +
+           "was measured on " + golden.prompt_set_sha256->substr(0, 12) + "…";
+  return std::nullopt;
+}
+
+}  // namespace draftgate::tau
