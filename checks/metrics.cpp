@@ -23,6 +23,16 @@ double cosine(const at::Tensor& a, const at::Tensor& b) {
   return at::cosine_similarity(f64(a).flatten(), f64(b).flatten(), 0).item<double>();
 }
 
+double max_abs_diff(const at::Tensor& got, const at::Tensor& ref) {
+  return (f64(got) - f64(ref)).abs().max().item<double>();
+}
+
+double max_rel_diff(const at::Tensor& got, const at::Tensor& ref) {
+  const double err = max_abs_diff(got, ref), scale = f64(ref).abs().max().item<double>();
+  if (scale == 0) return err == 0 ? 0 : INFINITY;
+  return err / scale;
+}
+
 double noise_ratio(const at::Tensor& got, const at::Tensor& ref) {
   const at::Tensor r = f64(ref);
   const double scale = r.pow(2).mean().sqrt().item<double>();

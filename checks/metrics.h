@@ -15,6 +15,11 @@ double rms(const at::Tensor& x);
 // Σ(got − ref)² / Σ ref² (0 when both are zero).
 double nmse(const at::Tensor& got, const at::Tensor& ref);
 double cosine(const at::Tensor& a, const at::Tensor& b);
+// max |got − ref|.
+double max_abs_diff(const at::Tensor& got, const at::Tensor& ref);
+// max |got − ref| / max |ref|: the worst element against the reference's activation scale
+// (infinite when the reference is all zero and got is not).
+double max_rel_diff(const at::Tensor& got, const at::Tensor& ref);
 // std(got − ref) / RMS(ref): the size of a residual relative to the reference.
 double noise_ratio(const at::Tensor& got, const at::Tensor& ref);
 // Mean over rows of KL(softmax(ref) ‖ softmax(got)); logits [rows, vocab].

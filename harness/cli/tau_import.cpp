@@ -2,6 +2,9 @@
 // /generate responses) → a measured-τ file (draftgate/tau/measured_tau.h) that `check --measured`
 // and `golden record --measured` read.
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include "draftgate/decode/prompt_set.h"
@@ -10,6 +13,7 @@
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/http_scrape.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -17,6 +21,7 @@ namespace {
 
 struct TauImportOptions {
   std::string vllm_metrics, before, model_name;
+  std::string vllm_metrics_url, run;
   std::string sglang_requests;
   std::string prompts;
   std::int64_t num_speculative_tokens = 0;
@@ -29,10 +34,46 @@ std::optional<T> given(const T& value, const T& unset) {
   return value == unset ? std::nullopt : std::optional<T>(value);
 }
 
+// Runs `command` with /bin/sh, its output passed through; anything but exit 0 is an error, since
+// the counters around a failed benchmark measure nothing the gate should trust.
+void run_benchmark(const std::string& command) {
+  std::cout.flush();
+  const int status = std::system(command.c_str());
+  if (status == -1) throw Error("--run", "cannot start /bin/sh");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("--run",
+                "\"" + command + "\" " +
+                    (WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                       : std::string("was killed by a signal")) +
+                    "; nothing was measured");
+}
+
+// The run's two scrapes: from files, or from a live server around --run.
+std::pair<tau::Scrape, std::optional<tau::Scrape>> vllm_scrapes(const TauImportOptions& opt) {
+  if (opt.vllm_metrics_url.empty()) {
+    std::optional<tau::Scrape> before;
+    if (!opt.before.empty()) before = tau::read_scrape_file(opt.before);
+    return {tau::read_scrape_file(opt.vllm_metrics), std::move(before)};
+  }
+  tau::Scrape before = tau::scrape_url(opt.vllm_metrics_url);
+  run_benchmark(opt.run);
+  return {tau::scrape_url(opt.vllm_metrics_url), std::move(before)};
+}
+
 int import(const TauImportOptions& opt) {
-  if (opt.vllm_metrics.empty() == opt.sglang_requests.empty())
-    throw Error("--vllm-metrics", "give exactly one of --vllm-metrics and --sglang-requests");
-  if (opt.vllm_metrics.empty() && (!opt.before.empty() || !opt.model_name.empty()))
+  const int sources =
+      !opt.vllm_metrics.empty() + !opt.vllm_metrics_url.empty() + !opt.sglang_requests.empty();
+  if (sources != 1)
+    throw Error("--vllm-metrics",
+                "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
+  if (!opt.vllm_metrics_url.empty() && opt.run.empty())
+    throw Error("--vllm-metrics-url", "needs --run \"COMMAND\": the benchmark to measure",
+                "draftgate scrapes before and after the command");
+  if (opt.vllm_metrics_url.empty() && !opt.run.empty())
+    throw Error("--run", "goes with --vllm-metrics-url");
+  if (!opt.vllm_metrics_url.empty() && !opt.before.empty())
+    throw Error("--before", "--vllm-metrics-url scrapes before the run itself; drop --before");
+  if (!opt.sglang_requests.empty() && (!opt.before.empty() || !opt.model_name.empty()))
     throw Error("--before", "--before and --model-name go with --vllm-metrics");
   io::check_outputs({{opt.out, "--out"}}, {{opt.vllm_metrics, "--vllm-metrics"},
                                            {opt.before, "--before"},
@@ -43,11 +84,12 @@ int import(const TauImportOptions& opt) {
   if (!opt.prompts.empty()) set = decode::read_prompt_set(opt.prompts);
   const auto k = given<std::int64_t>(opt.num_speculative_tokens, 0);
   tau::MeasuredTau m;
-  if (!opt.vllm_metrics.empty()) {
-    tau::VllmImport in{opt.vllm_metrics, std::nullopt, given<std::string>(opt.model_name, ""), k,
-                       given<std::string>(opt.engine_version, "")};
-    if (!opt.before.empty()) in.before = opt.before;
+  if (opt.sglang_requests.empty()) {
+    auto [after, before] = vllm_scrapes(opt);
+    tau::VllmImport in{std::move(after), std::move(before), given<std::string>(opt.model_name, ""),
+                       k, given<std::string>(opt.engine_version, "")};
     m = tau::import_vllm_metrics(in);
+    if (!opt.run.empty()) m.inputs["run"] = opt.run;
   } else {
     tau::SglangImport in{opt.sglang_requests, k, given<std::string>(opt.engine_version, ""),
                          std::nullopt, opt.prompts};
@@ -91,6 +133,11 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--vllm-metrics", opt->vllm_metrics,
                   "vLLM /metrics scrape taken after the benchmark run (Prometheus text)");
   cmd->add_option("--before", opt->before, "vLLM /metrics scrape taken before the run");
+  cmd->add_option("--vllm-metrics-url", opt->vllm_metrics_url,
+                  "A live vLLM /metrics URL: scraped before and after --run");
+  cmd->add_option("--run", opt->run,
+                  "With --vllm-metrics-url: the benchmark command (run by /bin/sh) between the "
+                  "scrapes");
   cmd->add_option("--model-name", opt->model_name,
                   "The served model whose counters to read (label model_name)");
   cmd->add_option("--sglang-requests", opt->sglang_requests,

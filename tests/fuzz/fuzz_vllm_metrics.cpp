@@ -3,8 +3,11 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  draftgate::tau::VllmImport in;
-  in.after = draftgate::fuzz::as_file(data, size, "after.txt");
-  draftgate::fuzz::expect_only_draftgate_errors([&] { draftgate::tau::import_vllm_metrics(in); });
+  const auto path = draftgate::fuzz::as_file(data, size, "after.txt");
+  draftgate::fuzz::expect_only_draftgate_errors([&] {
+    draftgate::tau::VllmImport in;
+    in.after = draftgate::tau::read_scrape_file(path);
+    draftgate::tau::import_vllm_metrics(in);
+  });
   return 0;
 }

@@ -829,7 +829,18 @@ INSTANTIATE_TEST_SUITE_P(
                   return "make-drafter --target " + target() + " --layers 100000 --out " +
                          (dir / "d").string();
                 },
-                "--layers: Value 100000 not in range"}),
+                "--layers: Value 100000 not in range"},
+        Hostile{"make_target_hidden_zero",
+                [](const fs::path& dir) {
+                  return "make-target --hidden 0 --out " + (dir / "t").string();
+                },
+                "--hidden: Value 0 not in range"},
+        Hostile{"make_target_beyond_memory",
+                [](const fs::path& dir) {
+                  return "make-target --hidden 1048576 --vocab 1048576 --out " +
+                         (dir / "t").string();
+                },
+                "GiB of memory to generate"}),
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
@@ -984,6 +995,31 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         "loss_type",
                                         "mask_token_id 1000000 is outside the recorded vocabulary "
                                         "(64)"),
+                                    Hostile{"record_teacher_dtype_fp8",
+                                            [](const fs::path& dir) {
+                                              const fs::path r = dir / "r.safetensors";
+                                              fs::copy_file(reference_record(), r);
+                                              edit_header(r, [](json h) {
+                                                h["__metadata__"]["teacher_dtype"] = "fp8";
+                                                return h.dump();
+                                              });
+                                              return "check --only target_logits_noise_free "
+                                                     "--target " +
+                                                     target() + " --step-record " + r.string();
+                                            },
+                                            "\"teacher_dtype\" = \"fp8\" is not f32, bf16 or f16"},
+                                    Hostile{"record_drafter_dtype_empty",
+                                            [](const fs::path& dir) {
+                                              const fs::path r = dir / "r.safetensors";
+                                              fs::copy_file(reference_record(), r);
+                                              edit_header(r, [](json h) {
+                                                h["__metadata__"]["drafter_dtype"] = "";
+                                                return h.dump();
+                                              });
+                                              return "check --only loss_type --step-record " +
+                                                     r.string();
+                                            },
+                                            "\"drafter_dtype\" = \"\" is not f32, bf16 or f16"},
                                     Hostile{"record_header_nul_then_garbage",
                                             [](const fs::path& dir) {
                                               const fs::path r = dir / "r.safetensors";

@@ -5,8 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "draftgate/decode/prompt_set.h"
 #include "engine_outputs.h"
@@ -171,6 +174,9 @@ TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   const std::string out = " --out " + (dir / "m.json").string();
   const fs::path empty = write_file(dir / "empty.txt", "");
   expect_bad_input("tau import --vllm-metrics " + empty.string() + out,
+                   "empty.txt: file is empty (0 bytes), expected Prometheus text");
+  const fs::path comments = write_file(dir / "comments.txt", "# HELP nothing\n");
+  expect_bad_input("tau import --vllm-metrics " + comments.string() + out,
                    "no vllm:spec_decode_num_drafts_total series");
   const fs::path garbage =
       write_file(dir / "garbage.bin", std::string("\x89PNG\r\n\x1a\n\x00\x00\xff", 11));
@@ -185,16 +191,17 @@ TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   const fs::path deep =
       write_file(dir / "deep.jsonl", std::string(200000, '[') + std::string(200000, ']'));
   expect_bad_input("tau import --sglang-requests " + deep.string() + out,
-                   "a response must be a JSON object");
+                   "line 1: not a JSON /generate response: JSON nests deeper than 64 levels");
   const fs::path scrape =
       write_file(dir / "after.txt", testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
   expect_bad_input("tau import --vllm-metrics " + scrape.string() + " --out " + scrape.string(),
-                   "is also an input");
+                   "--out " + scrape.string() + ": is the input file");
   EXPECT_EQ(testing::read_file(scrape), testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
   expect_bad_input(
       "tau import --vllm-metrics " + scrape.string() + " --sglang-requests " + deep.string() + out,
-      "give exactly one of --vllm-metrics and --sglang-requests");
-  expect_bad_input("tau import" + out, "give exactly one of --vllm-metrics and --sglang-requests");
+      "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
+  expect_bad_input("tau import" + out,
+                   "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
   expect_bad_input("check --only min_tau --measured " + garbage.string() + " --golden " +
                        (dir / "none.json").string(),
                    "none.json");
@@ -235,6 +242,85 @@ TEST(TauCli, EvalCountersImportToEvalsTau) {
     EXPECT_EQ(m["accepted_tokens"], e["accepted"]);
     EXPECT_EQ(m["prompt_set"]["sha256"], e["prompt_set_sha256"]);
   }
+}
+
+// A metrics server on 127.0.0.1 serving the files of `dir` (GET /metrics reads dir/metrics), on a
+// port the OS chose; stopped when this goes out of scope.
+class LocalMetricsServer {
+ public:
+  explicit LocalMetricsServer(const fs::path& dir) : dir_(dir) {
+    write_file(dir / "server.py",
+               "import http.server, functools, os\n"
+               "class Quiet(http.server.SimpleHTTPRequestHandler):\n"
+               "    def log_message(self, *args): pass\n"
+               "handler = functools.partial(Quiet, directory=os.getcwd())\n"
+               "server = http.server.HTTPServer(('127.0.0.1', 0), handler)\n"
+               "open('port.tmp', 'w').write(str(server.server_port))\n"
+               "os.rename('port.tmp', 'port')\n"
+               "server.serve_forever()\n");
+    const std::string start =
+        "cd " + dir.string() + " && (/usr/bin/python3 server.py > server.log 2>&1 & echo $! > pid)";
+    EXPECT_EQ(std::system(start.c_str()), 0);
+    for (int i = 0; i < 200 && !fs::exists(dir / "port"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream(dir / "port") >> port_;
+  }
+  ~LocalMetricsServer() {
+    std::string pid;
+    std::ifstream(dir_ / "pid") >> pid;
+    if (!pid.empty()) std::system(("kill " + pid).c_str());
+  }
+  int port() const { return port_; }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+
+ private:
+  fs::path dir_;
+  int port_ = 0;
+};
+
+TEST(TauCli, ScrapesALiveServerBeforeAndAfterTheRun) {
+  const fs::path dir = testing::fresh_dir("tau_cli_live");
+  // Before the run: drafts 300, accepted 450; the run adds 1000 drafts and 1500 accepted tokens:
+  // τ pooled = 1 + 1500 / 1000 = 2.5, depths 0.7 / 0.5 / 0.3.
+  write_file(dir / "metrics", testing::vllm_scrape({{kModel, 0, 300, 900, 450, {210, 150, 90}}}));
+  write_file(dir / "after.txt",
+             testing::vllm_scrape({{kModel, 0, 1300, 3900, 1950, {910, 650, 390}}}));
+  const fs::path prompts =
+      write_file(dir / "prompts.jsonl", "{\"id\": \"a\", \"input_ids\": [1]}\n");
+  const LocalMetricsServer server(dir);
+  ASSERT_GT(server.port(), 0) << "the local metrics server did not start";
+  const fs::path out = dir / "run.tau.json";
+  const auto r =
+      run_draftgate("tau import --vllm-metrics-url " + server.url("/metrics") + " --run 'cp " +
+                    (dir / "after.txt").string() + " " + (dir / "metrics").string() +
+                    "' --prompts " + prompts.string() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto m = nlohmann::json::parse(std::ifstream(out));
+  EXPECT_EQ(m["tau_pooled"], 2.5);
+  EXPECT_EQ(m["drafts"], 1000);
+  EXPECT_EQ(m["per_position_acceptance"], nlohmann::json({0.7, 0.5, 0.3}));
+  EXPECT_THAT(m["inputs"]["before"].get<std::string>(), HasSubstr(server.url("/metrics") + " at "));
+  EXPECT_THAT(m["inputs"]["run"].get<std::string>(), HasSubstr("cp "));
+
+  // The run failed, the URL is wrong, nothing listens, a scheme other than http(s): exit 2.
+  expect_bad_input("tau import --vllm-metrics-url " + server.url("/metrics") +
+                       " --run false --out " + (dir / "x.json").string(),
+                   "--run: \"false\" exited with status 1; nothing was measured");
+  expect_bad_input("tau import --vllm-metrics-url " + server.url("/nope") + " --run true --out " +
+                       (dir / "x.json").string(),
+                   "/nope: HTTP status 404");
+  expect_bad_input("tau import --vllm-metrics-url http://127.0.0.1:1/metrics --run true --out " +
+                       (dir / "x.json").string(),
+                   "127.0.0.1:1/metrics: cannot scrape");
+  expect_bad_input("tau import --vllm-metrics-url file:///etc/hostname --run true --out " +
+                       (dir / "x.json").string(),
+                   "file:///etc/hostname: cannot scrape");
+  expect_bad_input("tau import --vllm-metrics-url " + server.url("/metrics") + " --out " +
+                       (dir / "x.json").string(),
+                   "--vllm-metrics-url: needs --run");
+  EXPECT_FALSE(fs::exists(dir / "x.json"));
 }
 
 }  // namespace

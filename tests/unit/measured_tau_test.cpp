@@ -29,8 +29,8 @@ using testing::write_file;
 tau::MeasuredTau import_vllm(const fs::path& after, std::optional<fs::path> before = {},
                              std::optional<std::string> model = {}) {
   tau::VllmImport in;
-  in.after = after;
-  in.before = std::move(before);
+  in.after = tau::read_scrape_file(after);
+  if (before) in.before = tau::read_scrape_file(*before);
   in.model_name = std::move(model);
   return tau::import_vllm_metrics(in);
 }
@@ -159,7 +159,7 @@ TEST(VllmMetrics, MissingSeriesAreNamed) {
                         "number of speculative tokens is unknown (hint: pass "
                         "--num-speculative-tokens"));
   tau::VllmImport with_k;
-  with_k.after = no_pos;
+  with_k.after = tau::read_scrape_file(no_pos);
   with_k.num_speculative_tokens = 3;
   const auto m = tau::import_vllm_metrics(with_k);
   EXPECT_DOUBLE_EQ(m.tau_pooled, 2.5);
@@ -187,7 +187,7 @@ TEST(VllmMetrics, MissingSeriesAreNamed) {
       error_of([&] { import_vllm(write_file(dir / "sum.txt", testing::vllm_scrape({broken}))); }),
       HasSubstr("the per-position counts sum to 1400, not to the 1500 accepted tokens"));
   EXPECT_THAT(error_of([&] { import_vllm(dir / "none.txt"); }),
-              HasSubstr("none.txt: missing or not a regular file"));
+              HasSubstr("none.txt: no such file"));
 }
 
 // Three requests, 3 draft tokens per step (hand computation):
@@ -271,15 +271,15 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
   bad_hist["meta_info"]["spec_accept_histogram"] = {4, 4, 4};
   EXPECT_THAT(error_for(bad_hist.dump() + "\n"),
               HasSubstr("spec_accept_histogram counts 12 steps, spec_verify_ct 16"));
-  EXPECT_THAT(error_for(""), HasSubstr("no /generate responses in the file"));
+  EXPECT_THAT(error_for(""), HasSubstr("file is empty (0 bytes)"));
   EXPECT_THAT(error_for("\n \n"), HasSubstr("no /generate responses in the file"));
   EXPECT_THAT(error_for(std::string("\x00\xff\xfe garbage", 12)),
               HasSubstr("line 1: not a JSON /generate response"));
   EXPECT_THAT(error_for(std::string(100000, '[') + std::string(100000, ']')),
-              HasSubstr("line 1: a response must be a JSON object"));
+              HasSubstr("line 1: not a JSON /generate response: JSON nests deeper than 64 levels"));
   EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": " + std::string(100000, '[') +
                         std::string(100000, ']') + ", \"spec_verify_ct\": 2}}"),
-              HasSubstr("line 1: meta_info.completion_tokens is a JSON array, not a count"));
+              HasSubstr("line 1: not a JSON /generate response: JSON nests deeper than 64 levels"));
   EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": 1e999, \"spec_verify_ct\": 2}}"),
               HasSubstr("line 1: not a JSON /generate response"));
   EXPECT_THAT(error_for("{\"meta_info\": {\"completion_tokens\": 99999999999999999999, "

@@ -141,8 +141,9 @@ TEST_P(Bf16Trainer, CorrectRecordPassesEveryStepRecordCheck) {
   for (const auto& name : kStepRecordChecks) {
     const CheckResult r = run_on(family(), name, rec, storage_name(storage()) + "-correct");
     EXPECT_EQ(r.status, Status::kPass) << name << ": " << r.message;
-    if (name == "target_logits_noise_free" || name == "train_infer_consistency")
+    if (name == "target_logits_noise_free" || name == "train_infer_consistency") {
       EXPECT_THAT(r.evidence["precision"].get<std::string>(), HasSubstr("computed in bf16"));
+    }
   }
 }
 
@@ -231,9 +232,9 @@ INSTANTIATE_TEST_SUITE_P(BothFamilies, Bf16Trainer,
                          ::testing::Combine(::testing::Values(kQwen3, kQwen35),
                                             ::testing::Values(Storage::kF32, Storage::kBF16,
                                                               Storage::kUndeclaredF32)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param).name + "_" +
-                                  storage_name(std::get<1>(info.param));
+                         [](const auto& p) {
+                           return std::get<0>(p.param).name + "_" +
+                                  storage_name(std::get<1>(p.param));
                          });
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "checks/metrics.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
@@ -83,9 +84,7 @@ TEST(Recipe, TrainingModeLogitsEqualInferenceModeForEveryAnchor) {
     if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
     const at::Tensor inference = drafter->draft(state, ids[anchors[j]]);
     const at::Tensor rows = training[j].narrow(0, 1, 7);
-    EXPECT_LT((rows - inference).abs().max().item<double>() / inference.abs().max().item<double>(),
-              1e-5)
-        << "anchor " << anchors[j];
+    EXPECT_LT(checks::metrics::max_rel_diff(rows, inference), 1e-5) << "anchor " << anchors[j];
   }
 }
 

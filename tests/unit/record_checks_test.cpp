@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.h"
+#include "checks/metrics.h"
 #include "checks/model_engine.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
@@ -42,7 +43,7 @@ struct Models {
   std::unique_ptr<model::DFlashDrafter> drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
 };
 
-double rms(const at::Tensor& t) { return t.pow(2).mean().sqrt().item<double>(); }
+using metrics::rms;
 
 TEST(TargetLogitsNoiseFree, CleanPassesNoiseAboveTheBudgetFailsBelowPasses) {
   StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);

@@ -153,14 +153,14 @@ INSTANTIATE_TEST_SUITE_P(
         // vocabulary.
         BadRecord{"ignored_label_with_weight",
                   [](auto& tensors, auto&) {
-                    for (auto& [name, t] : tensors)
-                      if (name == "labels") t = t.clone().index_put_({1, 3}, -100);
+                    for (auto& [name, tensor] : tensors)
+                      if (name == "labels") tensor = tensor.clone().index_put_({1, 3}, -100);
                   },
                   "labels[1, 3] is negative (ignored) where the loss weight is"},
         BadRecord{"label_outside_vocabulary",
                   [](auto& tensors, auto&) {
-                    for (auto& [name, t] : tensors)
-                      if (name == "labels") t = t.clone().index_put_({0, 2}, 256);
+                    for (auto& [name, tensor] : tensors)
+                      if (name == "labels") tensor = tensor.clone().index_put_({0, 2}, 256);
                   },
                   "labels hold id 256, outside the logits' vocabulary of 256"},
         BadRecord{

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "checks/metrics.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
@@ -14,11 +15,7 @@
 namespace draftgate::model {
 namespace {
 
-// max |a − b| relative to the reference's activation scale max |b|.
-double rel_err(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor bd = b.to(at::kDouble);
-  return (a.to(at::kDouble) - bd).abs().max().item<double>() / bd.abs().max().item<double>();
-}
+using checks::metrics::max_rel_diff;
 
 constexpr double kF32Budget = 1e-5;
 
@@ -71,8 +68,8 @@ TEST_P(TargetEngineTest, MatchesNaiveFloat64ReferenceLayerByLayer) {
   for (GdnAlgorithm gdn : {GdnAlgorithm::kChunked, GdnAlgorithm::kRecurrent}) {
     const ForwardResult r = load(gdn)->forward(toks, all_taps());
     for (std::int64_t l = 0; l < 4; ++l)
-      EXPECT_LT(rel_err(r.taps.at(l), naive.layer_outputs[l]), kF32Budget) << "layer " << l;
-    EXPECT_LT(rel_err(r.logits, naive.logits), kF32Budget);
+      EXPECT_LT(max_rel_diff(r.taps.at(l), naive.layer_outputs[l]), kF32Budget) << "layer " << l;
+    EXPECT_LT(max_rel_diff(r.logits, naive.logits), kF32Budget);
   }
 }
 
@@ -91,8 +88,8 @@ TEST_P(TargetEngineTest, IncrementalEqualsFullSequence) {
       logits.push_back(r.logits);
       tap2.push_back(r.taps.at(2));
     }
-    EXPECT_LT(rel_err(at::cat(logits), full.logits), kF32Budget) << "block " << block;
-    EXPECT_LT(rel_err(at::cat(tap2), full.taps.at(2)), kF32Budget) << "block " << block;
+    EXPECT_LT(max_rel_diff(at::cat(logits), full.logits), kF32Budget) << "block " << block;
+    EXPECT_LT(max_rel_diff(at::cat(tap2), full.taps.at(2)), kF32Budget) << "block " << block;
   }
 }
 
@@ -101,8 +98,8 @@ TEST_P(TargetEngineTest, ChunkedEqualsRecurrentAcrossChunkBoundaries) {
   const ForwardResult chunked = load(GdnAlgorithm::kChunked)->forward(toks, all_taps());
   const ForwardResult recurrent = load(GdnAlgorithm::kRecurrent)->forward(toks, all_taps());
   for (std::int64_t l = 0; l < 4; ++l)
-    EXPECT_LT(rel_err(chunked.taps.at(l), recurrent.taps.at(l)), kF32Budget) << "layer " << l;
-  EXPECT_LT(rel_err(chunked.logits, recurrent.logits), kF32Budget);
+    EXPECT_LT(max_rel_diff(chunked.taps.at(l), recurrent.taps.at(l)), kF32Budget) << "layer " << l;
+  EXPECT_LT(max_rel_diff(chunked.logits, recurrent.logits), kF32Budget);
 }
 
 TEST_P(TargetEngineTest, LaterTokensNeverChangeEarlierOutputs) {
@@ -111,8 +108,8 @@ TEST_P(TargetEngineTest, LaterTokensNeverChangeEarlierOutputs) {
   const ForwardResult a = model->forward(toks, {3});
   toks[70] = (toks[70] + 1) % 256;
   const ForwardResult b = model->forward(toks, {3});
-  EXPECT_LT(rel_err(a.logits.narrow(0, 0, 70), b.logits.narrow(0, 0, 70)), 1e-6);
-  EXPECT_GT(rel_err(a.logits.narrow(0, 70, 10), b.logits.narrow(0, 70, 10)), 1e-3)
+  EXPECT_LT(max_rel_diff(a.logits.narrow(0, 0, 70), b.logits.narrow(0, 0, 70)), 1e-6);
+  EXPECT_GT(max_rel_diff(a.logits.narrow(0, 70, 10), b.logits.narrow(0, 70, 10)), 1e-3)
       << "the change had no effect";
 }
 
@@ -132,8 +129,8 @@ TEST_P(TargetEngineTest, RollbackThenReextendEqualsFreshForward) {
   seq.insert(seq.end(), draft.begin(), draft.begin() + 2);
   seq.insert(seq.end(), more.begin(), more.end());
   const ForwardResult fresh = model->forward(seq, {1});
-  EXPECT_LT(rel_err(r.logits, fresh.logits.narrow(0, 12, 4)), kF32Budget);
-  EXPECT_LT(rel_err(r.taps.at(1), fresh.taps.at(1).narrow(0, 12, 4)), kF32Budget);
+  EXPECT_LT(max_rel_diff(r.logits, fresh.logits.narrow(0, 12, 4)), kF32Budget);
+  EXPECT_LT(max_rel_diff(r.taps.at(1), fresh.taps.at(1).narrow(0, 12, 4)), kF32Budget);
 }
 
 TEST_P(TargetEngineTest, TreeOfAChainEqualsLinearVerification) {
@@ -146,7 +143,7 @@ TEST_P(TargetEngineTest, TreeOfAChainEqualsLinearVerification) {
   }
   const ForwardResult a = model->extend(linear, draft);
   const ForwardResult b = model->extend(tree, draft, {-1, 0, 1, 2, 3, 4});
-  EXPECT_LT(rel_err(b.logits, a.logits), kF32Budget);
+  EXPECT_LT(max_rel_diff(b.logits, a.logits), kF32Budget);
 }
 
 TEST_P(TargetEngineTest, EveryTreeNodeSeesExactlyItsAncestors) {
@@ -168,14 +165,15 @@ TEST_P(TargetEngineTest, EveryTreeNodeSeesExactlyItsAncestors) {
     std::vector<std::int64_t> seq = prefix;
     seq.insert(seq.end(), path.begin(), path.end());
     const ForwardResult ref = model->forward(seq, {3});
-    EXPECT_LT(rel_err(tree.logits[i], ref.logits[seq.size() - 1]), kF32Budget) << "node " << i;
+    EXPECT_LT(max_rel_diff(tree.logits[i], ref.logits[seq.size() - 1]), kF32Budget) << "node " << i;
   }
   // Commit the path 0 → 1 → 4 → 6 and continue: equals the linear sequence.
   model->commit(state, {0, 1, 4, 6});
   const ForwardResult next = model->extend(state, {99});
   std::vector<std::int64_t> seq = prefix;
   for (auto t : {11, 22, 55, 77, 99}) seq.push_back(t);
-  EXPECT_LT(rel_err(next.logits[0], model->forward(seq, {}).logits[seq.size() - 1]), kF32Budget);
+  EXPECT_LT(max_rel_diff(next.logits[0], model->forward(seq, {}).logits[seq.size() - 1]),
+            kF32Budget);
 }
 
 // bf16 weights and activations against the f32 engine on the same (bf16-representable) weights.
@@ -190,8 +188,8 @@ TEST_P(TargetEngineTest, Bf16WithinBudgetOfF32) {
       TargetModel::load(checkpoint(at::kBFloat16), f32_opts)->forward(toks, all_taps());
   const ForwardResult bf16 = load(GdnAlgorithm::kChunked, at::kBFloat16)->forward(toks, all_taps());
   for (std::int64_t l = 0; l < 4; ++l)
-    EXPECT_LT(rel_err(bf16.taps.at(l), f32.taps.at(l)), 5e-2) << "layer " << l;
-  const double logits_err = rel_err(bf16.logits, f32.logits);
+    EXPECT_LT(max_rel_diff(bf16.taps.at(l), f32.taps.at(l)), 5e-2) << "layer " << l;
+  const double logits_err = max_rel_diff(bf16.logits, f32.logits);
   const double top1 =
       (bf16.logits.argmax(-1) == f32.logits.argmax(-1)).to(at::kDouble).mean().item<double>();
   RecordProperty("logits_rel_err", std::to_string(logits_err));
@@ -221,8 +219,8 @@ TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
   const DeltaOutputs rec = delta_rule_recurrent(in, s0);
   for (std::int64_t chunk : {1, 16, 64, 128}) {
     const DeltaOutputs ch = delta_rule_chunked(in, s0, chunk);
-    EXPECT_LT(rel_err(ch.out, rec.out), kF32Budget) << "chunk " << chunk;
-    EXPECT_LT(rel_err(ch.state, rec.state), kF32Budget) << "chunk " << chunk;
+    EXPECT_LT(max_rel_diff(ch.out, rec.out), kF32Budget) << "chunk " << chunk;
+    EXPECT_LT(max_rel_diff(ch.state, rec.state), kF32Budget) << "chunk " << chunk;
   }
 }
 

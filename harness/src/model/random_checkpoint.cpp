@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/tensor_view.h"
+#include "draftgate/model/memory_budget.h"
 
 namespace draftgate::model {
 namespace fs = std::filesystem;
@@ -21,22 +23,32 @@ void create_output_directory(const fs::path& dir) {
   if (ec) throw Error(dir.string(), "cannot create the output directory: " + ec.message());
 }
 
+// Generates the named tensors of a random checkpoint — or, when sizing, only counts their elements,
+// so a spec too large for this machine is refused before anything is allocated.
 class Maker {
  public:
-  Maker(at::ScalarType dtype, std::uint64_t seed)
-      : dtype_(dtype), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
+  Maker(at::ScalarType dtype, std::uint64_t seed, bool sizing = false)
+      : dtype_(dtype), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), sizing_(sizing) {}
 
   // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
   void linear(const std::string& name, std::int64_t out, std::int64_t in) {
-    add(name, at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(in)), {out, in}, gen_));
+    normal(name, {out, in}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
   }
   void normal(const std::string& name, std::vector<std::int64_t> shape, double mean, double std) {
+    if (sizing_) {
+      double n = 1;
+      for (std::int64_t d : shape) n *= static_cast<double>(d);
+      elements_ += n;
+      return;
+    }
     add(name, at::normal(mean, std, shape, gen_));
   }
   void add(const std::string& name, const at::Tensor& t) {
-    tensors_.emplace_back(name, t.to(dtype_));
+    elements_ += static_cast<double>(t.numel());
+    if (!sizing_) tensors_.emplace_back(name, t.to(dtype_));
   }
   const io::NamedTensors& tensors() const { return tensors_; }
+  double elements() const { return elements_; }
 
   // RMSNorm weight: plain w near 1 (Qwen3) or (1+w) with w near 0 (Qwen3.5).
   void norm(const std::string& name, std::int64_t dim, bool one_plus_w) {
@@ -46,8 +58,23 @@ class Maker {
  private:
   at::ScalarType dtype_;
   at::Generator gen_;
+  bool sizing_;
+  double elements_ = 0;
   io::NamedTensors tensors_;
 };
+
+// Generation holds every tensor in memory once at float32 and once at the stored dtype.
+void require_generation_fits(const fs::path& dir, const Maker& sizer, at::ScalarType dtype) {
+  const double bytes = sizer.elements() * (4.0 + static_cast<double>(c10::elementSize(dtype)));
+  const double available = static_cast<double>(available_memory_bytes());
+  if (available > 0 && bytes > available)
+    throw Error(dir.string(),
+                "a random checkpoint of " + format_number(sizer.elements(), 4) +
+                    " parameters needs " + format_number(bytes / (1ull << 30), 3) +
+                    " GiB of memory to generate; " + format_number(available / (1ull << 30), 3) +
+                    " GiB are available",
+                "choose smaller shapes");
+}
 
 std::vector<std::string> layer_types(const RandomTargetSpec& s) {
   std::vector<std::string> t;
@@ -148,17 +175,10 @@ void gdn_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
   m.linear(p + "out_proj.weight", s.hidden, value);
 }
 
-}  // namespace
-
-void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
-  if (s.family == Family::kQwen3 && s.layout != TargetLayout::kFlat)
-    throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
-  if (s.family == Family::kQwen3_5 && s.layout == TargetLayout::kFlat)
-    throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
+void target_weights(Maker& m, const RandomTargetSpec& s) {
   const bool hybrid = s.family == Family::kQwen3_5;
   const LayerShape shape{s.hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim};
   const std::string root = hybrid ? "model.language_model." : "model.";
-  Maker m(s.dtype, s.seed);
   m.normal(root + "embed_tokens.weight", {s.vocab, s.hidden}, 0.0, 1.0);
   m.norm(root + "norm.weight", s.hidden, hybrid);
   if (!s.tied) m.linear("lm_head.weight", s.vocab, s.hidden);
@@ -185,13 +205,9 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
     m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
     m.norm("mtp.norm.weight", s.hidden, true);
   }
-  create_output_directory(dir);
-  io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
-  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
 }
 
-void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
-  Maker m(s.dtype, s.seed);
+void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
   const LayerShape shape{s.target_hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim};
   const auto taps = static_cast<std::int64_t>(s.target_layer_ids.size());
   m.linear("fc.weight", s.target_hidden, taps * s.target_hidden);
@@ -202,6 +218,31 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
     mlp_and_norms(m, shape, p, false);
     attention_weights(m, shape, p + "self_attn.", false, false);
   }
+}
+
+}  // namespace
+
+void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
+  if (s.family == Family::kQwen3 && s.layout != TargetLayout::kFlat)
+    throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
+  if (s.family == Family::kQwen3_5 && s.layout == TargetLayout::kFlat)
+    throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
+  Maker sizer(s.dtype, s.seed, /*sizing=*/true);
+  target_weights(sizer, s);
+  require_generation_fits(dir, sizer, s.dtype);
+  Maker m(s.dtype, s.seed);
+  target_weights(m, s);
+  create_output_directory(dir);
+  io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
+  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
+}
+
+void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
+  Maker sizer(s.dtype, s.seed, /*sizing=*/true);
+  drafter_weights(sizer, s);
+  require_generation_fits(dir, sizer, s.dtype);
+  Maker m(s.dtype, s.seed);
+  drafter_weights(m, s);
   const json config = {
       {"architectures", {"DFlashDraftModel"}},
       {"model_type", "qwen3"},

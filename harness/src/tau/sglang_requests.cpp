@@ -96,8 +96,8 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
     json doc;
     try {
       doc = io::parse_json_strict(line, file);
-    } catch (const Error&) {
-      throw Error(file, where + "not a JSON /generate response",
+    } catch (const Error& e) {
+      throw Error(file, where + "not a JSON /generate response: " + e.problem(),
                   "one JSON response a line (JSONL)");
     }
     if (doc.is_array()) {  // a batched /generate request answers with a list

@@ -23,18 +23,6 @@ std::string label_text(const std::map<std::string, std::string>& labels) {
   return s + "}";
 }
 
-// One scrape's samples of the counter families, for the selected model.
-struct Scrape {
-  std::string file;
-  PromText text;
-};
-
-Scrape read_scrape(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  return {file,
-          parse_prometheus_text(io::read_input_file(path, 64ull << 20, "Prometheus text"), file)};
-}
-
 // The series of `family` in a scrape: label set (model_name kept) → value. prometheus_client
 // writes a counter's samples as NAME_total (NAME_created is its creation time, ignored); an
 // exporter without the suffix writes NAME.
@@ -47,7 +35,7 @@ std::map<std::string, double> series(
   // prometheus_client declares "# TYPE NAME_total counter"; other exporters the bare family.
   for (const std::string& declared : {family, name})
     if (auto t = s.text.types.find(declared); t != s.text.types.end() && t->second != "counter")
-      throw Error(s.file, declared + " is declared as a " + t->second + ", not a counter");
+      throw Error(s.source, declared + " is declared as a " + t->second + ", not a counter");
   std::map<std::string, double> out;
   for (const auto& x : s.text.samples) {
     if (x.name != name) continue;
@@ -56,11 +44,11 @@ std::map<std::string, double> series(
     const std::string key = label_text(x.labels);
     const std::string where = "line " + std::to_string(x.line) + ": " + name + key;
     if (!std::isfinite(x.value))
-      throw Error(s.file, where + " is " + format_number(x.value) + ", not a count");
+      throw Error(s.source, where + " is " + format_number(x.value) + ", not a count");
     if (x.value < 0 || x.value != std::floor(x.value) || x.value > 9007199254740992.0)
-      throw Error(s.file, where + " is " + format_number(x.value, 17) +
-                              ", not a count (a whole number ≥ 0 below 2^53)");
-    if (!out.emplace(key, x.value).second) throw Error(s.file, where + " appears twice");
+      throw Error(s.source, where + " is " + format_number(x.value, 17) +
+                                ", not a count (a whole number ≥ 0 below 2^53)");
+    if (!out.emplace(key, x.value).second) throw Error(s.source, where + " appears twice");
     if (labels_of) (*labels_of)[key] = x.labels;
   }
   return out;
@@ -81,16 +69,16 @@ Delta difference(const Scrape& after, const Scrape* before, const std::string& f
   if (before) b = series(*before, family, model);
   for (const auto& [key, was] : b)
     if (!a.count(key))
-      throw Error(after.file,
-                  family + key + " is in " + before->file +
+      throw Error(after.source,
+                  family + key + " is in " + before->source +
                       " but not here: the server restarted "
                       "between the scrapes (counter reset)",
                   "scrape before and after one uninterrupted run");
   for (const auto& [key, now] : a) {
     const double was = b.count(key) ? b.at(key) : 0.0;
     if (now < was)
-      throw Error(after.file,
-                  family + key + " fell from " + format_number(was, 17) + " (" + before->file +
+      throw Error(after.source,
+                  family + key + " fell from " + format_number(was, 17) + " (" + before->source +
                       ") to " + format_number(now, 17) + ": counter reset",
                   "scrape before and after one uninterrupted run");
     d.per_series[key] = now - was;
@@ -115,19 +103,23 @@ std::string join(const std::set<std::string>& names) {
 
 }  // namespace
 
+Scrape read_scrape_file(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  return {file, parse_prometheus_text(io::read_input_file(path, kMaxScrapeBytes, "Prometheus text"),
+                                      file)};
+}
+
 MeasuredTau import_vllm_metrics(const VllmImport& in) {
-  const Scrape after = read_scrape(in.after);
-  std::optional<Scrape> before;
-  if (in.before) before = read_scrape(*in.before);
-  const Scrape* b = before ? &*before : nullptr;
+  const Scrape& after = in.after;
+  const Scrape* b = in.before ? &*in.before : nullptr;
 
   const std::set<std::string> models = models_in(after);
   std::optional<std::string> model = in.model_name;
   if (model && !models.count(*model))
-    throw Error(after.file, "no vllm:spec_decode_* series with model_name=\"" + *model + "\"" +
-                                (models.empty() ? "" : " (found: " + join(models) + ")"));
+    throw Error(after.source, "no vllm:spec_decode_* series with model_name=\"" + *model + "\"" +
+                                  (models.empty() ? "" : " (found: " + join(models) + ")"));
   if (!model && models.size() > 1)
-    throw Error(after.file, "counters of several models (" + join(models) + ")",
+    throw Error(after.source, "counters of several models (" + join(models) + ")",
                 "choose one with --model-name");
   if (!model && models.size() == 1) model = *models.begin();
 
@@ -137,14 +129,14 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
   for (const auto& [family, delta] :
        {std::pair{kDrafts, &drafts}, {kDraftTokens, &draft_tokens}, {kAccepted, &accepted}})
     if (delta->per_series.empty())
-      throw Error(after.file,
+      throw Error(after.source,
                   std::string("no ") + family + "_total series" +
                       (model ? " for model_name=\"" + *model + "\"" : ""),
                   "scrape /metrics of a vLLM server running with --speculative-config");
   if (drafts.total <= 0)
-    throw Error(after.file,
+    throw Error(after.source,
                 std::string("no drafts were counted") +
-                    (b ? " between " + b->file + " and this scrape" : ""),
+                    (b ? " between " + b->source + " and this scrape" : ""),
                 "run the benchmark between the two scrapes, with speculative decoding on");
 
   // Per-position counters, summed over engines, by position.
@@ -156,7 +148,7 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
     const auto p = labels.find("position");
     if (p == labels.end() || p->second.empty() || p->second.size() > 4 ||
         p->second.find_first_not_of("0123456789") != std::string::npos)
-      throw Error(after.file,
+      throw Error(after.source,
                   std::string(kPerPos) + "_total" + key + " has no position label 0…4095");
     per_pos[std::stoll(p->second)] += value;
   }
@@ -165,17 +157,17 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
     k = per_pos.rbegin()->first + 1;
     for (std::int64_t i = 0; i < k; ++i)
       if (!per_pos.count(i))
-        throw Error(after.file, std::string(kPerPos) + "_total has no series for position " +
-                                    std::to_string(i) + " (positions up to " +
-                                    std::to_string(k - 1) + " are present)");
+        throw Error(after.source, std::string(kPerPos) + "_total has no series for position " +
+                                      std::to_string(i) + " (positions up to " +
+                                      std::to_string(k - 1) + " are present)");
     if (in.num_speculative_tokens && *in.num_speculative_tokens != k)
       throw Error("--num-speculative-tokens", std::to_string(*in.num_speculative_tokens) + " but " +
-                                                  after.file + " counts acceptance at " +
+                                                  after.source + " counts acceptance at " +
                                                   std::to_string(k) + " positions");
   } else if (in.num_speculative_tokens) {
     k = *in.num_speculative_tokens;
   } else {
-    throw Error(after.file,
+    throw Error(after.source,
                 std::string("no ") + kPerPos +
                     "_total series, so the number of "
                     "speculative tokens is unknown",
@@ -202,7 +194,7 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
     bad = "the per-position counts sum to " + format_number(per_pos_sum, 17) + ", not to the " +
           format_number(accepted.total, 17) + " accepted tokens";
   if (!bad.empty())
-    throw Error(after.file, "inconsistent counters: " + bad,
+    throw Error(after.source, "inconsistent counters: " + bad,
                 "scrape while the server is idle, after the run has finished");
 
   MeasuredTau m;
@@ -216,8 +208,8 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
   m.accepted_tokens = static_cast<std::int64_t>(accepted.total);
   m.num_speculative_tokens = k;
   m.model_name = model;
-  const std::string run =
-      b ? " (" + after.file + " − " + b->file + ")" : " (" + after.file + ", since server start)";
+  const std::string run = b ? " (" + after.source + " − " + b->source + ")"
+                            : " (" + after.source + ", since server start)";
   const std::string sel = model ? "{model_name=\"" + *model + "\"}" : "";
   const std::string engines =
       ", summed over " + std::to_string(drafts.per_series.size()) + " label set(s)";
@@ -233,7 +225,7 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
                     : std::string(kPerPos) + "_total" + sel + "{position=d−1}" + run + " / drafts"},
                {"num_speculative_tokens",
                 per_pos.empty() ? "--num-speculative-tokens" : "the number of position series"}};
-  m.inputs = {{"after", after.file}, {"before", b ? nlohmann::json(b->file) : nullptr}};
+  m.inputs = {{"after", after.source}, {"before", b ? nlohmann::json(b->source) : nullptr}};
   return m;
 }
 

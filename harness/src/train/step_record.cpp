@@ -19,13 +19,15 @@ class Reader {
 
   const std::string& name() const { return name_; }
 
-  std::string meta(const std::string& key, bool required = true) const {
+  std::string meta(const std::string& key) const {
+    const auto v = optional_meta(key);
+    if (!v) throw Error(name_, "missing __metadata__ \"" + key + "\"");
+    return *v;
+  }
+  std::optional<std::string> optional_meta(const std::string& key) const {
     const auto& m = file_->header().metadata;
     auto it = m.find(key);
-    if (it == m.end()) {
-      if (required) throw Error(name_, "missing __metadata__ \"" + key + "\"");
-      return "";
-    }
+    if (it == m.end()) return std::nullopt;
     return it->second;
   }
   double meta_number(const std::string& key) const {
@@ -87,11 +89,11 @@ void expect_shape(const std::string& file, const char* key, const at::Tensor& t,
 }
 
 std::optional<ComputePrecision> precision_meta(const Reader& r, const std::string& key) {
-  const std::string v = r.meta(key, false);
-  if (v.empty()) return std::nullopt;
+  const auto v = r.optional_meta(key);
+  if (!v) return std::nullopt;  // undeclared: judged as bf16 by the checks
   for (auto p : {ComputePrecision::kF32, ComputePrecision::kBF16, ComputePrecision::kF16})
-    if (v == precision_name(p)) return p;
-  throw Error(r.name(), "__metadata__ \"" + key + "\" = \"" + v + "\" is not f32, bf16 or f16");
+    if (*v == precision_name(p)) return p;
+  throw Error(r.name(), "__metadata__ \"" + key + "\" = \"" + *v + "\" is not f32, bf16 or f16");
 }
 
 // Labels are ids inside the vocabulary where they carry weight; elsewhere negative (ignored) ids
@@ -181,7 +183,7 @@ StepRecord read_step_record(const std::filesystem::path& path) {
     }
   }
   if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
-  if (const std::string step = r.meta("step", false); !step.empty()) rec.step = r.meta_int("step");
+  if (r.optional_meta("step")) rec.step = r.meta_int("step");
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
   rec.drafter_dtype = precision_meta(r, "drafter_dtype");
 

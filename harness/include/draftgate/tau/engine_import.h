@@ -47,10 +47,19 @@ struct PromText {
 // otherwise.
 PromText parse_prometheus_text(std::string_view text, const std::string& file);
 
+// One /metrics scrape: where it came from (a file, or a URL and when it was taken) and its samples.
+struct Scrape {
+  std::string source;
+  PromText text;
+};
+constexpr std::uint64_t kMaxScrapeBytes = 64ull << 20;
+// A scrape saved to a file.
+Scrape read_scrape_file(const std::filesystem::path& path);
+
 struct VllmImport {
-  std::filesystem::path after;
-  std::optional<std::filesystem::path> before;  // none: the counters since the server started
-  std::optional<std::string> model_name;        // needed when several models are served
+  Scrape after;
+  std::optional<Scrape> before;           // none: the counters since the server started
+  std::optional<std::string> model_name;  // needed when several models are served
   std::optional<std::int64_t> num_speculative_tokens;  // needed without per-position series
   std::optional<std::string> engine_version;
 };
