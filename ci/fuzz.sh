@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang-14, ASan and UBSan in build-fuzz/ and runs
 # each for SECONDS (default 60) from seed corpora made of the bundled fixtures. Crashing inputs land
-# in build-fuzz/findings/; exits 1 when there is any. Usage: bash ci/fuzz.sh [SECONDS]
+# in build-fuzz/findings/; exits 1 when there is any. Usage: [FUZZ_JOBS=N] bash ci/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -66,21 +66,31 @@ for d in tests/fuzz/seeds/*/; do cp "$d"* "$corpus/$(basename "$d")/"; done
 # Inputs of past findings (fixed) stay in the seeds.
 for d in tests/fuzz/regressions/*/; do cp "$d"* "$corpus/$(basename "$d")/"; done
 
-status=0
-printf '%-20s %12s %10s %s\n' target executions corpus result
-for t in "${targets[@]}"; do
-  log=build-fuzz/fuzz_$t.log
-  dict=()
+# Each target runs for SECONDS of wall time; FUZZ_JOBS targets at a time (default 1).
+fuzz_one() {
+  local t=$1 log=build-fuzz/fuzz_$1.log dict=()
   [ "$t" != decoder_stack ] && dict=(-dict=tests/fuzz/json.dict)
   if nice ./build-fuzz/fuzz/fuzz_"$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 "${dict[@]}" \
       -rss_limit_mb=4096 -artifact_prefix="build-fuzz/findings/$t-" -print_final_stats=1 \
       "$corpus/$t" > "$log" 2>&1; then
-    result=clean
+    echo clean > "build-fuzz/result_$t"
   else
-    result="FINDING (see $log)"
-    status=1
+    echo "FINDING (see $log)" > "build-fuzz/result_$t"
   fi
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+}
+jobs_max=${FUZZ_JOBS:-1}
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  fuzz_one "$t" &
+done
+wait
+
+status=0
+printf '%-20s %12s %10s %s\n' target executions corpus result
+for t in "${targets[@]}"; do
+  result=$(cat "build-fuzz/result_$t")
+  [ "$result" = clean ] || status=1
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "build-fuzz/fuzz_$t.log" | grep -o '[0-9]*$' || echo 0)
   size=$(ls "$corpus/$t" | wc -l)
   printf '%-20s %12s %10s %s\n' "$t" "$execs" "$size" "$result"
 done

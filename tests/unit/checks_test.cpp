@@ -68,8 +68,10 @@ TEST(CheckCatalogue, EveryCheckIsDocumentedGatedAndExpected) {
   std::replace(gate.begin(), gate.end(), '\n', ' ');
   for (const Check* check : all_checks()) {
     const std::string name = check->name();
-    EXPECT_THAT(readme, HasSubstr("| `" + name + "` |")) << name << ": README check table";
-    EXPECT_THAT(gate + " ", HasSubstr(" " + name + " ")) << name << ": DRAFTGATE_GATE_CHECKS";
+    EXPECT_NE(readme.find("| `" + name + "` |"), std::string::npos)
+        << name << ": README.md's check table has no row \"| `" << name << "` |\"";
+    EXPECT_NE((gate + " ").find(" " + name + " "), std::string::npos)
+        << name << ": not in DRAFTGATE_GATE_CHECKS (tests/CMakeLists.txt)";
     for (const char* suite : {"qwen3-reference.json", "qwen35-reference.json"}) {
       const auto json = nlohmann::json::parse(testing::read_file(root / "fixtures/suites" / suite));
       EXPECT_TRUE(json["expect"].contains(name)) << name << ": expect block of " << suite;

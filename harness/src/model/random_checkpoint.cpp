@@ -79,7 +79,7 @@ void require_generation_fits(const fs::path& dir, const Maker& sizer, at::Scalar
 std::vector<std::string> layer_types(const RandomTargetSpec& s) {
   std::vector<std::string> t;
   for (std::int64_t i = 0; i < s.layers; ++i)
-    t.push_back(s.family == Family::kQwen3 || (i + 1) % s.full_attention_interval == 0
+    t.push_back(!traits_of(s.family).linear_attention || (i + 1) % s.full_attention_interval == 0
                     ? "full_attention"
                     : "linear_attention");
   return t;
@@ -92,12 +92,15 @@ json text_config(const RandomTargetSpec& s) {
             {"head_dim", s.head_dim},         {"rms_norm_eps", 1e-6},
             {"tie_word_embeddings", s.tied},  {"layer_types", layer_types(s)},
             {"hidden_act", "silu"},           {"max_position_embeddings", 4096}};
-  if (s.family == Family::kQwen3) {
-    c["model_type"] = "qwen3";
-    c["rope_theta"] = 1000000.0;
-    c["rope_scaling"] = nullptr;
-    c["attention_bias"] = false;
-    return c;
+  switch (s.family) {  // each family's own keys, as its released configs write them
+    case Family::kQwen3:
+      c["model_type"] = "qwen3";
+      c["rope_theta"] = 1000000.0;
+      c["rope_scaling"] = nullptr;
+      c["attention_bias"] = false;
+      return c;
+    case Family::kQwen3_5:
+      break;
   }
   c["model_type"] = "qwen3_5_text";
   c["attn_output_gate"] = true;
@@ -120,8 +123,14 @@ json text_config(const RandomTargetSpec& s) {
 json full_config(const RandomTargetSpec& s) {
   json text = text_config(s);
   if (s.layout != TargetLayout::kVlm) {
-    text["architectures"] = {s.family == Family::kQwen3 ? "Qwen3ForCausalLM"
-                                                        : "Qwen3_5ForCausalLM"};
+    switch (s.family) {
+      case Family::kQwen3:
+        text["architectures"] = {"Qwen3ForCausalLM"};
+        break;
+      case Family::kQwen3_5:
+        text["architectures"] = {"Qwen3_5ForCausalLM"};
+        break;
+    }
     return text;
   }
   return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
@@ -176,20 +185,21 @@ void gdn_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
 }
 
 void target_weights(Maker& m, const RandomTargetSpec& s) {
-  const bool hybrid = s.family == Family::kQwen3_5;
+  const FamilyTraits traits = traits_of(s.family);
+  const bool one_plus_w = traits.norm == NormStyle::kOnePlusW;
   const LayerShape shape{s.hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim};
-  const std::string root = hybrid ? "model.language_model." : "model.";
+  const std::string root = s.layout == TargetLayout::kFlat ? "model." : "model.language_model.";
   m.normal(root + "embed_tokens.weight", {s.vocab, s.hidden}, 0.0, 1.0);
-  m.norm(root + "norm.weight", s.hidden, hybrid);
+  m.norm(root + "norm.weight", s.hidden, one_plus_w);
   if (!s.tied) m.linear("lm_head.weight", s.vocab, s.hidden);
   const auto types = layer_types(s);
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = root + "layers." + std::to_string(i) + ".";
-    mlp_and_norms(m, shape, p, hybrid);
+    mlp_and_norms(m, shape, p, one_plus_w);
     if (types[i] == "linear_attention")
       gdn_weights(m, s, p + "linear_attn.");
     else
-      attention_weights(m, shape, p + "self_attn.", hybrid, hybrid);
+      attention_weights(m, shape, p + "self_attn.", traits.attn_output_gate, one_plus_w);
   }
   if (s.layout == TargetLayout::kVlm) {
     for (int b = 0; b < 2; ++b) {
@@ -223,10 +233,17 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
 }  // namespace
 
 void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
-  if (s.family == Family::kQwen3 && s.layout != TargetLayout::kFlat)
-    throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
-  if (s.family == Family::kQwen3_5 && s.layout == TargetLayout::kFlat)
-    throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
+  // The layouts each family's released checkpoints use.
+  switch (s.family) {
+    case Family::kQwen3:
+      if (s.layout != TargetLayout::kFlat)
+        throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
+      break;
+    case Family::kQwen3_5:
+      if (s.layout == TargetLayout::kFlat)
+        throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
+      break;
+  }
   Maker sizer(s.dtype, s.seed, /*sizing=*/true);
   target_weights(sizer, s);
   require_generation_fits(dir, sizer, s.dtype);

@@ -13,12 +13,18 @@
 
 namespace draftgate::model {
 
-// Adding a target family: add it here, then let the compiler list the rest — every `switch` over
-// Family (family_name, traits_of, detect_family's model_type table) is exhaustive and -Wswitch
-// names each one that misses it. Behaviour goes into FamilyTraits as data; the math (attention,
-// norms, RoPE, the decoder layer) branches on traits, never on the family's name. Then give
-// random_checkpoint a writer for it and add it to the numerics tests (naive_target.cpp is the
-// independent reference).
+// Adding a target family:
+//  1. Add it to Family and build: -Wswitch names every switch over Family that must handle it
+//     (family_name and traits_of in target_config.cpp; the config, architecture and layout writers
+//     in random_checkpoint.cpp).
+//  2. Two places the compiler cannot list: detect_family (target_config.cpp) maps config.json's
+//     model_type strings to families, and tests/support/naive_target.cpp, the independent float64
+//     reference, reads model_type itself.
+//  3. Behaviour goes into FamilyTraits as data; the math (attention, norms, RoPE, the decoder
+//     layer) branches on traits, never on the family's name. A behaviour no trait describes yet
+//     is a new FamilyTraits field; the compiler then names each family (and the drafter's
+//     kDrafterLayerTraits) that must set it.
+//  4. Add a case to tests/unit/target_numerics_test.cpp (EngineCase) for each layout it ships in.
 enum class Family {
   kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
   kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
@@ -26,18 +32,20 @@ enum class Family {
 
 const char* family_name(Family family);
 
-// How a family's layers compute, filled once from the family when a config is read.
+// How a family's layers compute, filled once from the family when a config is read. No member has
+// a default on purpose: -Wextra (missing-field-initializers) then names every traits_of entry and
+// kDrafterLayerTraits (dflash.cpp) that does not set a new trait.
 struct FamilyTraits {
-  NormStyle norm = NormStyle::kPlain;  // every RMSNorm of the model (layers, q/k, final)
-  bool partial_rope = false;           // rotary_dim = head_dim × partial_rotary_factor
-  bool attn_output_gate = false;       // default of attn_output_gate (q_proj doubled)
-  bool linear_attention = false;       // Gated DeltaNet layers (layer_types linear_attention)
+  NormStyle norm;         // every RMSNorm of the model (layers, q/k, final)
+  bool partial_rope;      // rotary_dim = head_dim × partial_rotary_factor
+  bool attn_output_gate;  // default of attn_output_gate (q_proj doubled)
+  bool linear_attention;  // Gated DeltaNet layers (layer_types linear_attention)
 };
 FamilyTraits traits_of(Family family);
 
 struct TargetConfig {
   Family family = Family::kQwen3;
-  FamilyTraits traits;
+  FamilyTraits traits{};
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
   std::int64_t vocab = 0;
