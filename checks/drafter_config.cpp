@@ -6,6 +6,8 @@
 // checkpoints). Each problem is one line naming the key and what to do; each rule has a parameter
 // that relaxes it, except a tap that names no target layer, which no engine can feed.
 
+#include "draftgate/model/drafter_config.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,7 +19,6 @@
 #include "draftgate/format.h"
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
-#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 namespace {
@@ -55,9 +56,10 @@ std::map<std::int64_t, std::string> special_ids(const io::ModelConfig& drafter,
   std::map<std::int64_t, std::string> ids;
   if (target) {
     const std::string file = fs::path(target->file()).filename().string();
-    collect_special_ids(target->text(), "target " + file + ": " + target->text_path() +
-                                            (target->text_path().empty() ? "" : "."),
-                        ids);
+    collect_special_ids(
+        target->text(),
+        "target " + file + ": " + target->text_path() + (target->text_path().empty() ? "" : "."),
+        ids);
     collect_special_ids(target->root(), "target " + file + ": ", ids);
     const fs::path generation = *target_dir / "generation_config.json";
     std::error_code ec;
@@ -147,9 +149,10 @@ class DrafterConfigCheck : public Check {
     const auto [mask, mask_key] = draft_value(d, "mask_token_id");
     if (mask.is_null()) {
       if (!allowed("allow_missing_mask_token_id"))
-        problems.push_back("dflash_config.mask_token_id is missing: engines then fall back to "
-                           "pad_token_id, which is often EOS; set it to the id the drafter was "
-                           "trained with (allow_missing_mask_token_id relaxes this)");
+        problems.push_back(
+            "dflash_config.mask_token_id is missing: engines then fall back to "
+            "pad_token_id, which is often EOS; set it to the id the drafter was "
+            "trained with (allow_missing_mask_token_id relaxes this)");
     } else if (!mask.is_number_integer()) {
       throw Error(d.file(), mask_key + " must be an integer, got " + io::json_excerpt(mask));
     } else {
@@ -175,9 +178,10 @@ class DrafterConfigCheck : public Check {
     std::vector<std::int64_t> taps;
     if (taps_json.is_null()) {
       if (!allowed("allow_missing_target_layer_ids"))
-        problems.push_back("dflash_config.target_layer_ids is missing: engines then guess the taps "
-                           "from a formula that is wrong for most drafters; declare the layers it "
-                           "was trained on (allow_missing_target_layer_ids relaxes this)");
+        problems.push_back(
+            "dflash_config.target_layer_ids is missing: engines then guess the taps "
+            "from a formula that is wrong for most drafters; declare the layers it "
+            "was trained on (allow_missing_target_layer_ids relaxes this)");
     } else {
       if (!taps_json.is_array() || taps_json.empty())
         throw Error(d.file(), taps_key + " must be a non-empty array of layer ids");
@@ -223,7 +227,8 @@ class DrafterConfigCheck : public Check {
                                 io::json_excerpt(*declared_layers));
     } else if (target_layers && *declared_layers != *target_layers &&
                !allowed("allow_layer_count_mismatch")) {
-      problems.push_back("num_target_layers " + std::to_string(declared_layers->get<std::int64_t>()) +
+      problems.push_back("num_target_layers " +
+                         std::to_string(declared_layers->get<std::int64_t>()) +
                          " but the target's " + t->where("num_hidden_layers") + " is " +
                          std::to_string(*target_layers) +
                          ": the drafter was trained for another target; pair it with its own "
@@ -234,9 +239,8 @@ class DrafterConfigCheck : public Check {
         const auto mine = d.find_int(key);
         const auto theirs = t->find_int(key);
         if (mine && theirs && *mine != *theirs)
-          problems.push_back(std::string(key) + " " + std::to_string(*mine) +
-                             " but the target's " + t->where(key) + " is " +
-                             std::to_string(*theirs) +
+          problems.push_back(std::string(key) + " " + std::to_string(*mine) + " but the target's " +
+                             t->where(key) + " is " + std::to_string(*theirs) +
                              ": the drafter reads the target's embeddings and lm_head; pair it "
                              "with its own target (allow_shape_mismatch relaxes this)");
       }
@@ -289,8 +293,7 @@ class DrafterConfigCheck : public Check {
     r.measured["target_rope_theta"] = target_theta ? json(*target_theta) : json(nullptr);
     r.measured["target_rope_type"] = target_type;
     if (drafter_type != target_type && !p["allow_rope_type_mismatch"].get<bool>())
-      problems.push_back("RoPE type \"" + drafter_type + "\" but the target's is \"" +
-                         target_type +
+      problems.push_back("RoPE type \"" + drafter_type + "\" but the target's is \"" + target_type +
                          "\"; use the target's RoPE (allow_rope_type_mismatch relaxes this)");
     if (drafter_theta && target_theta) {
       const double ratio = std::max(*drafter_theta / *target_theta, *target_theta / *drafter_theta);

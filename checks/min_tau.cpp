@@ -51,9 +51,8 @@ class MinTau : public Check {
     const auto target = model::TargetModel::load(target_ckpt, options);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     // Decoded with the golden's reading of the drafter's causality (z-lab's for older goldens).
-    const auto reading = g.causality.empty()
-                             ? model::CausalityReading::kZLab
-                             : model::parse_causality_reading(g.causality, g.path);
+    const auto reading = g.causality.empty() ? model::CausalityReading::kZLab
+                                             : model::parse_causality_reading(g.causality, g.path);
     const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target, false, reading);
     if (dflash->block_size() != g.block_size)
       throw Error(a.drafter->string(),

@@ -34,7 +34,7 @@ struct EvalOptions {
   std::string dtype;
   std::string gdn = "chunked";
   std::string json;
-  std::string metrics_out;  // vLLM-format counters of the run
+  std::string metrics_out;         // vLLM-format counters of the run
   std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
 
@@ -94,8 +94,9 @@ int run_eval(const EvalOptions& opt) {
     drafter = decode::oracle_block_drafter(*target, opt.block_size, opt.decode.max_new_tokens);
   } else {
     drafter_ckpt = std::make_unique<io::Checkpoint>(io::Checkpoint::open(opt.drafter));
-    dflash = model::DFlashDrafter::load(*drafter_ckpt, *target, false,
-                                        model::parse_causality_reading(opt.causality, "--causality"));
+    dflash =
+        model::DFlashDrafter::load(*drafter_ckpt, *target, false,
+                                   model::parse_causality_reading(opt.causality, "--causality"));
     if (const auto note = model::causality_note(dflash->config(), drafter_ckpt->config().file()))
       std::cerr << "note: " << *note << "\n";
     drafter = decode::dflash_block_drafter(*dflash);

@@ -30,7 +30,7 @@ struct GoldenOptions {
   std::string dtype = "f32";
   std::string gdn = "chunked";
   std::string loss = "ce";
-  std::string measured;  // record from a serving engine's measurement instead of decoding
+  std::string measured;            // record from a serving engine's measurement instead of decoding
   std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
 

@@ -99,8 +99,8 @@ TEST(EvalCli, StatesEachDrafterLayersCausalityAndTheReading) {
   EXPECT_THAT(vllm.err, HasSubstr("using vLLM's reading (--causality zlab ignores it)"));
   EXPECT_THAT(vllm.out, HasSubstr("drafter layers 0 full causal, 1 full causal "
                                   "(dflash_config.causal, vLLM reading)"));
-  const auto as_vllm = eval_json("--drafter " + ambiguous.string() + " --causality vllm",
-                                 "causality_vllm");
+  const auto as_vllm =
+      eval_json("--drafter " + ambiguous.string() + " --causality vllm", "causality_vllm");
   EXPECT_EQ(as_vllm["decoding"]["causality"], "vllm");
   EXPECT_EQ(as_vllm["decoding"]["drafter_causal"], nlohmann::json::parse("[true, true]"));
   EXPECT_NE(run_draftgate(run + " --causality hf").exit_code, 0);

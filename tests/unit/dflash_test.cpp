@@ -81,9 +81,9 @@ TEST(DrafterConfig, FieldsInEitherPlaceMustAgree) {
 }
 
 // The causality rule as a literal table (z-lab dflash/model.py @10129599 and vLLM qwen3_dflash.py
-// `_dflash_layer_causal`, read by hand): is_causal absent / null / true / false × dflash_config.causal
-// absent / true / false, for a [sliding, full] drafter; expected causality of each layer under
-// z-lab's and vLLM's readings.
+// `_dflash_layer_causal`, read by hand): is_causal absent / null / true / false ×
+// dflash_config.causal absent / true / false, for a [sliding, full] drafter; expected causality of
+// each layer under z-lab's and vLLM's readings.
 TEST(DrafterCausality, RuleTable) {
   struct Row {
     const char* is_causal;  // "absent" or the JSON value
@@ -109,7 +109,8 @@ TEST(DrafterCausality, RuleTable) {
     j["num_hidden_layers"] = 2;
     j["layer_types"] = {"sliding_attention", "full_attention"};
     j["sliding_window"] = 4;
-    if (std::string(row.is_causal) != "absent") j["is_causal"] = nlohmann::json::parse(row.is_causal);
+    if (std::string(row.is_causal) != "absent")
+      j["is_causal"] = nlohmann::json::parse(row.is_causal);
     if (std::string(row.dflash_causal) != "absent")
       j["dflash_config"]["causal"] = nlohmann::json::parse(row.dflash_causal);
     const auto c = io::ModelConfig::from_json(j, "config.json");
@@ -135,7 +136,8 @@ TEST(DrafterConfig, RopeFromEitherLayoutAndInputEmbeddingScale) {
               HasSubstr("rope_theta = 100000 but rope_parameters.rope_theta = 1e+07"));
   j.erase("rope_theta");
   j["rope_parameters"]["rope_type"] = "yarn";
-  EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("drafter rope type \"yarn\" is not supported"));
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("drafter rope type \"yarn\" is not supported"));
   j.erase("rope_parameters");
   EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("missing rope_theta"));
 
@@ -232,12 +234,14 @@ std::vector<NaiveLayerAttention> naive_layer_attention(const nlohmann::json& con
   std::vector<NaiveLayerAttention> out;
   const auto n = config["num_hidden_layers"].get<std::int64_t>();
   for (std::int64_t l = 0; l < n; ++l) {
-    const bool sliding = config.contains("layer_types") && config["layer_types"][l] == "sliding_attention";
+    const bool sliding =
+        config.contains("layer_types") && config["layer_types"][l] == "sliding_attention";
     const bool causal = config.contains("is_causal") && !config["is_causal"].is_null()
                             ? config["is_causal"].get<bool>()
                             : sliding;
-    out.push_back({causal, sliding ? std::optional<std::int64_t>(config["sliding_window"].get<std::int64_t>())
-                                   : std::nullopt});
+    out.push_back(
+        {causal, sliding ? std::optional<std::int64_t>(config["sliding_window"].get<std::int64_t>())
+                         : std::nullopt});
   }
   return out;
 }
@@ -245,8 +249,9 @@ std::vector<NaiveLayerAttention> naive_layer_attention(const nlohmann::json& con
 TEST(BlockVisibility, MatchesTheReferenceMaskElementByElement) {
   const std::int64_t b = 8;
   for (std::int64_t s : {0, 3, 10})
-    for (std::optional<std::int64_t> window : {std::optional<std::int64_t>(), std::optional<std::int64_t>(3),
-                                               std::optional<std::int64_t>(5), std::optional<std::int64_t>(40)})
+    for (std::optional<std::int64_t> window :
+         {std::optional<std::int64_t>(), std::optional<std::int64_t>(3),
+          std::optional<std::int64_t>(5), std::optional<std::int64_t>(40)})
       for (bool causal : {false, true}) {
         at::Tensor engine = block_visibility(s, b, causal, window, at::kCPU);
         if (engine.size(1) == b)  // the short form: context always visible
@@ -374,9 +379,9 @@ TEST(DrafterInference, EveryCausalitySettingMatchesTheNaiveMasks) {
     const at::Tensor logits = drafter->draft(state, 42);
     const at::Tensor ref =
         naive_draft(ckpt, *pair().target, drafter->features(r, {0, 1, 2, 3, 4, 5, 6}), 42);
-    EXPECT_LT((logits.to(at::kDouble) - ref).abs().max().item<double>() /
-                  ref.abs().max().item<double>(),
-              1e-5)
+    EXPECT_LT(
+        (logits.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>(),
+        1e-5)
         << "is_causal " << is_causal;
     results.push_back(logits);
   }

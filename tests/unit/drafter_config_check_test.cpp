@@ -45,8 +45,7 @@ Artifacts pair(const fs::path& target, const fs::path& drafter) {
 }
 
 TEST(DrafterConfigCheck, PassesEveryBundledReferenceDrafter) {
-  for (const auto& [target, drafter] :
-       std::vector<std::pair<const char*, const char*>>{
+  for (const auto& [target, drafter] : std::vector<std::pair<const char*, const char*>>{
            {"qwen3-target", "qwen3-drafter-reference"},
            {"qwen35-target", "qwen35-drafter-reference"},
            {"qwen35-target", "qwen35-drafter-kl-loss"},
@@ -71,18 +70,21 @@ TEST(DrafterConfigCheck, PassesEveryBundledReferenceDrafter) {
 TEST(DrafterConfigCheck, PublishedDrafterAndTargetPairs) {
   // z-lab's Qwen3.6-27B drafter ([S,S,S,S,F], flat θ) with the real Qwen3.6-27B layout (nested θ
   // under text_config.rope_parameters).
-  const CheckResult q36 = run(pair(kReal / "qwen36-27b-awq-fantasylord",
-                                   config_dir("q36", read(kReal / "specforge-dflash/qwen3.6-27b-dflash.json"))));
+  const CheckResult q36 =
+      run(pair(kReal / "qwen36-27b-awq-fantasylord",
+               config_dir("q36", read(kReal / "specforge-dflash/qwen3.6-27b-dflash.json"))));
   EXPECT_EQ(q36.status, Status::kPass) << q36.message;
   EXPECT_THAT(q36.message, HasSubstr("4 of 5 layers causal"));
   // The same z-lab Qwen3-4B drafter config on a fine-tune re-saved with its embedding trimmed to
   // the tokenizer (vocab 151669): the mask id 151669 lived in the padding rows that were cut.
-  const CheckResult trimmed = run(pair(
-      kReal / "qwen3-4b-hf", config_dir("q3", read(kReal / "specforge-dflash/qwen3-4b-dflash.json"))));
+  const CheckResult trimmed =
+      run(pair(kReal / "qwen3-4b-hf",
+               config_dir("q3", read(kReal / "specforge-dflash/qwen3-4b-dflash.json"))));
   EXPECT_EQ(trimmed.status, Status::kFail);
   EXPECT_THAT(trimmed.message, HasSubstr("dflash_config.mask_token_id 151669 is outside the "
                                          "target's embedding rows 0..151668"));
-  EXPECT_THAT(trimmed.message, HasSubstr("vocab_size 151936 but the target's vocab_size is 151669"));
+  EXPECT_THAT(trimmed.message,
+              HasSubstr("vocab_size 151936 but the target's vocab_size is 151669"));
 }
 
 TEST(DrafterConfigCheck, WithoutATargetJudgesTheDrafterAlone) {
@@ -109,52 +111,103 @@ std::vector<Mistake> mistakes() {
   const char* q3 = "qwen3-target";
   const char* q35 = "qwen35-target";
   return {
-      {"mask_missing", q3, [](json& j) { j["dflash_config"].erase("mask_token_id"); },
-       "dflash_config.mask_token_id is missing", {{"allow_missing_mask_token_id", true}}},
-      {"mask_outside", q3, [](json& j) { j["dflash_config"]["mask_token_id"] = 64; },
+      {"mask_missing",
+       q3,
+       [](json& j) { j["dflash_config"].erase("mask_token_id"); },
+       "dflash_config.mask_token_id is missing",
+       {{"allow_missing_mask_token_id", true}}},
+      {"mask_outside",
+       q3,
+       [](json& j) { j["dflash_config"]["mask_token_id"] = 64; },
        "dflash_config.mask_token_id 64 is outside the target's embedding rows 0..63",
        {{"allow_mask_outside_embedding", true}}},
-      {"mask_is_target_pad", "qwen35-target-with-pad", [](json&) {},
+      {"mask_is_target_pad",
+       "qwen35-target-with-pad",
+       [](json&) {},
        "dflash_config.mask_token_id 63 equals target config.json: text_config.pad_token_id",
        {{"allow_special_mask_token_id", true}}},
-      {"mask_is_generation_eos", "qwen3-target-with-generation-config",
+      {"mask_is_generation_eos",
+       "qwen3-target-with-generation-config",
        [](json& j) { j["dflash_config"]["mask_token_id"] = 5; },
        "dflash_config.mask_token_id 5 equals target generation_config.json: eos_token_id",
        {{"allow_special_mask_token_id", true}}},
-      {"taps_missing", q3, [](json& j) { j["dflash_config"].erase("target_layer_ids"); },
-       "dflash_config.target_layer_ids is missing", {{"allow_missing_target_layer_ids", true}}},
-      {"taps_repeated", q3, [](json& j) { j["dflash_config"]["target_layer_ids"] = {0, 0}; },
-       "dflash_config.target_layer_ids [0,0] lists a layer twice", {{"allow_repeated_taps", true}}},
-      {"tap_final", q35, [](json& j) { j["dflash_config"]["target_layer_ids"] = {0, 3}; },
+      {"taps_missing",
+       q3,
+       [](json& j) { j["dflash_config"].erase("target_layer_ids"); },
+       "dflash_config.target_layer_ids is missing",
+       {{"allow_missing_target_layer_ids", true}}},
+      {"taps_repeated",
+       q3,
+       [](json& j) {
+         j["dflash_config"]["target_layer_ids"] = {0, 0};
+       },
+       "dflash_config.target_layer_ids [0,0] lists a layer twice",
+       {{"allow_repeated_taps", true}}},
+      {"tap_final",
+       q35,
+       [](json& j) {
+         j["dflash_config"]["target_layer_ids"] = {0, 3};
+       },
        "dflash_config.target_layer_ids: 3 is the target's final layer",
        {{"allow_final_layer", true}}},
-      {"layers_missing", q3, [](json& j) { j.erase("num_target_layers"); },
-       "num_target_layers is missing", {{"allow_missing_num_target_layers", true}}},
-      {"layers_other_target", q35, [](json& j) { j["num_target_layers"] = 32; },
+      {"layers_missing",
+       q3,
+       [](json& j) { j.erase("num_target_layers"); },
+       "num_target_layers is missing",
+       {{"allow_missing_num_target_layers", true}}},
+      {"layers_other_target",
+       q35,
+       [](json& j) { j["num_target_layers"] = 32; },
        "num_target_layers 32 but the target's text_config.num_hidden_layers is 4",
        {{"allow_layer_count_mismatch", true}}},
-      {"hidden", q3, [](json& j) { j["hidden_size"] = 32; },
-       "hidden_size 32 but the target's hidden_size is 64", {{"allow_shape_mismatch", true}}},
-      {"vocab", q35, [](json& j) { j["vocab_size"] = 100; },
+      {"hidden",
+       q3,
+       [](json& j) { j["hidden_size"] = 32; },
+       "hidden_size 32 but the target's hidden_size is 64",
+       {{"allow_shape_mismatch", true}}},
+      {"vocab",
+       q35,
+       [](json& j) { j["vocab_size"] = 100; },
        "vocab_size 100 but the target's text_config.vocab_size is 64",
        {{"allow_shape_mismatch", true}}},
-      {"theta_missing", q3, [](json& j) { j.erase("rope_theta"); }, "rope_theta is missing",
+      {"theta_missing",
+       q3,
+       [](json& j) { j.erase("rope_theta"); },
+       "rope_theta is missing",
        {{"allow_missing_rope_theta", true}}},
-      {"theta_100x", q3, [](json& j) { j["rope_theta"] = 10000.0; },
-       "rope_theta 10000 is 100× off the target's 1e+06", {{"rope_theta_max_ratio", 100}}},
-      {"theta_100x_nested_target", q35, [](json& j) { j["rope_theta"] = 1e5; },
-       "rope_theta 100000 is 100× off the target's 1e+07", {{"rope_theta_max_ratio", 100}}},
-      {"theta_flat_vs_nested", q3,
-       [](json& j) { j["rope_parameters"] = {{"rope_theta", 1e4}, {"rope_type", "default"}}; },
+      {"theta_100x",
+       q3,
+       [](json& j) { j["rope_theta"] = 10000.0; },
+       "rope_theta 10000 is 100× off the target's 1e+06",
+       {{"rope_theta_max_ratio", 100}}},
+      {"theta_100x_nested_target",
+       q35,
+       [](json& j) { j["rope_theta"] = 1e5; },
+       "rope_theta 100000 is 100× off the target's 1e+07",
+       {{"rope_theta_max_ratio", 100}}},
+      {"theta_flat_vs_nested",
+       q3,
+       [](json& j) {
+         j["rope_parameters"] = {{"rope_theta", 1e4}, {"rope_type", "default"}};
+       },
        "drafter rope_theta = 1e+06 but rope_parameters.rope_theta = 10000",
        {{"allow_ambiguous_rope_theta", true}, {"rope_theta_max_ratio", 100}}},
-      {"rope_type", q3,
-       [](json& j) { j["rope_parameters"] = {{"rope_theta", 1e6}, {"rope_type", "yarn"}}; },
-       "RoPE type \"yarn\" but the target's is \"default\"", {{"allow_rope_type_mismatch", true}}},
-      {"causal_ambiguous", q3, [](json& j) { j["dflash_config"]["causal"] = true; },
+      {"rope_type",
+       q3,
+       [](json& j) {
+         j["rope_parameters"] = {{"rope_theta", 1e6}, {"rope_type", "yarn"}};
+       },
+       "RoPE type \"yarn\" but the target's is \"default\"",
+       {{"allow_rope_type_mismatch", true}}},
+      {"causal_ambiguous",
+       q3,
+       [](json& j) { j["dflash_config"]["causal"] = true; },
        "dflash_config.causal = true without is_causal: vLLM applies it to every layer",
        {{"allow_ambiguous_causality", true}}},
-      {"fp16", q3, [](json& j) { j["torch_dtype"] = "float16"; }, "torch_dtype = \"float16\"",
+      {"fp16",
+       q3,
+       [](json& j) { j["torch_dtype"] = "float16"; },
+       "torch_dtype = \"float16\"",
        {{"allow_float16", true}}},
   };
 }
@@ -168,7 +221,8 @@ fs::path target_dir(const std::string& name) {
     return config_dir("target_pad", c);
   }
   if (name == "qwen3-target-with-generation-config") {
-    const fs::path dir = config_dir("target_generation", read(kTrained / "qwen3-target/config.json"));
+    const fs::path dir =
+        config_dir("target_generation", read(kTrained / "qwen3-target/config.json"));
     testing::write_file(dir / "generation_config.json", R"({"eos_token_id": [0, 5]})");
     return dir;
   }
@@ -185,8 +239,8 @@ TEST(DrafterConfigCheck, FailsOneVariantPerMistakeAndEachRuleRelaxes) {
     EXPECT_EQ(bad.status, Status::kFail) << m.name << ": " << bad.message;
     EXPECT_THAT(bad.message, HasSubstr(m.message)) << m.name;
     const CheckResult relaxed = run(a, m.relax);
-    EXPECT_EQ(relaxed.status, Status::kPass) << m.name << " with " << m.relax.dump() << ": "
-                                             << relaxed.message;
+    EXPECT_EQ(relaxed.status, Status::kPass)
+        << m.name << " with " << m.relax.dump() << ": " << relaxed.message;
   }
 }
 
@@ -211,7 +265,8 @@ TEST(DrafterConfigCheck, RulesThatPassWhenTheConfigIsRight) {
   EXPECT_EQ(verdict("unsorted", unsorted).status, Status::kPass);
   EXPECT_THAT(verdict("unsorted_required", unsorted, {{"require_sorted_taps", true}}).message,
               HasSubstr("[2,0] is not ascending"));
-  // dflash_config.causal that agrees with the z-lab reading, or an explicit is_causal: no ambiguity.
+  // dflash_config.causal that agrees with the z-lab reading, or an explicit is_causal: no
+  // ambiguity.
   const CheckResult explicit_causal = verdict("explicit_causal", [](json& j) {
     j["is_causal"] = false;
     j["dflash_config"]["causal"] = true;

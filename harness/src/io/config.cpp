@@ -178,8 +178,7 @@ std::vector<std::pair<std::string, double>> ModelConfig::rope_number_sources(
   if (!text_path_.empty()) take(root_, key);
   for (const char* block : {"rope_parameters", "rope_scaling"}) {
     auto it = text().find(block);
-    if (it != text().end() && it->is_object())
-      take(*it, text_prefix + block + "." + key);
+    if (it != text().end() && it->is_object()) take(*it, text_prefix + block + "." + key);
   }
   return found;
 }

@@ -71,8 +71,8 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   for (std::int64_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     Layer l{NormsAndMlp(w, p, d.hidden, d.intermediate),
-            std::make_unique<Attention>(attention_config_, w, p + "self_attn."),
-            d.layer_causal[i], std::nullopt};
+            std::make_unique<Attention>(attention_config_, w, p + "self_attn."), d.layer_causal[i],
+            std::nullopt};
     if (d.layer_types[i] == "sliding_attention") l.window = d.sliding_window;
     layers_.push_back(std::move(l));
   }

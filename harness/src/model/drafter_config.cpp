@@ -60,7 +60,8 @@ std::optional<bool> optional_bool(const io::ModelConfig& c, const nlohmann::json
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_boolean())
-    throw Error(c.file(), where + key + " must be true, false or null, got " + io::json_excerpt(*it));
+    throw Error(c.file(),
+                where + key + " must be true, false or null, got " + io::json_excerpt(*it));
   return it->get<bool>();
 }
 
@@ -161,12 +162,14 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
                 "engines default it differently (vLLM 1e6, transformers' Qwen3Config 1e4)");
   for (const auto& [where, theta] : thetas)
     if (theta != thetas.front().second)
-      throw Error(c.file(), thetas.front().first + " = " + format_number(thetas.front().second, 6) +
-                                " but " + where + " = " + format_number(theta, 6),
+      throw Error(c.file(),
+                  thetas.front().first + " = " + format_number(thetas.front().second, 6) + " but " +
+                      where + " = " + format_number(theta, 6),
                   "keep one RoPE theta: engines read different places");
   d.rope_theta = c.positive_finite("rope_theta", thetas.front().second);
   if (const std::string type = c.rope_type(); type != "default")
-    throw Error(c.file(), "drafter rope type \"" + type + "\" is not supported (only default RoPE)");
+    throw Error(c.file(),
+                "drafter rope type \"" + type + "\" is not supported (only default RoPE)");
   for (auto [key, v] : {std::pair{"hidden_size", d.hidden}, {"intermediate_size", d.intermediate}})
     if (v <= 0)
       throw Error(c.file(), std::string(key) + " must be positive, got " + std::to_string(v));

@@ -71,9 +71,9 @@ class DFlashDrafter {
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
   // block (bidirectionally, or causally in a causal layer), no other block. Returns [anchors, B,
-  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only. kThroughAnchor reproduces the
-  // anchor-inclusive context bug (context kv <= a: the anchor's own target state leaks); it exists
-  // so fixtures can carry that bug.
+  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
+  // target state leaks); it exists so fixtures can carry that bug.
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,
@@ -83,7 +83,7 @@ class DFlashDrafter {
   struct Layer {
     NormsAndMlp parts;
     std::unique_ptr<Attention> attention;
-    bool causal = false;                // inside the block
+    bool causal = false;                 // inside the block
     std::optional<std::int64_t> window;  // sliding_attention layers
   };
   DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target, bool autograd,
