@@ -136,11 +136,10 @@ class DrafterConfigCheck : public Check {
     std::vector<std::string> problems, not_checked;
     if (!t) not_checked.emplace_back("every comparison with the target (no --target)");
 
-    // The target's text decoder: its layer count, width, embedding rows.
-    std::optional<std::int64_t> target_layers, target_hidden, target_vocab;
+    // The target's text decoder: its layer count and embedding rows.
+    std::optional<std::int64_t> target_layers, target_vocab;
     if (t) {
       target_layers = t->num_hidden_layers();
-      target_hidden = t->find_int("hidden_size");
       target_vocab = t->find_int("vocab_size");
       r.measured["target_layers"] = *target_layers;
     }
