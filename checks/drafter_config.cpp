@@ -103,7 +103,8 @@ class DrafterConfigCheck : public Check {
                    "accept a config without target_layer_ids (engines guess them)"),
         bool_param("allow_repeated_taps", false, "accept a layer listed twice in target_layer_ids"),
         bool_param("require_sorted_taps", false,
-                   "require ascending target_layer_ids (the reference concatenates in list order)"),
+                   "require ascending target_layer_ids (z-lab concatenates in list order, vLLM in "
+                   "layer order)"),
         bool_param("allow_final_layer", false, "accept a tap on the target's final layer"),
         bool_param("allow_missing_num_target_layers", false,
                    "accept a config without num_target_layers"),
