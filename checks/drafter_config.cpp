@@ -12,13 +12,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "checks/check.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/io/rope_config.h"
 
 namespace draftgate::checks {
 namespace {
@@ -267,7 +267,7 @@ class DrafterConfigCheck : public Check {
   static void check_rope(const io::ModelConfig& d, const std::optional<io::ModelConfig>& t,
                          const json& p, CheckResult& r, std::vector<std::string>& problems) {
     auto theta_of = [&](const io::ModelConfig& c, const std::string& who) -> std::optional<double> {
-      const auto sources = c.rope_number_sources("rope_theta");
+      const auto sources = io::rope_number_sources(c, "rope_theta");
       if (sources.empty()) return std::nullopt;
       for (const auto& [where, v] : sources)
         if (v != sources.front().second && !p["allow_ambiguous_rope_theta"].get<bool>())
@@ -284,12 +284,12 @@ class DrafterConfigCheck : public Check {
           "rope_theta is missing (neither top level nor rope_parameters.rope_theta): engines "
           "default it differently (vLLM 1e6, transformers 1e4); declare the θ the drafter was "
           "trained with (allow_missing_rope_theta relaxes this)");
-    const std::string drafter_type = d.rope_type();
+    const std::string drafter_type = io::rope_type(d);
     r.measured["rope_theta"] = drafter_theta ? json(*drafter_theta) : json(nullptr);
     r.measured["rope_type"] = drafter_type;
     if (!t) return;
     const auto target_theta = theta_of(*t, "target");
-    const std::string target_type = t->rope_type();
+    const std::string target_type = io::rope_type(*t);
     r.measured["target_rope_theta"] = target_theta ? json(*target_theta) : json(nullptr);
     r.measured["target_rope_type"] = target_type;
     if (drafter_type != target_type && !p["allow_rope_type_mismatch"].get<bool>())

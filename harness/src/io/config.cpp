@@ -163,46 +163,4 @@ std::string ModelConfig::model_type() const {
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
-std::vector<std::pair<std::string, double>> ModelConfig::rope_number_sources(
-    const char* key) const {
-  std::vector<std::pair<std::string, double>> found;
-  auto take = [&](const json& scope, const std::string& where_given) {
-    auto it = scope.find(key);
-    if (it == scope.end() || it->is_null()) return;
-    if (!it->is_number())
-      throw Error(file_, where_given + " must be a number, got " + json_excerpt(*it));
-    found.emplace_back(where_given, it->get<double>());
-  };
-  const std::string text_prefix = text_path_.empty() ? "" : text_path_ + ".";
-  take(text(), text_prefix + key);
-  if (!text_path_.empty()) take(root_, key);
-  for (const char* block : {"rope_parameters", "rope_scaling"}) {
-    auto it = text().find(block);
-    if (it != text().end() && it->is_object()) take(*it, text_prefix + block + "." + key);
-  }
-  return found;
-}
-
-std::string ModelConfig::rope_type() const {
-  std::string type, from;
-  for (const char* block : {"rope_parameters", "rope_scaling"}) {
-    auto it = text().find(block);
-    if (it == text().end() || it->is_null()) continue;
-    if (!it->is_object()) throw Error(file_, where(block) + " must be an object or null");
-    for (const char* key : {"rope_type", "type"}) {
-      auto v = it->find(key);
-      if (v == it->end() || v->is_null()) continue;
-      if (!v->is_string())
-        throw Error(file_, where(block) + "." + key + " must be a string, got " + json_excerpt(*v));
-      const std::string here = where(block) + "." + key;
-      if (!type.empty() && *v != type)
-        throw Error(file_, from + " = \"" + type + "\" but " + here + " = \"" +
-                               v->get<std::string>() + "\"");
-      type = v->get<std::string>();
-      from = here;
-    }
-  }
-  return type.empty() ? "default" : type;
-}
-
 }  // namespace draftgate::io

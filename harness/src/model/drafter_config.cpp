@@ -3,6 +3,7 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
 
@@ -156,7 +157,7 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
   d.head_dim = c.require_int("head_dim");
   d.rms_eps = c.non_negative_finite("rms_norm_eps", c.find_double("rms_norm_eps").value_or(1e-6));
-  const auto thetas = c.rope_number_sources("rope_theta");
+  const auto thetas = io::rope_number_sources(c, "rope_theta");
   if (thetas.empty())
     throw Error(c.file(), "missing rope_theta (top level or rope_parameters.rope_theta)",
                 "engines default it differently (vLLM 1e6, transformers' Qwen3Config 1e4)");
@@ -167,7 +168,7 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
                       where + " = " + format_number(theta, 6),
                   "keep one RoPE theta: engines read different places");
   d.rope_theta = c.positive_finite("rope_theta", thetas.front().second);
-  if (const std::string type = c.rope_type(); type != "default")
+  if (const std::string type = io::rope_type(c); type != "default")
     throw Error(c.file(),
                 "drafter rope type \"" + type + "\" is not supported (only default RoPE)");
   for (auto [key, v] : {std::pair{"hidden_size", d.hidden}, {"intermediate_size", d.intermediate}})

@@ -1,6 +1,7 @@
 #include "draftgate/model/target_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
 
@@ -40,7 +41,7 @@ Family detect_family(const io::ModelConfig& config) {
 // rope_theta / partial_rotary_factor live at the text-config level (Qwen3) or under rope_parameters
 // (Qwen3.5); the first place given wins.
 double rope_field(const io::ModelConfig& config, const char* key, double fallback, bool required) {
-  const auto sources = config.rope_number_sources(key);
+  const auto sources = io::rope_number_sources(config, key);
   if (!sources.empty()) return sources.front().second;
   if (required) throw Error(config.file(), std::string("missing required field ") + key);
   return fallback;
@@ -53,7 +54,7 @@ void require_positive(const io::ModelConfig& config, const char* key, std::int64
 }
 
 void check_rope_type(const io::ModelConfig& config) {
-  const std::string type = config.rope_type();
+  const std::string type = io::rope_type(config);
   if (type != "default")
     throw Error(config.file(), "rope type \"" + type + "\" is not supported (only default RoPE)");
 }

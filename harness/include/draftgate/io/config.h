@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace draftgate::io {
@@ -51,15 +50,6 @@ class ModelConfig {
   // tie_word_embeddings of the text config, else of the root.
   std::optional<bool> tie_word_embeddings() const;
   std::string model_type() const;  // text config's model_type, else the root's, else ""
-
-  // Every place a RoPE field is given, in reading order: flat (`rope_theta` in the text config,
-  // then the root), then nested under the text config's `rope_parameters` (the transformers v5
-  // layout) and `rope_scaling`. Each entry is {"rope_parameters.rope_theta", value}; values are
-  // numbers (draftgate::Error otherwise). Flat and nested may disagree: callers decide.
-  std::vector<std::pair<std::string, double>> rope_number_sources(const char* key) const;
-  // The RoPE type: `rope_type` (or legacy `type`) under rope_parameters or rope_scaling, else
-  // "default". Different types in the two blocks are a draftgate::Error.
-  std::string rope_type() const;
 
   // "config.json: text_config.num_hidden_layers" style location for messages.
   std::string where(const char* key) const;
