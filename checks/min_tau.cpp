@@ -50,7 +50,10 @@ class MinTau : public Check {
     options.gdn = model::parse_gdn_flag(g.gdn);
     const auto target = model::TargetModel::load(target_ckpt, options);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
-    const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+    // Decoded with the golden's reading of the drafter's causality (z-lab's for older goldens).
+    const auto reading = g.causality.empty() ? model::CausalityReading::kZLab
+                                             : model::parse_causality_reading(g.causality, g.path);
+    const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target, false, reading);
     if (dflash->block_size() != g.block_size)
       throw Error(a.drafter->string(),
                   "drafter block size " + std::to_string(dflash->block_size()) +
@@ -75,7 +78,16 @@ class MinTau : public Check {
     r.measured["histogram"] = s.histogram;
     r.evidence["golden"] = g.path;
     r.evidence["prompt_set"] = set.path;
-    return judge(o, p, std::move(r));
+    r.evidence["drafter_layers"] = model::describe_causality(dflash->config());
+    std::vector<std::string> problems;
+    if (!g.drafter_causal.empty() && g.drafter_causal != dflash->config().layer_causal)
+      problems.push_back("the drafter's layers attend " +
+                         model::describe_causality(dflash->config()) +
+                         ", not as the golden's reference did (causal per layer: " +
+                         causal_list(g.drafter_causal) +
+                         "); τ then measures another attention — set is_causal in its config.json "
+                         "to what it was trained with");
+    return judge(o, p, std::move(r), problems);
   }
 
  private:
@@ -133,7 +145,14 @@ class MinTau : public Check {
   }
 
   // The thresholds, the same for decoded and measured τ.
-  CheckResult judge(const Observed& o, const nlohmann::json& p, CheckResult r) const {
+  static std::string causal_list(const std::vector<bool>& causal) {
+    std::string s;
+    for (bool b : causal) s += std::string(s.empty() ? "" : ",") + (b ? "true" : "false");
+    return "[" + s + "]";
+  }
+
+  CheckResult judge(const Observed& o, const nlohmann::json& p, CheckResult r,
+                    std::vector<std::string> problems = {}) const {
     const double required =
         std::max(p["min_ratio"].get<double>() * o.golden_tau, p["floor"].get<double>());
     r.measured["ratio"] = o.tau / o.golden_tau;
@@ -141,7 +160,6 @@ class MinTau : public Check {
     r.measured["drafted"] = o.drafted;
     r.thresholds["required_tau"] = required;  // of the definition named by "compared"
     r.thresholds["compared"] = o.label;
-    std::vector<std::string> problems;
     if (o.drafted == 0) problems.push_back("no draft tokens were proposed" + o.where);
     if (o.tau <= p["collapse_tau"].get<double>())
       problems.push_back("τ collapsed to " + format_number(o.tau, 4) +

@@ -34,7 +34,8 @@ struct EvalOptions {
   std::string dtype;
   std::string gdn = "chunked";
   std::string json;
-  std::string metrics_out;  // vLLM-format counters of the run
+  std::string metrics_out;         // vLLM-format counters of the run
+  std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
 
 void progress(std::size_t done, std::size_t total) {
@@ -93,7 +94,11 @@ int run_eval(const EvalOptions& opt) {
     drafter = decode::oracle_block_drafter(*target, opt.block_size, opt.decode.max_new_tokens);
   } else {
     drafter_ckpt = std::make_unique<io::Checkpoint>(io::Checkpoint::open(opt.drafter));
-    dflash = model::DFlashDrafter::load(*drafter_ckpt, *target);
+    dflash =
+        model::DFlashDrafter::load(*drafter_ckpt, *target, false,
+                                   model::parse_causality_reading(opt.causality, "--causality"));
+    if (const auto note = model::causality_note(dflash->config(), drafter_ckpt->config().file()))
+      std::cerr << "note: " << *note << "\n";
     drafter = decode::dflash_block_drafter(*dflash);
   }
 
@@ -111,6 +116,7 @@ int run_eval(const EvalOptions& opt) {
                                  ? ", tree budget " + std::to_string(opt.decode.tree_budget)
                                  : "") +
                             ", max_new " + std::to_string(opt.decode.max_new_tokens) + ", greedy");
+  if (dflash) print_row("drafter layers", model::describe_causality(dflash->config()));
   print_row("tau", "macro " + fixed(stats.tau_macro) + "   pooled " + fixed(stats.tau_pooled) +
                        "   (accepted drafts + 1 per verify step)");
   std::string hist;
@@ -136,6 +142,7 @@ int run_eval(const EvalOptions& opt) {
     out["prompt_set"] = set.path;
     out["prompt_set_sha256"] = set.sha256;
     out["decoding"] = decode::decoding_json(opt.decode, mode, b);
+    if (dflash) out["decoding"].update(model::causality_json(dflash->config()));
     out["target"] = {{"path", opt.target},
                      {"family", model::family_name(target->config().family)},
                      {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},
@@ -175,6 +182,11 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
       ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
+  cmd->add_option("--causality", opt->causality,
+                  "Whose reading of dflash_config.causal without is_causal: zlab (ignore it, the "
+                  "reference) or vllm (apply it to every layer)")
+      ->check(CLI::IsMember({"zlab", "vllm"}))
+      ->capture_default_str();
   cmd->add_option("--json", opt->json, "Write the full result as JSON");
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "

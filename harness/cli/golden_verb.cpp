@@ -30,7 +30,8 @@ struct GoldenOptions {
   std::string dtype = "f32";
   std::string gdn = "chunked";
   std::string loss = "ce";
-  std::string measured;  // record from a serving engine's measurement instead of decoding
+  std::string measured;            // record from a serving engine's measurement instead of decoding
+  std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
 
 std::string utc_now() {
@@ -57,7 +58,10 @@ int record(const GoldenOptions& opt) {
   options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(target_ckpt, options);
   const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
-  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const auto dflash = model::DFlashDrafter::load(
+      drafter_ckpt, *target, false, model::parse_causality_reading(opt.causality, "--causality"));
+  if (const auto note = model::causality_note(dflash->config(), drafter_ckpt.config().file()))
+    std::cerr << "note: " << *note << "\n";
   const auto drafter = decode::dflash_block_drafter(*dflash);
   const decode::Evaluation e = decode::evaluate(*target, *drafter, set, opt.decode);
 
@@ -67,6 +71,7 @@ int record(const GoldenOptions& opt) {
       opt.decode, opt.decode.tree_budget > 0 ? "ddtree" : "dflash", e.block_size);
   g["decoding"]["dtype"] = opt.dtype;
   g["decoding"]["gdn"] = opt.gdn;
+  g["decoding"].update(model::causality_json(dflash->config()));
   const fs::path out_dir = fs::absolute(opt.out).parent_path();
   g["prompt_set"] = {{"path", fs::relative(fs::absolute(opt.prompts), out_dir).generic_string()},
                      {"sha256", set.sha256},
@@ -121,6 +126,10 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16")
       ->capture_default_str();
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent")
+      ->capture_default_str();
+  cmd->add_option("--causality", opt->causality,
+                  "Whose reading of dflash_config.causal without is_causal: zlab or vllm")
+      ->check(CLI::IsMember({"zlab", "vllm"}))
       ->capture_default_str();
   cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl")
       ->capture_default_str();

@@ -42,13 +42,14 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("tap 3 is the target's final layer"));
   const auto report = nlohmann::json::parse(std::ifstream(json));
-  EXPECT_EQ(report["summary"]["fail"], 1);
+  EXPECT_EQ(report["summary"]["fail"], 2);  // fc_excludes_target_layer and drafter_config
   std::ifstream xml(junit);
   const std::string text((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"7\" failures=\"1\""));
+  EXPECT_THAT(text, HasSubstr("<testsuite name=\"draftgate\" tests=\"8\" failures=\"2\""));
 
   EXPECT_EQ(run_draftgate(base + (dir / "bad").string() +
-                          " --param fc_excludes_target_layer.allow_final_layer=true")
+                          " --param fc_excludes_target_layer.allow_final_layer=true"
+                          " --param drafter_config.allow_final_layer=true")
                 .exit_code,
             0);
   r = run_draftgate("check --target " + std::string(DRAFTGATE_SOURCE_DIR) +

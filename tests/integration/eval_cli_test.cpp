@@ -71,6 +71,41 @@ TEST(EvalCli, ReportsTauWithEveryField) {
   EXPECT_EQ(report["per_position_acceptance"].size(), 5u);
 }
 
+// Each drafter layer's causality inside the block is shown and recorded; a config whose
+// dflash_config.causal z-lab and vLLM read differently gets a note, and --causality picks.
+TEST(EvalCli, StatesEachDrafterLayersCausalityAndTheReading) {
+  const auto plain = eval_json("--drafter " + setup().drafter.string(), "causality_plain");
+  EXPECT_EQ(plain["decoding"]["causality"], "zlab");
+  EXPECT_EQ(plain["decoding"]["drafter_causal"], nlohmann::json::parse("[false, false]"));
+
+  const fs::path ambiguous = setup().dir / "drafter_dflash_causal";
+  fs::copy(setup().drafter, ambiguous, fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(std::ifstream(ambiguous / "config.json"));
+  config["dflash_config"]["causal"] = true;
+  std::ofstream(ambiguous / "config.json") << config.dump(2);
+  const std::string run = "eval --target " + setup().target.string() + " --drafter " +
+                          ambiguous.string() + " --prompts " + setup().prompts.string() +
+                          " --max-new 8";
+  const auto zlab = run_draftgate(run);
+  ASSERT_EQ(zlab.exit_code, 0) << zlab.err;
+  EXPECT_THAT(zlab.err, HasSubstr("note: "));
+  EXPECT_THAT(zlab.err, HasSubstr("dflash_config.causal = true without is_causal: z-lab and "
+                                  "SGLang ignore it, vLLM applies it to every layer; using "
+                                  "z-lab's reading (--causality vllm applies it)"));
+  EXPECT_THAT(zlab.out, HasSubstr("drafter layers 0 full non-causal, 1 full non-causal (is_causal "
+                                  "absent: sliding layers causal, full layers not)"));
+  const auto vllm = run_draftgate(run + " --causality vllm");
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
+  EXPECT_THAT(vllm.err, HasSubstr("using vLLM's reading (--causality zlab ignores it)"));
+  EXPECT_THAT(vllm.out, HasSubstr("drafter layers 0 full causal, 1 full causal "
+                                  "(dflash_config.causal, vLLM reading)"));
+  const auto as_vllm =
+      eval_json("--drafter " + ambiguous.string() + " --causality vllm", "causality_vllm");
+  EXPECT_EQ(as_vllm["decoding"]["causality"], "vllm");
+  EXPECT_EQ(as_vllm["decoding"]["drafter_causal"], nlohmann::json::parse("[true, true]"));
+  EXPECT_NE(run_draftgate(run + " --causality hf").exit_code, 0);
+}
+
 TEST(EvalCli, OracleGivesTauEqualToTheBlockSize) {
   // float32: bf16 logits are bf16-quantised (as in transformers), so exact ties can flip a greedy
   // token between block verification and token-by-token decoding and knock the oracle out of step.

@@ -44,6 +44,8 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   EXPECT_EQ(doc["provenance"]["target"]["files"]["model.safetensors"].get<std::string>().size(),
             64u);
   EXPECT_EQ(doc["check_params"]["loss_type"]["expected"], "ce");
+  EXPECT_EQ(g.causality, "zlab");
+  EXPECT_EQ(g.drafter_causal, (std::vector<bool>{false, false})) << "full layers, is_causal absent";
 
   const std::string before = testing::read_file(out);
   r = run_draftgate("golden record" + record_args() + " --out " + out.string());
@@ -67,6 +69,28 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   r = run_draftgate(check + (dir / "other_prompts.json").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("differs from the golden's"));
+
+  // A golden whose reference attended otherwise: τ would compare different attention.
+  edited = doc;
+  edited["decoding"]["drafter_causal"] = {true, true};
+  std::ofstream(dir / "other_causality.json") << edited.dump();
+  r = run_draftgate(check + (dir / "other_causality.json").string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("not as the golden's reference did (causal per layer: "
+                               "[true,true])"));
+  // Goldens recorded before draftgate recorded the causality are read with z-lab's reading.
+  edited = doc;
+  edited["decoding"].erase("causality");
+  edited["decoding"].erase("drafter_causal");
+  std::ofstream(dir / "no_causality.json") << edited.dump();
+  r = run_draftgate(check + (dir / "no_causality.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  edited["decoding"]["causality"] = "hf";
+  edited["decoding"]["drafter_causal"] = {false, false};
+  std::ofstream(dir / "bad_causality.json") << edited.dump();
+  r = run_draftgate(check + (dir / "bad_causality.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown causality reading \"hf\""));
 
   edited = doc;
   edited["schema"] = "draftgate.golden/0";

@@ -41,8 +41,10 @@ TEST(CheckList, PrintsEveryCheckWithItsDeclaredParameters) {
   std::string joined;
   for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
   EXPECT_EQ(joined, DRAFTGATE_GATE_CHECKS);
-  EXPECT_EQ(list["checks"][0]["params"][1]["name"], "max_nmse");
-  EXPECT_EQ(list["checks"][0]["params"][1]["range"], json({0, 1000}));
+  const json& fc = list["checks"][1];
+  ASSERT_EQ(fc["name"], "fc_excludes_target_layer");
+  EXPECT_EQ(fc["params"][1]["name"], "max_nmse");
+  EXPECT_EQ(fc["params"][1]["range"], json({0, 1000}));
 }
 
 TEST(CheckParams, DottedOverridesReachTheNestedBudget) {

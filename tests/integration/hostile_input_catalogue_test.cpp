@@ -1085,6 +1085,8 @@ INSTANTIATE_TEST_SUITE_P(
         param_case("allow_final_layer_as_a_number",
                    "--param fc_excludes_target_layer.allow_final_layer=1",
                    "allow_final_layer = 1: expected true or false"),
+        param_case("rope_ratio_below_one", "--param drafter_config.rope_theta_max_ratio=0.5",
+                   "drafter_config.rope_theta_max_ratio = 0.5: expected a number in [1, "),
         param_case("prefix_as_a_number", "--param layer_path.expected_prefix=3",
                    "layer_path.expected_prefix = 3: expected a string"),
         param_case("param_without_a_value", "--param layer_path.expected_prefix",

@@ -178,9 +178,10 @@ TEST(ResourceBounds, ProbeAndTheStructuralChecksOfA50GbCheckpointStayUnder100Mb)
   RecordProperty("probe_peak_rss_kib", std::to_string(probe.max_rss_kib));
 
   const fs::path drafter = sparse_drafter();
-  const Measured check = run_measured({"check", "--only", "layer_path,fc_excludes_target_layer",
-                                       "--target", dir.string(), "--drafter", drafter.string()},
-                                      dir / "err.txt");
+  const Measured check =
+      run_measured({"check", "--only", "layer_path,fc_excludes_target_layer,drafter_config",
+                    "--target", dir.string(), "--drafter", drafter.string()},
+                   dir / "err.txt");
   EXPECT_EQ(check.exit_code, 0) << check.err;
   EXPECT_GT(check.max_rss_kib, 0) << "no peak RSS measured";
   EXPECT_LT(check.max_rss_kib, 100 * 1024) << "check peak RSS " << check.max_rss_kib << " KiB";
@@ -188,12 +189,14 @@ TEST(ResourceBounds, ProbeAndTheStructuralChecksOfA50GbCheckpointStayUnder100Mb)
 
   // So does a suite that lists just those checks (CI's structural pre-flight).
   const fs::path suite = dir / "preflight.json";
-  std::ofstream(suite)
-      << json{{"schema", "draftgate.suite/1"},
-              {"name", "preflight"},
-              {"artifacts", {{"target", dir}, {"drafter", drafter}}},
-              {"checks", {{{"check", "layer_path"}}, {{"check", "fc_excludes_target_layer"}}}}}
-             .dump();
+  std::ofstream(suite) << json{{"schema", "draftgate.suite/1"},
+                               {"name", "preflight"},
+                               {"artifacts", {{"target", dir}, {"drafter", drafter}}},
+                               {"checks",
+                                {{{"check", "layer_path"}},
+                                 {{"check", "fc_excludes_target_layer"}},
+                                 {{"check", "drafter_config"}}}}}
+                              .dump();
   const Measured preflight = run_measured({"check", "--suite", suite.string()}, dir / "err.txt");
   EXPECT_EQ(preflight.exit_code, 0) << preflight.err;
   EXPECT_GT(preflight.max_rss_kib, 0) << "no peak RSS measured";

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "checks/metrics.h"
 #include "draftgate/io/tensor_view.h"
@@ -79,6 +81,76 @@ TEST(DrafterConfig, FieldsInEitherPlaceMustAgree) {
   EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("missing mask_token_id"));
 }
 
+// The causality rule as a literal table (z-lab dflash/model.py @10129599 and vLLM qwen3_dflash.py
+// `_dflash_layer_causal`, read by hand): is_causal absent / null / true / false ×
+// dflash_config.causal absent / true / false, for a [sliding, full] drafter; expected causality of
+// each layer under z-lab's and vLLM's readings.
+TEST(DrafterCausality, RuleTable) {
+  struct Row {
+    const char* is_causal;  // "absent" or the JSON value
+    const char* dflash_causal;
+    std::vector<bool> zlab, vllm;  // [sliding layer, full layer]
+  };
+  const std::vector<Row> table = {
+      {"absent", "absent", {true, false}, {true, false}},
+      {"absent", "true", {true, false}, {true, true}},
+      {"absent", "false", {true, false}, {false, false}},
+      {"null", "absent", {true, false}, {true, false}},
+      {"null", "true", {true, false}, {true, true}},
+      {"null", "false", {true, false}, {false, false}},
+      {"true", "absent", {true, true}, {true, true}},
+      {"true", "true", {true, true}, {true, true}},
+      {"true", "false", {true, true}, {true, true}},
+      {"false", "absent", {false, false}, {false, false}},
+      {"false", "true", {false, false}, {false, false}},
+      {"false", "false", {false, false}, {false, false}},
+  };
+  for (const Row& row : table) {
+    auto j = minimal();
+    j["num_hidden_layers"] = 2;
+    j["layer_types"] = {"sliding_attention", "full_attention"};
+    j["sliding_window"] = 4;
+    if (std::string(row.is_causal) != "absent")
+      j["is_causal"] = nlohmann::json::parse(row.is_causal);
+    if (std::string(row.dflash_causal) != "absent")
+      j["dflash_config"]["causal"] = nlohmann::json::parse(row.dflash_causal);
+    const auto c = io::ModelConfig::from_json(j, "config.json");
+    const std::string where =
+        std::string("is_causal ") + row.is_causal + ", dflash_config.causal " + row.dflash_causal;
+    EXPECT_EQ(DrafterConfig::from(c).layer_causal, row.zlab) << where;
+    EXPECT_EQ(DrafterConfig::from(c, CausalityReading::kVllm).layer_causal, row.vllm) << where;
+    EXPECT_EQ(DrafterConfig::from(c).causality.readings_disagree(), row.zlab != row.vllm) << where;
+  }
+  auto j = minimal();  // no layer_types: every layer full, non-causal
+  EXPECT_EQ(parse(j).layer_causal, std::vector<bool>{false});
+  j["is_causal"] = "yes";
+  EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("is_causal must be true, false or null"));
+}
+
+TEST(DrafterConfig, RopeFromEitherLayoutAndInputEmbeddingScale) {
+  auto j = minimal();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_theta", 1e7}, {"rope_type", "default"}};
+  EXPECT_EQ(parse(j).rope_theta, 1e7);
+  j["rope_theta"] = 1e5;
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("rope_theta = 100000 but rope_parameters.rope_theta = 1e+07"));
+  j.erase("rope_theta");
+  j["rope_parameters"]["rope_type"] = "yarn";
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("drafter rope type \"yarn\" is not supported"));
+  j.erase("rope_parameters");
+  EXPECT_THAT(error_of([&] { parse(j); }), HasSubstr("missing rope_theta"));
+
+  j = minimal();
+  EXPECT_EQ(parse(j).input_embedding_scale, 1.0);
+  j["dflash_config"]["input_embedding_scale"] = 0.5;
+  EXPECT_EQ(parse(j).input_embedding_scale, 0.5);
+  j["input_embedding_scale"] = 2.0;
+  EXPECT_THAT(error_of([&] { parse(j); }),
+              HasSubstr("input_embedding_scale = 2 at the top level but 0.5 under dflash_config"));
+}
+
 struct Pair {
   fs::path dir;
   io::Checkpoint target_ckpt;
@@ -138,10 +210,69 @@ TEST(DrafterValidation, MismatchesWithTheTargetAreNamed) {
 
 // Straightforward float64 recomputation of one draft call: all context and block K/V from scratch,
 // no cache.
+// z-lab's `_attention_mask` element by element: query i of the block sits at key index s + i
+// (keys: context 0..s-1, then the block); causal hides later keys; a window w hides keys w or
+// more behind and, when not causal, w or more ahead. The causality and window of each layer are
+// decided here from the raw config keys, not by DrafterConfig.
+bool naive_visible(std::int64_t s, std::int64_t i, std::int64_t key, bool causal,
+                   std::optional<std::int64_t> window) {
+  const std::int64_t query = s + i;
+  bool visible = true;
+  if (causal) visible = visible && key <= query;
+  if (window) {
+    visible = visible && query - key < *window;
+    if (!causal) visible = visible && key - query < *window;
+  }
+  return visible;
+}
+
+struct NaiveLayerAttention {
+  bool causal;
+  std::optional<std::int64_t> window;
+};
+
+std::vector<NaiveLayerAttention> naive_layer_attention(const nlohmann::json& config) {
+  std::vector<NaiveLayerAttention> out;
+  const auto n = config["num_hidden_layers"].get<std::int64_t>();
+  for (std::int64_t l = 0; l < n; ++l) {
+    const bool sliding =
+        config.contains("layer_types") && config["layer_types"][l] == "sliding_attention";
+    const bool causal = config.contains("is_causal") && !config["is_causal"].is_null()
+                            ? config["is_causal"].get<bool>()
+                            : sliding;
+    out.push_back(
+        {causal, sliding ? std::optional<std::int64_t>(config["sliding_window"].get<std::int64_t>())
+                         : std::nullopt});
+  }
+  return out;
+}
+
+TEST(BlockVisibility, MatchesTheReferenceMaskElementByElement) {
+  const std::int64_t b = 8;
+  for (std::int64_t s : {0, 3, 10})
+    for (std::optional<std::int64_t> window :
+         {std::optional<std::int64_t>(), std::optional<std::int64_t>(3),
+          std::optional<std::int64_t>(5), std::optional<std::int64_t>(40)})
+      for (bool causal : {false, true}) {
+        at::Tensor engine = block_visibility(s, b, causal, window, at::kCPU);
+        if (engine.size(1) == b)  // the short form: context always visible
+          engine = at::cat({at::ones({b, s}, at::kBool), engine}, 1);
+        ASSERT_EQ(engine.sizes().vec(), (std::vector<std::int64_t>{b, s + b}));
+        for (std::int64_t i = 0; i < b; ++i)
+          for (std::int64_t k = 0; k < s + b; ++k)
+            EXPECT_EQ(engine[i][k].item<bool>(), naive_visible(s, i, k, causal, window))
+                << "s " << s << " window " << window.value_or(-1) << " causal " << causal
+                << " query " << i << " key " << k;
+      }
+}
+
 at::Tensor naive_draft(const io::Checkpoint& ckpt, const TargetModel& target,
                        const at::Tensor& features, std::int64_t anchor) {
   auto w = [&](const std::string& n) { return io::load_tensor(ckpt, n).to(at::kDouble); };
   const auto cfg = DrafterConfig::from(ckpt.config());
+  const auto attention = naive_layer_attention(ckpt.config().root());
+  const double embedding_scale =
+      ckpt.config().root()["dflash_config"].value("input_embedding_scale", 1.0);
   auto rms = [&](const at::Tensor& x, const at::Tensor& g) {
     return x * at::rsqrt((x * x).mean(-1, true) + cfg.rms_eps) * g;
   };
@@ -167,8 +298,14 @@ at::Tensor naive_draft(const io::Checkpoint& ckpt, const TargetModel& target,
       rms(at::matmul(features.to(at::kDouble), w("fc.weight").t()), w("hidden_norm.weight"));
   std::vector<std::int64_t> ids(b, cfg.mask_token_id);
   ids[0] = anchor;
-  at::Tensor h = target.embed_weight().to(at::kDouble).index_select(0, at::tensor(ids));
+  at::Tensor h =
+      target.embed_weight().to(at::kDouble).index_select(0, at::tensor(ids)) * embedding_scale;
   for (std::int64_t l = 0; l < cfg.num_layers; ++l) {
+    at::Tensor hidden = at::zeros({b, s + b}, at::kDouble);  // -inf where the query does not see
+    for (std::int64_t i = 0; i < b; ++i)
+      for (std::int64_t key = 0; key < s + b; ++key)
+        if (!naive_visible(s, i, key, attention[l].causal, attention[l].window))
+          hidden[i][key] = -INFINITY;
     const std::string p = "layers." + std::to_string(l) + ".";
     const at::Tensor u = rms(h, w(p + "input_layernorm.weight"));
     const at::Tensor kv_in = at::cat({ctx, u}, 0);
@@ -185,9 +322,9 @@ at::Tensor naive_draft(const io::Checkpoint& ckpt, const TargetModel& target,
     for (std::int64_t head = 0; head < nh; ++head) {
       const std::int64_t g = head / (nh / nkv);
       const at::Tensor scores =
-          at::matmul(q.select(1, head), k.select(1, g).t()) / std::sqrt(static_cast<double>(d));
-      out.narrow(1, head * d, d)
-          .copy_(at::matmul(at::softmax(scores, -1), v.select(1, g)));  // no mask
+          at::matmul(q.select(1, head), k.select(1, g).t()) / std::sqrt(static_cast<double>(d)) +
+          hidden;
+      out.narrow(1, head * d, d).copy_(at::matmul(at::softmax(scores, -1), v.select(1, g)));
     }
     h = h + at::matmul(out, w(p + "self_attn.o_proj.weight").t());
     const at::Tensor m = rms(h, w(p + "post_attention_layernorm.weight"));
@@ -217,6 +354,38 @@ TEST(DrafterInference, MatchesNaiveRecomputationAndKeepsOnlyContext) {
   EXPECT_LT(checks::metrics::max_rel_diff(logits, ref), 1e-5);
   EXPECT_EQ(state.context, 7);
   EXPECT_TRUE(at::equal(drafter->draft(state, 42), logits)) << "the block's K/V must not persist";
+}
+
+// Sliding and full layers under each causality setting, with a window shorter than the block (so
+// the two-sided window of a non-causal sliding layer matters) and an input embedding scale: the
+// engine's draft logits equal the naive recomputation's, and the settings really change them.
+TEST(DrafterInference, EveryCausalitySettingMatchesTheNaiveMasks) {
+  std::vector<at::Tensor> results;
+  for (const char* is_causal : {"absent", "true", "false"}) {
+    const auto dir = drafter_with(std::string("causal_") + is_causal, [&](nlohmann::json& j) {
+      j["layer_types"] = {"sliding_attention", "full_attention"};
+      j["sliding_window"] = 3;
+      j["dflash_config"]["input_embedding_scale"] = 1.5;
+      if (std::string(is_causal) != "absent") j["is_causal"] = nlohmann::json::parse(is_causal);
+    });
+    const auto ckpt = io::Checkpoint::open(dir);
+    const auto drafter = DFlashDrafter::load(ckpt, *pair().target);
+    std::vector<std::int64_t> tokens = {3, 14, 15, 92, 65, 35, 89};
+    const ForwardResult r = pair().target->forward(tokens, {0, 2});
+    DrafterState state = drafter->new_state();
+    drafter->add_context(state, drafter->features(r, {0, 1, 2, 3}));
+    drafter->add_context(state, drafter->features(r, {4, 5, 6}));
+    const at::Tensor logits = drafter->draft(state, 42);
+    const at::Tensor ref =
+        naive_draft(ckpt, *pair().target, drafter->features(r, {0, 1, 2, 3, 4, 5, 6}), 42);
+    EXPECT_LT(
+        (logits.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>(),
+        1e-5)
+        << "is_causal " << is_causal;
+    results.push_back(logits);
+  }
+  EXPECT_FALSE(at::allclose(results[0], results[1])) << "full layer: causal vs not";
+  EXPECT_FALSE(at::allclose(results[0], results[2])) << "sliding layer: causal vs not";
 }
 
 }  // namespace

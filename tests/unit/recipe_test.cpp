@@ -11,6 +11,7 @@
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "synthetic_layouts.h"
+#include "test_files.h"
 
 namespace draftgate::train {
 namespace {
@@ -55,6 +56,8 @@ TEST(Recipe, TeacherRowsPredictTheNextPosition) {
   EXPECT_EQ(blocks[1][2][0].item<float>(), 4.0f);
 }
 
+// Also for causal drafter layers (is_causal true) and an input_embedding_scale: both modes apply
+// them the same way.
 TEST(Recipe, TrainingModeLogitsEqualInferenceModeForEveryAnchor) {
   const auto dir = testing::fresh_dir("recipe");
   model::RandomTargetSpec t;
@@ -62,29 +65,40 @@ TEST(Recipe, TrainingModeLogitsEqualInferenceModeForEveryAnchor) {
   t.layout = model::TargetLayout::kVlm;
   t.dtype = at::kFloat;
   model::write_random_target(dir / "target", t);
-  model::RandomDrafterSpec d;
-  d.dtype = at::kFloat;
-  model::write_random_drafter(dir / "drafter", d);
   const auto target_ckpt = io::Checkpoint::open(dir / "target");
-  const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
   const auto target = model::TargetModel::load(target_ckpt, {});
-  const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+  for (const bool causal_scaled : {false, true}) {
+    const auto drafter_dir = dir / (causal_scaled ? "drafter_causal_scaled" : "drafter");
+    model::RandomDrafterSpec d;
+    d.dtype = at::kFloat;
+    model::write_random_drafter(drafter_dir, d);
+    if (causal_scaled) {
+      auto config = nlohmann::json::parse(testing::read_file(drafter_dir / "config.json"));
+      config["is_causal"] = true;
+      config["dflash_config"]["input_embedding_scale"] = 1.5;
+      testing::write_file(drafter_dir / "config.json", config.dump());
+    }
+    const auto drafter_ckpt = io::Checkpoint::open(drafter_dir);
+    const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+    ASSERT_EQ(drafter->config().layer_causal, std::vector<bool>(2, causal_scaled));
 
-  std::vector<std::int64_t> ids;
-  for (int i = 0; i < 20; ++i) ids.push_back((i * 29 + 3) % 250);
-  const model::ForwardResult r = target->forward(ids, drafter->config().target_layer_ids, false);
-  std::vector<std::int64_t> all(ids.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
-  const at::Tensor features = drafter->features(r, all);
-  const std::vector<std::int64_t> anchors = {0, 3, 7, 12};
-  const at::Tensor training = drafter->training_logits(features, ids, anchors);
-  ASSERT_EQ(training.sizes().vec(), (std::vector<std::int64_t>{4, 8, 256}));
-  for (std::size_t j = 0; j < anchors.size(); ++j) {
-    model::DrafterState state = drafter->new_state();
-    if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
-    const at::Tensor inference = drafter->draft(state, ids[anchors[j]]);
-    const at::Tensor rows = training[j].narrow(0, 1, 7);
-    EXPECT_LT(checks::metrics::max_rel_diff(rows, inference), 1e-5) << "anchor " << anchors[j];
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 20; ++i) ids.push_back((i * 29 + 3) % 250);
+    const model::ForwardResult r = target->forward(ids, drafter->config().target_layer_ids, false);
+    std::vector<std::int64_t> all(ids.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    const at::Tensor features = drafter->features(r, all);
+    const std::vector<std::int64_t> anchors = {0, 3, 7, 12};
+    const at::Tensor training = drafter->training_logits(features, ids, anchors);
+    ASSERT_EQ(training.sizes().vec(), (std::vector<std::int64_t>{4, 8, 256}));
+    for (std::size_t j = 0; j < anchors.size(); ++j) {
+      model::DrafterState state = drafter->new_state();
+      if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
+      const at::Tensor inference = drafter->draft(state, ids[anchors[j]]);
+      const at::Tensor rows = training[j].narrow(0, 1, 7);
+      EXPECT_LT(checks::metrics::max_rel_diff(rows, inference), 1e-5)
+          << "anchor " << anchors[j] << (causal_scaled ? ", causal and scaled" : "");
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"
+#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::golden {
 namespace fs = std::filesystem;
@@ -25,6 +26,8 @@ bool has_type(const nlohmann::json& v) {
     return v.is_number() && std::isfinite(v.get<double>());
   } else if constexpr (std::is_same_v<T, std::string>) {
     return v.is_string();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v.is_boolean();
   } else if constexpr (std::is_same_v<T, nlohmann::json>) {
     return true;
   } else {
@@ -43,6 +46,7 @@ const char* type_name() {
   if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) return "an array of integers";
   if constexpr (std::is_same_v<T, std::vector<double>>) return "an array of finite numbers";
   if constexpr (std::is_same_v<T, std::vector<std::string>>) return "an array of strings";
+  if constexpr (std::is_same_v<T, std::vector<bool>>) return "an array of true / false";
   return "a JSON value";
 }
 
@@ -109,6 +113,11 @@ Golden read_golden(const fs::path& path) {
   g.num_layers = field<std::int64_t>(doc, "/target_layout/num_layers", file);
   g.layer_types = field<std::vector<std::string>>(doc, "/target_layout/layer_types", file);
   g.taps = field<std::vector<std::int64_t>>(doc, "/taps", file);
+  if (doc.contains(nlohmann::json::json_pointer("/decoding/causality"))) {
+    g.causality = field<std::string>(doc, "/decoding/causality", file);
+    model::parse_causality_reading(g.causality, file + ": /decoding/causality");
+    g.drafter_causal = field<std::vector<bool>>(doc, "/decoding/drafter_causal", file);
+  }
   g.check_params = field<nlohmann::json>(doc, "/check_params", file);
   if (!g.check_params.is_object())
     throw Error(file, "golden check_params must be an object of per-check parameter objects");

@@ -18,14 +18,16 @@ constexpr FamilyTraits kDrafterLayerTraits{NormStyle::kPlain, false, false, fals
 }  // namespace
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpoint,
-                                                   const TargetModel& target, bool autograd) {
+                                                   const TargetModel& target, bool autograd,
+                                                   CausalityReading reading) {
   if (checkpoint.metadata_only())
     throw Error(checkpoint.dir().string(), "metadata-only drafter checkpoint has no weights");
-  return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target, autograd));
+  return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target, autograd, reading));
 }
 
-DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& target, bool autograd)
-    : target_(target), autograd_(autograd), config_(DrafterConfig::from(ckpt.config())) {
+DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& target, bool autograd,
+                             CausalityReading reading)
+    : target_(target), autograd_(autograd), config_(DrafterConfig::from(ckpt.config(), reading)) {
   const auto& d = config_;
   const auto& t = target.config();
   const std::string file = ckpt.config().file();
@@ -69,10 +71,26 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   for (std::int64_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     Layer l{NormsAndMlp(w, p, d.hidden, d.intermediate),
-            std::make_unique<Attention>(attention_config_, w, p + "self_attn."), false};
-    l.sliding = d.layer_types[i] == "sliding_attention";
+            std::make_unique<Attention>(attention_config_, w, p + "self_attn."), d.layer_causal[i],
+            std::nullopt};
+    if (d.layer_types[i] == "sliding_attention") l.window = d.sliding_window;
     layers_.push_back(std::move(l));
   }
+}
+
+at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
+                            std::optional<std::int64_t> window, const at::Device& device) {
+  const auto bool_opts = at::TensorOptions(at::kBool).device(device);
+  if (!window) {
+    const at::Tensor all = at::ones({b, b}, bool_opts);
+    return causal ? all.tril() : all;
+  }
+  const auto long_opts = at::TensorOptions(at::kLong).device(device);
+  const at::Tensor q = at::arange(s, s + b, long_opts).unsqueeze(1);
+  const at::Tensor k = at::arange(0, s + b, long_opts).unsqueeze(0);
+  at::Tensor visible = (q - k) < *window;
+  visible = causal ? visible.logical_and(k <= q) : visible.logical_and((k - q) < *window);
+  return visible;
 }
 
 DrafterState DFlashDrafter::new_state() const {
@@ -109,20 +127,14 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   ids[0] = anchor;
   at::Tensor h =
       target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(target_.device()));
+  if (config_.input_embedding_scale != 1.0) h = h * config_.input_embedding_scale;
   const RopeTables rope =
       rope_tables(at::arange(s, s + b, at::kLong).to(target_.device()), inv_freq_, target_.dtype());
-  const auto bool_opts = at::TensorOptions(at::kBool).device(target_.device());
-  const at::Tensor block_visible = at::ones({b, b}, bool_opts);  // non-causal inside the block
-  at::Tensor window_visible;  // [B, s + B]: keys at most sliding_window positions behind each query
-  if (config_.sliding_window) {
-    const at::Tensor q_pos = at::arange(s, s + b, at::kLong).unsqueeze(1);
-    const at::Tensor k_pos = at::arange(0, s + b, at::kLong).unsqueeze(0);
-    window_visible = (k_pos > q_pos - *config_.sliding_window).to(target_.device());
-  }
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const at::Tensor u = l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm);
-    h = h + l.attention->extend(u, rope, l.sliding ? window_visible : block_visible, state.kv[i]);
+    const at::Tensor visible = block_visibility(s, b, l.causal, l.window, target_.device());
+    h = h + l.attention->extend(u, rope, visible, state.kv[i]);
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
     h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
   }
@@ -152,15 +164,21 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
     }
   }
   const auto device = target_.device();
-  // Visibility [N·B, S + N·B]: context keys < a_j, then the own block only.
+  // Visibility [N·B, S + N·B]: context keys < a_j, then the own block only (lower-triangular in a
+  // causal layer).
   at::Tensor visible = at::zeros({n * b, s + n * b}, at::kBool);
+  at::Tensor causal_visible = at::zeros({n * b, s + n * b}, at::kBool);
+  const at::Tensor own_block_causal = at::ones({b, b}, at::kBool).tril();
   for (std::int64_t j = 0; j < n; ++j) {
     const std::int64_t visible_context =
         anchors[j] + (context == ContextVisibility::kThroughAnchor ? 1 : 0);
-    visible.narrow(0, j * b, b).narrow(1, 0, visible_context).fill_(true);
+    for (at::Tensor* m : {&visible, &causal_visible})
+      m->narrow(0, j * b, b).narrow(1, 0, visible_context).fill_(true);
     visible.narrow(0, j * b, b).narrow(1, s + j * b, b).fill_(true);
+    causal_visible.narrow(0, j * b, b).narrow(1, s + j * b, b).copy_(own_block_causal);
   }
   visible = visible.to(device);
+  causal_visible = causal_visible.to(device);
   const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
                                   config_.rms_eps, kDrafterLayerTraits.norm);
   const RopeTables ctx_rope =
@@ -168,11 +186,12 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   const RopeTables block_rope =
       rope_tables(at::tensor(positions, at::kLong).to(device), inv_freq_, target_.dtype());
   at::Tensor h = target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(device));
+  if (config_.input_embedding_scale != 1.0) h = h * config_.input_embedding_scale;
   for (const Layer& l : layers_) {
     KVCache cache;
     l.attention->append_kv(ctx, ctx_rope, cache);
     h = h + l.attention->extend(l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
-                                block_rope, visible, cache);
+                                block_rope, l.causal ? causal_visible : visible, cache);
     h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
   }
   const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);

@@ -1,7 +1,9 @@
 #include "draftgate/model/drafter_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
 
@@ -34,9 +36,119 @@ std::optional<std::int64_t> either_place(const io::ModelConfig& c, const char* k
   return nested ? nested : top;
 }
 
+// A number under dflash_config and/or at the top level (z-lab's `_draft_value` reads
+// dflash_config first); both must agree.
+std::optional<double> either_place_number(const io::ModelConfig& c, const char* key) {
+  std::optional<double> top, nested;
+  auto read = [&](const nlohmann::json& obj, const std::string& where) -> std::optional<double> {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number())
+      throw Error(c.file(), where + key + " must be a number, got " + io::json_excerpt(*it));
+    return it->get<double>();
+  };
+  top = read(c.root(), "");
+  if (const auto* d = dflash_block(c)) nested = read(*d, "dflash_config.");
+  if (top && nested && *top != *nested)
+    throw Error(c.file(), std::string(key) + " = " + format_number(*top, 6) +
+                              " at the top level but " + format_number(*nested, 6) +
+                              " under dflash_config");
+  return nested ? nested : top;
+}
+
+std::optional<bool> optional_bool(const io::ModelConfig& c, const nlohmann::json& obj,
+                                  const std::string& where, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean())
+    throw Error(c.file(),
+                where + key + " must be true, false or null, got " + io::json_excerpt(*it));
+  return it->get<bool>();
+}
+
 }  // namespace
 
-DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
+const char* causality_reading_name(CausalityReading reading) {
+  switch (reading) {
+    case CausalityReading::kZLab:
+      return "zlab";
+    case CausalityReading::kVllm:
+      return "vllm";
+  }
+  return "unknown";
+}
+
+CausalityReading parse_causality_reading(const std::string& value, const std::string& source) {
+  if (value == "zlab") return CausalityReading::kZLab;
+  if (value == "vllm") return CausalityReading::kVllm;
+  throw Error(source, "unknown causality reading \"" + value + "\" (expected zlab or vllm)");
+}
+
+std::vector<bool> layer_causality(const std::vector<std::string>& layer_types,
+                                  std::optional<bool> is_causal, std::optional<bool> dflash_causal,
+                                  CausalityReading reading) {
+  std::optional<bool> every_layer = is_causal;
+  if (!every_layer && reading == CausalityReading::kVllm) every_layer = dflash_causal;
+  std::vector<bool> causal;
+  for (const auto& type : layer_types)
+    causal.push_back(every_layer ? *every_layer : type == "sliding_attention");
+  return causal;
+}
+
+std::vector<bool> CausalityKeys::layers(CausalityReading reading) const {
+  return layer_causality(layer_types, is_causal, dflash_causal, reading);
+}
+
+bool CausalityKeys::readings_disagree() const {
+  return layers(CausalityReading::kZLab) != layers(CausalityReading::kVllm);
+}
+
+nlohmann::json causality_json(const DrafterConfig& d) {
+  nlohmann::json causal = nlohmann::json::array();
+  for (bool b : d.layer_causal) causal.push_back(b);
+  return {{"causality", causality_reading_name(d.causality_reading)}, {"drafter_causal", causal}};
+}
+
+std::string describe_causality(const DrafterConfig& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.layer_causal.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(i) + " " +
+         (d.layer_types[i] == "sliding_attention"
+              ? "sliding(" + std::to_string(d.sliding_window.value_or(0)) + ")"
+              : std::string("full")) +
+         (d.layer_causal[i] ? " causal" : " non-causal");
+  const auto& k = d.causality;
+  if (k.is_causal)
+    s += std::string(" (is_causal = ") + (*k.is_causal ? "true" : "false") + ")";
+  else if (k.dflash_causal && d.causality_reading == CausalityReading::kVllm)
+    s += " (dflash_config.causal, vLLM reading)";
+  else
+    s += " (is_causal absent: sliding layers causal, full layers not)";
+  return s;
+}
+
+std::optional<std::string> causality_note(const DrafterConfig& d, const std::string& file) {
+  if (!d.causality.readings_disagree()) return std::nullopt;
+  const bool zlab = d.causality_reading == CausalityReading::kZLab;
+  return file + ": dflash_config.causal = " + (*d.causality.dflash_causal ? "true" : "false") +
+         " without is_causal: z-lab and SGLang ignore it, vLLM applies it to every layer; " +
+         (zlab ? "using z-lab's reading (--causality vllm applies it)"
+               : "using vLLM's reading (--causality zlab ignores it)");
+}
+
+CausalityKeys read_causality_keys(const io::ModelConfig& c) {
+  CausalityKeys k;
+  if (auto lt = c.layer_types())
+    k.layer_types = *lt;
+  else
+    k.layer_types.assign(c.num_hidden_layers(), "full_attention");
+  k.is_causal = optional_bool(c, c.root(), "", "is_causal");
+  if (const auto* blk = dflash_block(c))
+    k.dflash_causal = optional_bool(c, *blk, "dflash_config.", "causal");
+  return k;
+}
+
+DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading reading) {
   DrafterConfig d;
   d.hidden = c.require_int("hidden_size");
   d.intermediate = c.require_int("intermediate_size");
@@ -45,7 +157,20 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
   d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
   d.head_dim = c.require_int("head_dim");
   d.rms_eps = c.non_negative_finite("rms_norm_eps", c.find_double("rms_norm_eps").value_or(1e-6));
-  d.rope_theta = c.positive_finite("rope_theta", c.require_double("rope_theta"));
+  const auto thetas = io::rope_number_sources(c, "rope_theta");
+  if (thetas.empty())
+    throw Error(c.file(), "missing rope_theta (top level or rope_parameters.rope_theta)",
+                "engines default it differently (vLLM 1e6, transformers' Qwen3Config 1e4)");
+  for (const auto& [where, theta] : thetas)
+    if (theta != thetas.front().second)
+      throw Error(c.file(),
+                  thetas.front().first + " = " + format_number(thetas.front().second, 6) + " but " +
+                      where + " = " + format_number(theta, 6),
+                  "keep one RoPE theta: engines read different places");
+  d.rope_theta = c.positive_finite("rope_theta", thetas.front().second);
+  if (const std::string type = io::rope_type(c); type != "default")
+    throw Error(c.file(),
+                "drafter rope type \"" + type + "\" is not supported (only default RoPE)");
   for (auto [key, v] : {std::pair{"hidden_size", d.hidden}, {"intermediate_size", d.intermediate}})
     if (v <= 0)
       throw Error(c.file(), std::string(key) + " must be positive, got " + std::to_string(v));
@@ -95,6 +220,12 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c) {
   for (const auto& t : d.layer_types)
     if (t == "sliding_attention" && (!d.sliding_window || *d.sliding_window <= 0))
       throw Error(c.file(), "sliding_attention layers need a positive sliding_window");
+  d.causality = read_causality_keys(c);
+  d.causality.layer_types = d.layer_types;
+  d.causality_reading = reading;
+  d.layer_causal = d.causality.layers(reading);
+  if (const auto scale = either_place_number(c, "input_embedding_scale"))
+    d.input_embedding_scale = c.positive_finite("input_embedding_scale", *scale);
   return d;
 }
 

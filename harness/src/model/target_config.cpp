@@ -1,7 +1,7 @@
 #include "draftgate/model/target_config.h"
 
 #include "draftgate/error.h"
-#include "draftgate/io/json_util.h"
+#include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
 
@@ -39,20 +39,10 @@ Family detect_family(const io::ModelConfig& config) {
 }
 
 // rope_theta / partial_rotary_factor live at the text-config level (Qwen3) or under rope_parameters
-// (Qwen3.5).
+// (Qwen3.5); the first place given wins.
 double rope_field(const io::ModelConfig& config, const char* key, double fallback, bool required) {
-  if (auto v = config.find_double(key)) return *v;
-  for (const char* block : {"rope_parameters", "rope_scaling"}) {
-    const auto& text = config.text();
-    auto it = text.find(block);
-    if (it != text.end() && it->is_object() && it->contains(key)) {
-      const auto& v = (*it)[key];
-      if (!v.is_number())
-        throw Error(config.file(), std::string(block) + "." + key + " must be a number, got " +
-                                       io::json_excerpt(v));
-      return v.get<double>();
-    }
-  }
+  const auto sources = io::rope_number_sources(config, key);
+  if (!sources.empty()) return sources.front().second;
   if (required) throw Error(config.file(), std::string("missing required field ") + key);
   return fallback;
 }
@@ -64,19 +54,9 @@ void require_positive(const io::ModelConfig& config, const char* key, std::int64
 }
 
 void check_rope_type(const io::ModelConfig& config) {
-  for (const char* block : {"rope_scaling", "rope_parameters"}) {
-    const auto& text = config.text();
-    auto it = text.find(block);
-    if (it == text.end() || it->is_null()) continue;
-    if (!it->is_object())
-      throw Error(config.file(), config.where(block) + " must be an object or null");
-    for (const char* key : {"rope_type", "type"}) {
-      if (it->contains(key) && (*it)[key] != "default")
-        throw Error(config.file(), config.where(block) + "." + key + " = " +
-                                       io::json_excerpt((*it)[key]) +
-                                       " is not supported (only default RoPE)");
-    }
-  }
+  const std::string type = io::rope_type(config);
+  if (type != "default")
+    throw Error(config.file(), "rope type \"" + type + "\" is not supported (only default RoPE)");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 // Golden baselines: what the reference drafter measured, recorded once by `draftgate golden
 // record` and read by the checks. JSON, schema "draftgate.golden/1":
-//   decoding        the decoding configuration τ was measured with (+ target dtype, gdn)
+//   decoding        the decoding configuration τ was measured with (+ target dtype, gdn, and the
+//                   drafter layers' causality)
 //   prompt_set      {path (relative to the golden file), sha256, prompts}
 //   tau             τ macro / pooled, histogram, per-position acceptance, per-prompt results
 //   target_layout   {prefix, num_layers, layer_types}
@@ -39,6 +40,11 @@ struct Golden {
   std::int64_t num_layers = 0;
   std::vector<std::string> layer_types;
   std::vector<std::int64_t> taps;
+  // How the reference drafter's layers attended (decoding.causality / drafter_causal, as
+  // model::causality_json writes them): the reading applied (zlab | vllm) and each layer's
+  // causality inside the block. Empty in goldens recorded before draftgate recorded them.
+  std::string causality;
+  std::vector<bool> drafter_causal;
   nlohmann::json check_params = nlohmann::json::object();
   // Set for a golden recorded from a serving engine's measurement (`golden record --measured`):
   // then only prompt_set_sha256, block_size, τ and check_params are filled from it, and the

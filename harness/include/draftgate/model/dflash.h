@@ -5,12 +5,12 @@
 // Context: the tap features of newly committed positions, concatenated in target_layer_ids order,
 // go through fc → hidden_norm and are injected as keys/values into every layer (k_norm on all keys,
 // RoPE at their absolute positions); they persist in the drafter's cache. Draft: the block [anchor,
-// MASK × (B−1)] embedded by the target, at positions s…s+B−1 (s = context length), attends
-// non-causally to the context and the whole block; the drafter's own final norm, then the target's
-// lm_head on rows 1…B−1 (row j predicts position s+j). The block's K/V are dropped afterwards.
-// Sliding-window layers (layer_types "sliding_attention") keep the non-causal block and
-// additionally hide keys more than `sliding_window` positions behind each query, as the HF
-// reference's is_causal=False + sliding_window mask does.
+// MASK × (B−1)] embedded by the target (× input_embedding_scale), at positions s…s+B−1 (s = context
+// length), attends to the context and to the block; the drafter's own final norm, then the
+// target's lm_head on rows 1…B−1 (row j predicts position s+j). The block's K/V are dropped
+// afterwards. Inside the block a layer is causal or not as DrafterConfig::layer_causal says (the
+// z-lab rule, drafter_config.h); a sliding_attention layer also hides keys `sliding_window` or
+// more positions behind each query and, when not causal, as far ahead (z-lab `_attention_mask`).
 
 #include <ATen/ATen.h>
 
@@ -28,6 +28,14 @@
 
 namespace draftgate::model {
 
+// The keys each block query of one draft call sees, as z-lab's `_attention_mask` decides: queries
+// at positions s…s+B−1, keys 0…s+B−1 (context, then the block). Causal: keys at or before the
+// query. Window w: keys fewer than w positions behind the query and, if not causal, fewer than w
+// ahead. Without a window the context is always visible and the result is [B, B] over the block's
+// own keys (Attention::extend's short form); with one it is [B, s+B]. Bool, on `device`.
+at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
+                            std::optional<std::int64_t> window, const at::Device& device);
+
 struct DrafterState {
   std::int64_t context =
       0;                    // positions whose features have been added = the next anchor's position
@@ -39,8 +47,10 @@ class DFlashDrafter {
   // Loads unprefixed DFlash tensors (fc, hidden_norm, norm, layers.N.*) and validates them against
   // `target` (hidden size, fc width = taps × target hidden, taps in range, mask id inside the
   // target's embedding, vocab). `autograd`: owned weights in parameters(), passes record autograd.
+  // `reading`: whose reading of dflash_config.causal decides the layers' causality.
   static std::unique_ptr<DFlashDrafter> load(const io::Checkpoint& checkpoint,
-                                             const TargetModel& target, bool autograd = false);
+                                             const TargetModel& target, bool autograd = false,
+                                             CausalityReading reading = CausalityReading::kZLab);
 
   const DrafterConfig& config() const { return config_; }
   std::int64_t block_size() const { return config_.block_size; }
@@ -60,10 +70,10 @@ class DFlashDrafter {
   // Training mode, all blocks in one pass (SpecForge after PR #473): features [S, taps × target
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
-  // block (bidirectionally), no other block. Returns [anchors, B, vocab] float32 (row 0, the anchor
-  // itself, carries no label). Full-attention layers only. kThroughAnchor reproduces the
-  // anchor-inclusive context bug (context kv <= a: the anchor's own target state leaks); it exists
-  // so fixtures can carry that bug.
+  // block (bidirectionally, or causally in a causal layer), no other block. Returns [anchors, B,
+  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
+  // target state leaks); it exists so fixtures can carry that bug.
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,
@@ -73,9 +83,11 @@ class DFlashDrafter {
   struct Layer {
     NormsAndMlp parts;
     std::unique_ptr<Attention> attention;
-    bool sliding = false;
+    bool causal = false;                 // inside the block
+    std::optional<std::int64_t> window;  // sliding_attention layers
   };
-  DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target, bool autograd);
+  DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target, bool autograd,
+                CausalityReading reading);
 
   const TargetModel& target_;
   bool autograd_;

@@ -12,6 +12,44 @@
 
 namespace draftgate::model {
 
+// Whose reading decides a layer's causality when the config carries `dflash_config.causal` but no
+// top-level `is_causal`: z-lab's reference (and SGLang) never read dflash_config.causal; vLLM
+// (`qwen3_dflash.py`, `_dflash_layer_causal`) honours it before its legacy rule.
+enum class CausalityReading { kZLab, kVllm };
+const char* causality_reading_name(CausalityReading reading);  // "zlab" | "vllm"
+// Parses "zlab" / "vllm"; draftgate::Error naming `source` otherwise.
+CausalityReading parse_causality_reading(const std::string& value, const std::string& source);
+
+// Whether each drafter layer attends causally inside the block. The z-lab reference
+// (dflash/model.py @10129599, Qwen3DFlashAttention.__init__): with `is_causal` absent or null a
+// sliding_attention layer is causal and a full_attention layer is not; otherwise bool(is_causal)
+// decides for every layer. kVllm consults `dflash_causal` (dflash_config.causal) between the two.
+std::vector<bool> layer_causality(const std::vector<std::string>& layer_types,
+                                  std::optional<bool> is_causal, std::optional<bool> dflash_causal,
+                                  CausalityReading reading);
+
+// The keys that decide the layers' causality, read on their own: the drafter_config check states
+// them for configs that fail other rules. Draftgate::Error when a key has the wrong type.
+struct CausalityKeys {
+  std::vector<std::string> layer_types;  // full_attention for every layer when the config has none
+  std::optional<bool> is_causal;         // top level; null = absent
+  std::optional<bool> dflash_causal;     // dflash_config.causal
+  std::vector<bool> layers(CausalityReading reading) const;
+  // True where z-lab's and vLLM's readings give some layer a different causality.
+  bool readings_disagree() const;
+};
+CausalityKeys read_causality_keys(const io::ModelConfig& config);
+
+struct DrafterConfig;
+// {"causality": "zlab", "drafter_causal": [false, true, …]}: the reading applied and each layer's
+// causality inside the block, as eval's output and golden files record them under "decoding".
+nlohmann::json causality_json(const DrafterConfig& config);
+// One line for eval's output: each layer's type and causality, and what decided it.
+std::string describe_causality(const DrafterConfig& config);
+// Where the config carries dflash_config.causal without is_causal and the readings disagree: a
+// note naming the file, the reading applied and the flag that picks the other one.
+std::optional<std::string> causality_note(const DrafterConfig& config, const std::string& file);
+
 struct DrafterConfig {
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
@@ -20,7 +58,7 @@ struct DrafterConfig {
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim = 0;
   double rms_eps = 1e-6;
-  double rope_theta = 0;
+  double rope_theta = 0;  // top-level rope_theta or rope_parameters.rope_theta (must agree)
   std::int64_t block_size = 0;
   std::int64_t mask_token_id = 0;
   std::vector<std::int64_t>
@@ -29,12 +67,21 @@ struct DrafterConfig {
   std::optional<std::int64_t> vocab_size;
   std::vector<std::string> layer_types;  // full_attention | sliding_attention
   std::optional<std::int64_t> sliding_window;
+  // Causality: the config's keys, the reading applied, and the result per layer.
+  CausalityKeys causality;
+  CausalityReading causality_reading = CausalityReading::kZLab;
+  std::vector<bool> layer_causal;
+  // The target's raw input embeddings of the block are multiplied by this (z-lab
+  // `_raw_input_embeddings`; dflash_config first, then the top level).
+  double input_embedding_scale = 1.0;
 
   // block_size and mask_token_id at the top level or under dflash_config (must agree where both are
   // given); target_layer_ids required under dflash_config (or the top level): never the default
   // formula, which is wrong for most published drafters. Throws draftgate::Error naming the file
   // and field.
-  static DrafterConfig from(const io::ModelConfig& config);
+  // `reading` only matters where readings_disagree().
+  static DrafterConfig from(const io::ModelConfig& config,
+                            CausalityReading reading = CausalityReading::kZLab);
 
   // The layers the checkpoint's tensors hold (`layers.N.*`, N written canonically: no leading
   // zeros) must be exactly 0..num_layers-1: a config that declares fewer would silently drop
