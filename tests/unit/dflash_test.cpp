@@ -378,10 +378,7 @@ TEST(DrafterInference, EveryCausalitySettingMatchesTheNaiveMasks) {
     const at::Tensor logits = drafter->draft(state, 42);
     const at::Tensor ref =
         naive_draft(ckpt, *pair().target, drafter->features(r, {0, 1, 2, 3, 4, 5, 6}), 42);
-    EXPECT_LT(
-        (logits.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>(),
-        1e-5)
-        << "is_causal " << is_causal;
+    EXPECT_LT(checks::metrics::max_rel_diff(logits, ref), 1e-5) << "is_causal " << is_causal;
     results.push_back(logits);
   }
   EXPECT_FALSE(at::allclose(results[0], results[1])) << "full layer: causal vs not";
