@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/random_checkpoint.h"
@@ -72,6 +73,7 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--linear-value-dim", opt->spec.linear_v_dim, "Gated DeltaNet value head dim");
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option("--out", opt->out, "Output directory")->required();
+  set_example(cmd, "draftgate make-target --family qwen3_5 --layout vlm --out /tmp/target");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_target(*opt); }; });
 }
 
