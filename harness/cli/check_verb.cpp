@@ -272,7 +272,7 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
            checks::check_names() +
            "\n\nExample:\n  draftgate check --target /models/Qwen3.6-27B --drafter runs/step-2000 "
            "--step-record runs/records/step-000010.safetensors --golden golden/qwen36.json "
-           "--junit gate.xml --fail-on-skip";
+           "--junit gate.xml --fail-on-skip\n";
   });
   cmd->callback(
       [opt, runner, engine] { *runner = [opt, engine] { return run_check_verb(*opt, engine); }; });

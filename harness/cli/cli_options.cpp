@@ -11,7 +11,7 @@ CLI::Validator integer_check(std::int64_t min, std::int64_t max, const std::stri
         if (v < min || v > max) return "Value " + in + " is not " + range;
         return {};
       },
-      range);
+      "INT " + range);
 }
 
 }  // namespace
@@ -26,21 +26,18 @@ CLI::Validator non_negative_integer() {
 
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
   cmd->add_option("--max-new", decode.max_new_tokens, "Tokens to generate per prompt")
-      ->check(integer_range(1, decode::kMaxNewTokensLimit))
-      ->capture_default_str();
+      ->check(integer_range(1, decode::kMaxNewTokensLimit));
   cmd->add_option("--eos", decode.eos_ids, "Stop token ids, comma-separated (default: none)")
       ->delimiter(',')
       ->check(non_negative_integer());
   cmd->add_option("--tree-budget", decode.tree_budget, "DDTree node budget (0 = linear DFlash)")
-      ->check(integer_range(0, decode::kMaxTreeBudget))
-      ->capture_default_str();
+      ->check(integer_range(0, decode::kMaxTreeBudget));
   cmd->add_option("--tree-top-k", decode.tree_top_k, "DDTree candidates per depth (0 = budget)")
-      ->check(integer_range(0, decode::kMaxTreeBudget))
-      ->capture_default_str();
+      ->check(integer_range(0, decode::kMaxTreeBudget));
 }
 
 void set_example(CLI::App* cmd, const std::string& example) {
-  cmd->footer("\nExample:\n  " + example);
+  cmd->footer("\nExample:\n  " + example + "\n");
 }
 
 }  // namespace draftgate::cli

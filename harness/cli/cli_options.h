@@ -16,7 +16,7 @@ CLI::Validator integer_range(std::int64_t min, std::int64_t max);
 // An integer ≥ 0 (token ids).
 CLI::Validator non_negative_integer();
 
-// --max-new, --eos, --tree-budget, --tree-top-k into `decode`, with their defaults shown.
+// --max-new, --eos, --tree-budget, --tree-top-k into `decode` (run_cli shows every default).
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode);
 
 // The help page's footer: "Example:" and the command line(s).

@@ -171,14 +171,12 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_flag("--oracle", opt->oracle,
                 "Draft the target's own greedy tokens (self-test: τ = block size)");
   cmd->add_option("--block-size", opt->block_size, "Block size for --oracle")
-      ->check(integer_range(2, decode::kMaxBlockSize))
-      ->capture_default_str();
+      ->check(integer_range(2, decode::kMaxBlockSize));
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
       ->required();
   add_decoding_options(cmd, opt->decode);
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
-  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent")
-      ->capture_default_str();
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   cmd->add_option("--json", opt->json, "Write the full result as JSON");
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "

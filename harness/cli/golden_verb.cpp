@@ -118,12 +118,9 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
   add_decoding_options(cmd, opt->decode);
-  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16")
-      ->capture_default_str();
-  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent")
-      ->capture_default_str();
-  cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl")
-      ->capture_default_str();
+  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16");
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
+  cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl");
   const std::string example =
       "draftgate golden record --target fixtures/trained/qwen3-target --drafter "
       "fixtures/trained/qwen3-drafter-reference --prompts fixtures/trained/prompts/held-out.jsonl "
