@@ -105,8 +105,7 @@ nlohmann::json json_report(const std::vector<CheckResult>& results) {
                               {"message", r.message},
                               {"measured", r.measured},
                               {"thresholds", r.thresholds},
-                              {"evidence", r.evidence},
-                              {"seconds", r.seconds}});
+                              {"evidence", r.evidence}});
   }
   out["summary"] = counts;
   out["summary_text"] = summary_line(results);
