@@ -1,6 +1,7 @@
 #include "checks/check.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -66,6 +67,12 @@ std::vector<const Check*> all_checks() {
 const Check* find_check(const std::string& name) {
   auto it = registry().find(name);
   return it == registry().end() ? nullptr : it->second.get();
+}
+
+std::string check_names() {
+  std::string names;
+  for (const auto& [name, check] : registry()) names += (names.empty() ? "" : ", ") + name;
+  return names;
 }
 
 CheckResult skip(const std::string& check, const std::string& why) {
@@ -299,8 +306,11 @@ nlohmann::json describe_checks_json() {
   return {{"checks", std::move(checks)}};
 }
 
-CheckResult run_check(const Check& check, const Artifacts& artifacts,
-                      const nlohmann::json& params) {
+namespace {
+
+// The verdict of one check: a draftgate::Error or any other exception is its error verdict.
+CheckResult verdict_of(const Check& check, const Artifacts& artifacts,
+                       const nlohmann::json& params) {
   try {
     const nlohmann::json merged = resolve_params(check, artifacts, params, check.name());
     CheckResult r = check.run(artifacts, merged);
@@ -317,6 +327,16 @@ CheckResult run_check(const Check& check, const Artifacts& artifacts,
                          check.name() + " could not complete: " + first_line(e.what()))
                        .one_line());
   }
+}
+
+}  // namespace
+
+CheckResult run_check(const Check& check, const Artifacts& artifacts,
+                      const nlohmann::json& params) {
+  const auto start = std::chrono::steady_clock::now();
+  CheckResult r = verdict_of(check, artifacts, params);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
 }
 
 }  // namespace draftgate::checks

@@ -44,6 +44,7 @@ struct CheckResult {
   nlohmann::json measured = nlohmann::json::object();
   nlohmann::json thresholds = nlohmann::json::object();
   nlohmann::json evidence = nlohmann::json::object();
+  double seconds = 0;  // wall time of the check (set by run_check)
 };
 
 class Engine;
@@ -56,7 +57,7 @@ struct Artifacts {
   std::optional<std::filesystem::path> reference_dump;  // `draftgate forward` output
   std::optional<golden::Golden> golden;                 // read and validated up front
   const Engine* engine = nullptr;  // the engine process's model computations; null in the front end
-  std::optional<tau::MeasuredTau> measured;             // `draftgate tau import` output
+  std::optional<tau::MeasuredTau> measured;  // `draftgate tau import` output
 };
 
 // Model computations a check may ask for beyond reading files (libtorch). The engine process
@@ -127,6 +128,9 @@ class Check {
 void register_check(std::unique_ptr<Check> check);
 std::vector<const Check*> all_checks();  // sorted by name
 const Check* find_check(const std::string& name);
+// "fc_excludes_target_layer, hidden_state_parity, …": every registered check's name, for messages
+// that refuse an unknown one.
+std::string check_names();
 
 // Validates `overrides` (an object of parameter values, nested or with dotted names) against the
 // check's declaration and returns them flat ({"f32.max_noise_ratio": 1e-3}). draftgate::Error

@@ -36,14 +36,31 @@ class MinTau : public Check {
     if (!a.target || !a.drafter)
       return skip(name(), "needs the target and the drafter (--target, --drafter)");
     const golden::Golden& g = *a.golden;
+    const bool own_prompts = !p["prompts"].is_null();
     const std::string prompts =
-        p["prompts"].is_null() ? g.prompt_set.string() : p["prompts"].get<std::string>();
-    const auto set = decode::read_prompt_set(prompts);
-    if (set.sha256 != g.prompt_set_sha256)
+        own_prompts ? p["prompts"].get<std::string>() : g.prompt_set.string();
+    const auto set = decode::read_prompt_set(
+        prompts, own_prompts ? "min_tau.prompts" : "the golden " + g.path + " (prompt_set.path)");
+    // An older golden identifies its prompt set by the file's bytes; compare those then.
+    const std::string& sha256 = g.prompt_set_sha256_of_file ? set.file_sha256 : set.sha256;
+    if (sha256 != g.prompt_set_sha256)
       throw Error(prompts,
-                  "prompt set sha256 " + set.sha256.substr(0, 12) + "… differs from the golden's " +
+                  std::string(g.prompt_set_sha256_of_file ? "prompt file bytes' sha256 "
+                                                          : "prompt set sha256 ") +
+                      sha256.substr(0, 12) + "… differs from the golden's " +
                       g.prompt_set_sha256.substr(0, 12) + "… (" + g.path + ")",
-                  "τ is only comparable on the same prompts; use the golden's prompt set");
+                  g.prompt_set_sha256_of_file
+                      ? "the golden predates prompt sets identified by their prompts, so the "
+                        "file's exact bytes count; re-record it (draftgate golden record --force)"
+                      : "τ is only comparable on the same prompts; use the golden's prompt set");
+    // τ measured on another target says nothing about training: refuse it before decoding.
+    if (const auto difference = golden::target_difference(g, *a.target))
+      throw Error(a.target->string(),
+                  "is not the target the golden was recorded with (" + *difference + "; golden " +
+                      g.path + " recorded on " +
+                      (g.target_path.empty() ? std::string("another target") : g.target_path) + ")",
+                  "τ is only comparable on the golden's target: pass that target, or record a "
+                  "golden on this one (draftgate golden record)");
     const io::Checkpoint target_ckpt = io::Checkpoint::open(*a.target);
     model::TargetOptions options;
     options.dtype = model::parse_dtype_flag(g.dtype);

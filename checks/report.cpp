@@ -2,16 +2,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iomanip>
 #include <sstream>
 
 namespace draftgate::checks {
 namespace {
 
-// Text for an XML 1.0 attribute: markup characters as entities, tab / newline / carriage return
-// as character references, and what XML cannot hold at all (other control characters, invalid
-// UTF-8, U+FFFE/U+FFFF) as the visible text \xNN per byte.
-std::string xml_escape(const std::string& s) {
+enum class XmlPlace { kAttribute, kText };
+
+// Text for XML 1.0: markup characters as entities; in an attribute also tab / newline / carriage
+// return as character references (element text keeps tab and newline as they are); what XML
+// cannot hold at all (other control characters, invalid UTF-8, U+FFFE/U+FFFF) as the visible text
+// \xNN per byte.
+std::string xml_escape(const std::string& s, XmlPlace place = XmlPlace::kAttribute) {
   static const char* hex = "0123456789abcdef";
+  const bool attribute = place == XmlPlace::kAttribute;
   std::string out;
   auto byte_text = [&](unsigned char c) {
     out += "\\x";
@@ -32,13 +37,13 @@ std::string xml_escape(const std::string& s) {
           out += "&gt;";
           break;
         case '"':
-          out += "&quot;";
+          out += attribute ? "&quot;" : "\"";
           break;
         case '\t':
-          out += "&#9;";
+          out += attribute ? "&#9;" : "\t";
           break;
         case '\n':
-          out += "&#10;";
+          out += attribute ? "&#10;" : "\n";
           break;
         case '\r':
           out += "&#13;";
@@ -103,28 +108,69 @@ nlohmann::json json_report(const std::vector<CheckResult>& results) {
                               {"evidence", r.evidence}});
   }
   out["summary"] = counts;
+  out["summary_text"] = summary_line(results);
   return out;
 }
 
 namespace {
 
-void junit_testsuite(std::ostringstream& out, const SuiteRun& run) {
-  int failures = 0, errors = 0, skipped = 0;
-  for (const auto& r : run.results) {
-    failures += r.status == Status::kFail;
-    errors += r.status == Status::kError;
-    skipped += r.status == Status::kSkip;
+struct Totals {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  double seconds = 0;
+};
+
+Totals totals_of(const std::vector<CheckResult>& results) {
+  Totals t;
+  for (const auto& r : results) {
+    t.tests += 1;
+    t.failures += r.status == Status::kFail;
+    t.errors += r.status == Status::kError;
+    t.skipped += r.status == Status::kSkip;
+    t.seconds += r.seconds;
   }
-  out << "<testsuite name=\"" << xml_escape(run.name) << "\" tests=\"" << run.results.size()
-      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped
-      << "\">\n";
+  return t;
+}
+
+// JUnit's time: seconds with a fixed number of decimals (the pattern Jenkins' schema accepts).
+std::string junit_time(double seconds) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(3) << std::max(seconds, 0.0);
+  return s.str();
+}
+
+// The body of a <failure> or <error>: the message, then what was measured, the thresholds it was
+// judged against and the evidence, so a CI UI shows the numbers without the JSON report.
+std::string failure_body(const CheckResult& r) {
+  std::string body = r.message + "\n";
+  for (const auto& [label, value] : {std::pair{"measured", &r.measured},
+                                     {"thresholds", &r.thresholds},
+                                     {"evidence", &r.evidence}})
+    if (!value->empty())
+      body += std::string(label) + ": " +
+              value->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return body;
+}
+
+void junit_testsuite(std::ostringstream& out, const SuiteRun& run) {
+  const Totals t = totals_of(run.results);
+  out << "<testsuite name=\"" << xml_escape(run.name) << "\" tests=\"" << t.tests
+      << "\" failures=\"" << t.failures << "\" errors=\"" << t.errors << "\" skipped=\""
+      << t.skipped << "\" time=\"" << junit_time(t.seconds) << "\">\n";
   for (const auto& r : run.results) {
     out << "  <testcase classname=\"" << xml_escape(run.name) << "\" name=\"" << xml_escape(r.check)
-        << "\">";
+        << "\" time=\"" << junit_time(r.seconds) << "\">";
     const std::string msg = xml_escape(r.message);
-    if (r.status == Status::kFail) out << "<failure message=\"" << msg << "\"/>";
-    if (r.status == Status::kError) out << "<error message=\"" << msg << "\"/>";
-    if (r.status == Status::kSkip) out << "<skipped message=\"" << msg << "\"/>";
+    // A skip that --fail-on-skip turned into a failure says so in its type.
+    const std::string type = r.status == Status::kFail && r.evidence.contains("skipped")
+                                 ? "draftgate.skipped"
+                                 : std::string("draftgate.") + status_name(r.status);
+    if (r.status == Status::kFail || r.status == Status::kError) {
+      const char* element = r.status == Status::kFail ? "failure" : "error";
+      out << "\n    <" << element << " message=\"" << msg << "\" type=\"" << type << "\">"
+          << xml_escape(failure_body(r), XmlPlace::kText) << "</" << element << ">";
+    }
+    if (r.status == Status::kSkip) out << "\n    <skipped message=\"" << msg << "\"/>";
+    out << "\n    <system-out>" << xml_escape(r.message, XmlPlace::kText) << "</system-out>\n  ";
     out << "</testcase>\n";
   }
   out << "</testsuite>\n";
@@ -135,10 +181,71 @@ void junit_testsuite(std::ostringstream& out, const SuiteRun& run) {
 std::string junit_report(const std::vector<SuiteRun>& runs) {
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  if (runs.size() != 1) out << "<testsuites>\n";
+  if (runs.size() != 1) {
+    const Totals t = totals_of(all_results(runs));
+    out << "<testsuites name=\"draftgate\" tests=\"" << t.tests << "\" failures=\"" << t.failures
+        << "\" errors=\"" << t.errors << "\" time=\"" << junit_time(t.seconds) << "\">\n";
+  }
   for (const auto& run : runs) junit_testsuite(out, run);
   if (runs.size() != 1) out << "</testsuites>\n";
   return out.str();
+}
+
+void fail_skips(std::vector<CheckResult>& results) {
+  for (auto& r : results) {
+    if (r.status != Status::kSkip) continue;
+    r.status = Status::kFail;
+    r.evidence["skipped"] = r.message;
+    r.message = "not run, and --fail-on-skip fails a skip: " + r.message;
+  }
+}
+
+std::string summary_line(const std::vector<CheckResult>& results) {
+  std::vector<std::string> failed, errors, skipped;
+  int passed = 0;
+  for (const auto& r : results) {
+    switch (r.status) {
+      case Status::kPass:
+        ++passed;
+        break;
+      case Status::kFail:
+        failed.push_back(r.evidence.contains("skipped") && r.evidence["skipped"].is_string()
+                             ? r.check + " (skipped under --fail-on-skip: " +
+                                   r.evidence["skipped"].get<std::string>() + ")"
+                             : r.check);
+        break;
+      case Status::kError:
+        errors.push_back(r.check);
+        break;
+      case Status::kSkip:
+        skipped.push_back(r.check + " (" + r.message + ")");
+        break;
+    }
+  }
+  auto group = [](std::size_t n, const char* word, const std::vector<std::string>& names) {
+    std::string s = std::to_string(n) + " " + word;
+    for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : ": ") + names[i];
+    return s;
+  };
+  std::vector<std::string> parts;
+  if (!failed.empty()) parts.push_back(group(failed.size(), "failed", failed));
+  if (!errors.empty())
+    parts.push_back(group(errors.size(), errors.size() == 1 ? "error" : "errors", errors));
+  parts.push_back(group(passed, "passed", {}));
+  if (!skipped.empty()) parts.push_back(group(skipped.size(), "skipped", skipped));
+  std::string line;
+  for (const auto& p : parts) line += (line.empty() ? "" : "; ") + p;
+  return line;
+}
+
+std::vector<CheckResult> all_results(const std::vector<SuiteRun>& runs) {
+  std::vector<CheckResult> all;
+  for (const auto& run : runs)
+    for (CheckResult r : run.results) {
+      if (runs.size() > 1) r.check = run.name + "/" + r.check;
+      all.push_back(std::move(r));
+    }
+  return all;
 }
 
 std::vector<std::string> unmet_expectations(const SuiteRun& run) {
@@ -161,6 +268,7 @@ nlohmann::json json_report(const std::vector<SuiteRun>& runs) {
     out["suites"].push_back(std::move(s));
   }
   out["summary"] = totals;
+  out["summary_text"] = summary_line(all_results(runs));
   return out;
 }
 

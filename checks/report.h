@@ -19,6 +19,14 @@ struct SuiteRun {
 };
 
 std::string text_table(const std::vector<CheckResult>& results);
+// One line for people and CI logs, saying why a run failed and what was skipped:
+// "1 failed: a; 5 passed; 2 skipped: b (needs a step record (--step-record)), c (…)".
+std::string summary_line(const std::vector<CheckResult>& results);
+// --fail-on-skip: every skip becomes a failure that names what was missing (evidence "skipped"),
+// so the table, the summary, JSON, JUnit and the exit code all say the same.
+void fail_skips(std::vector<CheckResult>& results);
+// Every suite's results in one list, each named "suite/instance" when there are several suites.
+std::vector<CheckResult> all_results(const std::vector<SuiteRun>& runs);
 // Rows: suites; columns: check instances; a '!' marks a verdict that differs from the suite's
 // expectation.
 std::string verdict_matrix(const std::vector<SuiteRun>& runs);
@@ -28,7 +36,9 @@ std::vector<std::string> unmet_expectations(const SuiteRun& run);
 nlohmann::json json_report(const std::vector<CheckResult>& results);
 // {"suites": [{"name", "results", "summary", "unmet_expectations"}...], "summary"}.
 nlohmann::json json_report(const std::vector<SuiteRun>& runs);
-// One <testsuite> per suite (inside <testsuites> when there are several).
+// One <testsuite> per suite (inside <testsuites>, with the totals, when there are several); every
+// testcase and suite has its time, a failure or error its type and a body with the measured
+// values, thresholds and evidence, every testcase a <system-out> with the full message.
 std::string junit_report(const std::vector<SuiteRun>& runs);
 
 // 0 all pass (skips pass unless fail_on_skip), 1 any check failed, 2 any error.

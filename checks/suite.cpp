@@ -66,7 +66,8 @@ Suite read_suite(const fs::path& path) {
       CheckInstance in;
       const std::string check = entry["check"].get<std::string>();
       in.check = find_check(check);
-      if (in.check == nullptr) throw Error(file, "unknown check \"" + check + "\"");
+      if (in.check == nullptr)
+        throw Error(file, "unknown check \"" + check + "\"", "the checks: " + check_names());
       in.name = check;
       if (entry.contains("name")) {
         if (!entry["name"].is_string())

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Gate a training run in your CI: runs draftgate's checks on a checkpoint (and, optionally, a step
 # record of its first steps and the golden of your reference drafter), writes JSON and JUnit
-# reports, and exits with draftgate's code: 0 all checks pass, 1 a check failed, 2 bad input.
+# reports (and the table as draftgate.txt), and exits with draftgate's code: 0 no check failed (the
+# summary counts the skipped ones), 1 a check failed (with --fail-on-skip, a skip too), 2 bad input
+# or no check could run.
 #
 #   ci/gate.sh --target DIR --drafter DIR [--step-record FILE] [--golden FILE] [--out DIR]
 #              [any other `draftgate check` flag, e.g. --suite FILE, --only a,b, --fail-on-skip]
@@ -23,11 +25,16 @@ if [ ! -x "$draftgate" ]; then
   exit 2
 fi
 mkdir -p "$out"
-"$draftgate" check "${args[@]}" --report "$out/draftgate.json" --junit "$out/draftgate.xml"
-code=$?
+# draftgate's last "summary:" line says what passed, failed and skipped (and why); the verdict
+# below repeats it, so this script never calls a run with skipped checks "all passed".
+"$draftgate" check "${args[@]}" --report "$out/draftgate.json" --junit "$out/draftgate.xml" \
+  | tee "$out/draftgate.txt"
+code=${PIPESTATUS[0]}
+summary=$(grep '^summary: ' "$out/draftgate.txt" | tail -n 1)
+summary=${summary#summary: }
 case $code in
-  0) echo "gate.sh: all checks passed (reports in $out/)" ;;
-  1) echo "gate.sh: a check FAILED — see the table above and $out/draftgate.json" >&2 ;;
-  *) echo "gate.sh: bad input or usage (exit $code) — see the error above" >&2 ;;
+  0) echo "gate.sh: PASSED: $summary (reports in $out/)" ;;
+  1) echo "gate.sh: FAILED: $summary (reports in $out/)" >&2 ;;
+  *) echo "gate.sh: bad input or usage (exit $code): see the error above; no verdict" >&2 ;;
 esac
 exit $code

@@ -8,6 +8,7 @@ packages=(
   libtorch-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev  # tau import --vllm-metrics-url scrapes a live vLLM /metrics endpoint
   libopenblas0-pthread  # without it libtorch's float32 matmul falls back to the ~10x slower reference BLAS
+  libxml2-utils  # tests only: xmllint validates the JUnit reports against tests/schema/junit.xsd
   python3-torch  # tests only (ctest -L python: a PyTorch trainer writes step records); never needed by draftgate
 )
 

@@ -11,6 +11,7 @@
 #include "checks/check.h"
 #include "checks/report.h"
 #include "checks/suite.h"
+#include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/json_util.h"
@@ -50,7 +51,9 @@ std::map<std::string, nlohmann::json> parse_params(const std::vector<std::string
     }
     const std::string check = p.substr(0, dot);
     const checks::Check* c = checks::find_check(check);
-    if (c == nullptr) throw Error("--param", "unknown check \"" + check + "\"");
+    if (c == nullptr)
+      throw Error("--param", "unknown check \"" + check + "\"",
+                  "the checks: " + checks::check_names());
     const nlohmann::json flat =
         checks::validated_overrides(*c, {{p.substr(dot + 1, eq - dot - 1), value}}, "--param");
     params[check].update(flat);
@@ -67,7 +70,8 @@ std::vector<checks::CheckInstance> select(std::vector<checks::CheckInstance> ins
       if (checks::find_check(name) == nullptr &&
           std::none_of(instances.begin(), instances.end(),
                        [&](const auto& in) { return in.name == name; }))
-        throw Error("--only", "unknown check \"" + name + "\"");
+        throw Error("--only", "unknown check \"" + name + "\"",
+                    "the checks: " + checks::check_names());
     instances.erase(std::remove_if(instances.begin(), instances.end(),
                                    [&](const auto& in) {
                                      return std::find(opt.only.begin(), opt.only.end(), in.name) ==
@@ -175,18 +179,34 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
   check_report_paths(opt, planned);
   std::set<std::string> printed;  // one bad input read by several checks is one error line
   std::vector<checks::SuiteRun> runs;
+  bool nothing_ran = true;
   for (const auto& p : planned) {
     checks::SuiteRun run{p.suite.name, {}, p.suite.expect};
     run.results = checks::run_instances(p.instances, p.artifacts);
+    nothing_ran =
+        nothing_ran && std::all_of(run.results.begin(), run.results.end(),
+                                   [](const auto& r) { return r.status == checks::Status::kSkip; });
+    if (opt.fail_on_skip) checks::fail_skips(run.results);
     if (planned.size() > 1) std::cout << "== " << p.suite.name << " (" << p.suite.path << ")\n";
-    std::cout << checks::text_table(run.results);
+    std::cout << checks::text_table(run.results) << "summary: " << checks::summary_line(run.results)
+              << "\n";
     for (const auto& r : run.results)
       if (r.status == checks::Status::kError && !run.expect.count(r.check) &&
           printed.insert(r.message).second)
         std::cerr << "draftgate: error: " << r.message << "\n";
     runs.push_back(std::move(run));
   }
-  if (runs.size() > 1) std::cout << "\nverdicts\n" << checks::verdict_matrix(runs);
+  if (runs.size() > 1)
+    std::cout << "\nverdicts\n"
+              << checks::verdict_matrix(runs)
+              << "summary: " << checks::summary_line(checks::all_results(runs)) << "\n";
+  // A run in which no check could run proves nothing: a usage error, unless the caller asked for
+  // an exit code of its own for it (ctest's SKIP_RETURN_CODE) or checks expected verdicts.
+  if (nothing_ran && opt.skip_exit_code == 0 && !opt.verify_expectations)
+    throw Error("check",
+                "no check could run: every selected check skipped (the SKIP lines say why)",
+                "pass the artifacts they need (--target DIR, --drafter DIR, --step-record FILE, "
+                "--golden FILE, or --suite FILE); draftgate check --list says what each needs");
 
   if (!opt.report.empty()) {
     const nlohmann::json report = runs.size() == 1 && opt.suites.empty()
@@ -209,12 +229,8 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
     std::cout << (met ? "every verdict is the expected one\n" : "UNEXPECTED verdicts\n");
     return met ? 0 : 1;
   }
-  std::vector<checks::CheckResult> all;
-  for (const auto& run : runs) all.insert(all.end(), run.results.begin(), run.results.end());
-  const bool all_skipped = std::all_of(
-      all.begin(), all.end(), [](const auto& r) { return r.status == checks::Status::kSkip; });
-  if (all_skipped && opt.skip_exit_code != 0) return opt.skip_exit_code;
-  return checks::exit_code(all, opt.fail_on_skip);
+  if (nothing_ran && opt.skip_exit_code != 0) return opt.skip_exit_code;
+  return checks::exit_code(checks::all_results(runs), opt.fail_on_skip);
 }
 
 }  // namespace
@@ -240,15 +256,24 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
   cmd->add_option("--param", opt->params, "CHECK.NAME=VALUE (JSON value), repeatable");
   cmd->add_option("--report", opt->report, "Write a JSON report");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report");
-  cmd->add_flag("--fail-on-skip", opt->fail_on_skip, "Treat skipped checks as failures");
+  cmd->add_flag("--fail-on-skip", opt->fail_on_skip,
+                "Report a skipped check as a failure (table, JSON, JUnit, exit 1)");
   cmd->add_flag("--verify-expectations", opt->verify_expectations,
                 "Exit 0 iff every verdict equals its suite's \"expect\"");
-  cmd->add_option(
-      "--skip-exit-code", opt->skip_exit_code,
-      "Exit with this code when every selected check skipped (ctest's SKIP_RETURN_CODE)");
+  cmd->add_option("--skip-exit-code", opt->skip_exit_code,
+                  "Exit with this code when every selected check skipped (ctest's "
+                  "SKIP_RETURN_CODE; without it such a run is a usage error, exit 2)");
   cmd->add_flag("--list", opt->list,
                 "Print every check: summary, what it needs, its parameters (types, ranges)");
   cmd->add_flag("--json", opt->json, "With --list: print it as JSON");
+  // The checks are listed from the registry when the page is printed (the engine prints --help).
+  cmd->footer([] {
+    return "\nChecks (draftgate check --list for what each needs and its parameters):\n  " +
+           checks::check_names() +
+           "\n\nExample:\n  draftgate check --target /models/Qwen3.6-27B --drafter runs/step-2000 "
+           "--step-record runs/records/step-000010.safetensors --golden golden/qwen36.json "
+           "--junit gate.xml --fail-on-skip\n";
+  });
   cmd->callback(
       [opt, runner, engine] { *runner = [opt, engine] { return run_check_verb(*opt, engine); }; });
 }

@@ -8,10 +8,12 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli_options.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
@@ -68,6 +70,20 @@ void write_vllm_metrics(const EvalOptions& opt, const decode::AcceptanceStats& s
                                                    stats.drafted, stats.accepted, per_pos));
 }
 
+// Every setting the run decoded with, so a reader can reproduce it (or see why τ differs).
+std::string decoding_settings(const EvalOptions& opt, const std::string& mode, std::int64_t block,
+                              const model::TargetModel& target) {
+  const decode::DecodeConfig& d = opt.decode;
+  std::string s = mode + ", block " + std::to_string(block);
+  if (d.tree_budget > 0)
+    s += ", tree budget " + std::to_string(d.tree_budget) + ", top-k " +
+         (d.tree_top_k > 0 ? std::to_string(d.tree_top_k) : "= budget");
+  s += ", max_new " + std::to_string(d.max_new_tokens) + ", EOS " +
+       (d.eos_ids.empty() ? std::string("none") : format_ids(d.eos_ids)) + ", greedy, target " +
+       (target.dtype() == at::kBFloat16 ? "bf16" : "f32") + ", gdn " + opt.gdn;
+  return s;
+}
+
 int run_eval(const EvalOptions& opt) {
   if (!opt.metrics_out.empty()) {
     if (opt.decode.tree_budget > 0)
@@ -79,7 +95,7 @@ int run_eval(const EvalOptions& opt) {
                     {{opt.target, "--target", true},
                      {opt.drafter, "--drafter", true},
                      {opt.prompts, "--prompts"}});
-  const auto set = decode::read_prompt_set(opt.prompts);
+  const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
@@ -111,11 +127,7 @@ int run_eval(const EvalOptions& opt) {
       opt.oracle ? "oracle" : (opt.decode.tree_budget > 0 ? "ddtree" : "dflash");
   print_row("prompts", std::to_string(set.prompts.size()) + "  (" + set.path + ", sha256 " +
                            set.sha256.substr(0, 12) + "…)");
-  print_row("decoding", mode + ", block " + std::to_string(b) +
-                            (opt.decode.tree_budget > 0
-                                 ? ", tree budget " + std::to_string(opt.decode.tree_budget)
-                                 : "") +
-                            ", max_new " + std::to_string(opt.decode.max_new_tokens) + ", greedy");
+  print_row("decoding", decoding_settings(opt, mode, b, *target));
   if (dflash) print_row("drafter layers", model::describe_causality(dflash->config()));
   print_row("tau", "macro " + fixed(stats.tau_macro) + "   pooled " + fixed(stats.tau_pooled) +
                        "   (accepted drafts + 1 per verify step)");
@@ -166,20 +178,10 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_flag("--oracle", opt->oracle,
                 "Draft the target's own greedy tokens (self-test: τ = block size)");
   cmd->add_option("--block-size", opt->block_size, "Block size for --oracle")
-      ->check(CLI::Range(std::int64_t{2}, decode::kMaxBlockSize));
+      ->check(integer_range(2, decode::kMaxBlockSize));
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
       ->required();
-  cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
-      ->check(CLI::Range(std::int64_t{1}, decode::kMaxNewTokensLimit));
-  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")
-      ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--tree-budget", opt->decode.tree_budget,
-                  "DDTree node budget (0 = linear DFlash)")
-      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
-  cmd->add_option("--tree-top-k", opt->decode.tree_top_k,
-                  "DDTree candidates per depth (0 = budget)")
-      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
+  add_decoding_options(cmd, opt->decode);
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   cmd->add_option("--causality", opt->causality,
@@ -191,6 +193,10 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "
                   "(Prometheus text; linear DFlash only)");
+  set_example(cmd,
+              "draftgate eval --target fixtures/trained/qwen3-target --drafter "
+              "fixtures/trained/qwen3-drafter-reference --prompts "
+              "fixtures/trained/prompts/held-out.jsonl --max-new 16 --eos 0");
   cmd->callback([opt, runner] { *runner = [opt] { return run_eval(*opt); }; });
 }
 

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
@@ -78,6 +79,9 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--device", opt->device, "cpu or cuda[:N]");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   cmd->add_option("--out", opt->out, "Output .safetensors file")->required();
+  set_example(cmd,
+              "draftgate forward --model fixtures/trained/qwen3-target --tokens 1,5,9 --taps 0,2 "
+              "--out hidden.safetensors");
   cmd->callback([opt, runner] { *runner = [opt] { return run_forward(*opt); }; });
 }
 

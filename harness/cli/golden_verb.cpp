@@ -5,7 +5,9 @@
 #include <iostream>
 
 #include "checks/check.h"
+#include "cli_options.h"
 #include "draftgate/decode/evaluation.h"
+#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/atomic_file.h"
@@ -51,7 +53,7 @@ int record(const GoldenOptions& opt) {
                                            {opt.prompts, "--prompts"}});
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
-  const auto set = decode::read_prompt_set(opt.prompts);
+  const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   options.dtype = model::parse_dtype_flag(opt.dtype);
@@ -75,6 +77,7 @@ int record(const GoldenOptions& opt) {
   const fs::path out_dir = fs::absolute(opt.out).parent_path();
   g["prompt_set"] = {{"path", fs::relative(fs::absolute(opt.prompts), out_dir).generic_string()},
                      {"sha256", set.sha256},
+                     {"sha256_of", decode::kPromptsIdentity},
                      {"prompts", set.prompts.size()}};
   g["tau"] = decode::evaluation_json(e);
   const auto& stack = target->stack();
@@ -86,7 +89,10 @@ int record(const GoldenOptions& opt) {
   if (const checks::Check* parity = checks::find_check("hidden_state_parity"))
     g["check_params"]["hidden_state_parity"] = parity->default_params();
   g["provenance"] = {
-      {"target", {{"path", opt.target}, {"files", golden::directory_hashes(opt.target)}}},
+      {"target",
+       {{"path", opt.target},
+        {"files", golden::directory_hashes(opt.target)},
+        {"identity", golden::target_identity(opt.target)}}},
       {"drafter", {{"path", opt.drafter}, {"files", golden::directory_hashes(opt.drafter)}}},
       {"draftgate_version", DRAFTGATE_VERSION},
       {"recorded_at", utc_now()}};
@@ -116,23 +122,19 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
                   "of decoding; excludes --target, --drafter, --prompts");
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
-  cmd->add_option("--max-new", opt->decode.max_new_tokens, "Tokens to generate per prompt")
-      ->check(CLI::Range(std::int64_t{1}, decode::kMaxNewTokensLimit));
-  cmd->add_option("--eos", opt->decode.eos_ids, "Stop token ids, comma-separated")
-      ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--tree-budget", opt->decode.tree_budget, "DDTree node budget (0 = linear)")
-      ->check(CLI::Range(std::int64_t{0}, decode::kMaxTreeBudget));
-  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16")
-      ->capture_default_str();
-  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent")
-      ->capture_default_str();
+  add_decoding_options(cmd, opt->decode);
+  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16");
+  cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   cmd->add_option("--causality", opt->causality,
                   "Whose reading of dflash_config.causal without is_causal: zlab or vllm")
-      ->check(CLI::IsMember({"zlab", "vllm"}))
-      ->capture_default_str();
-  cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl")
-      ->capture_default_str();
+      ->check(CLI::IsMember({"zlab", "vllm"}));
+  cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl");
+  const std::string example =
+      "draftgate golden record --target fixtures/trained/qwen3-target --drafter "
+      "fixtures/trained/qwen3-drafter-reference --prompts fixtures/trained/prompts/held-out.jsonl "
+      "--max-new 16 --eos 0 --out golden/qwen3-reference.json";
+  set_example(cmd, example);
+  set_example(golden, example);
   cmd->callback([opt, runner] {
     *runner = [opt] {
       if (!opt->measured.empty()) {

@@ -46,12 +46,19 @@ int run_engine(int argc, char** argv) {
   return entry(argc, argv);
 }
 
+// Help pages come from the engine, whose check registry is complete (check --help lists them).
+bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace draftgate::cli;
   const std::string verb = verb_of(argc, argv);
-  if (verb == "probe" || verb == "check") {
+  if ((verb == "probe" || verb == "check") && !wants_help(argc, argv)) {
     try {
       return run_cli(argc, argv,
                      {add_probe, [](CLI::App& app,

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/layout/decoder_stack.h"
@@ -41,16 +42,16 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   CLI::App* cmd =
       app.add_subcommand("make-drafter", "Write a random DFlash drafter for a target checkpoint");
   cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
-  cmd->add_option("--layers", opt->spec.layers, "Drafter layers")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{64}));
+  cmd->add_option("--layers", opt->spec.layers, "Drafter layers")->check(integer_range(1, 64));
   cmd->add_option("--block-size", opt->spec.block_size, "Block size B")
-      ->check(CLI::Range(std::int64_t{2}, std::int64_t{256}));
+      ->check(integer_range(2, 256));
   cmd->add_option("--taps", opt->spec.target_layer_ids, "target_layer_ids, comma-separated")
       ->delimiter(',');
   cmd->add_option("--mask-token-id", opt->mask_token_id,
                   "Mask token id (default: the last vocabulary row)");
   cmd->add_option("--seed", opt->spec.seed, "Generator seed");
   cmd->add_option("--out", opt->out, "Output directory")->required();
+  set_example(cmd, "draftgate make-drafter --target /tmp/target --taps 0,2 --out /tmp/drafter");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_drafter(*opt); }; });
 }
 

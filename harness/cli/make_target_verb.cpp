@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/random_checkpoint.h"
@@ -63,30 +64,29 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--layout", opt->layout, "flat (qwen3), vlm or text (qwen3_5)");
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32");
   cmd->add_option("--seed", opt->spec.seed, "Generator seed");
-  cmd->add_option("--hidden", opt->spec.hidden, "Hidden size")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+  cmd->add_option("--hidden", opt->spec.hidden, "Hidden size")->check(integer_range(1, kMaxWidth));
   cmd->add_option("--intermediate", opt->spec.intermediate, "MLP width")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--vocab", opt->spec.vocab, "Vocabulary size")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--layers", opt->spec.layers, "Decoder layers")
-      ->check(CLI::Range(std::int64_t{1}, kMaxLayers));
+      ->check(integer_range(1, kMaxLayers));
   cmd->add_option("--heads", opt->spec.heads, "Attention heads")
-      ->check(CLI::Range(std::int64_t{1}, kMaxHeads));
-  cmd->add_option("--kv-heads", opt->spec.kv_heads, "KV heads")
-      ->check(CLI::Range(std::int64_t{1}, kMaxHeads));
+      ->check(integer_range(1, kMaxHeads));
+  cmd->add_option("--kv-heads", opt->spec.kv_heads, "KV heads")->check(integer_range(1, kMaxHeads));
   cmd->add_option("--head-dim", opt->spec.head_dim, "Attention head dim")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--linear-k-heads", opt->spec.linear_k_heads, "Gated DeltaNet key heads")
-      ->check(CLI::Range(std::int64_t{1}, kMaxHeads));
+      ->check(integer_range(1, kMaxHeads));
   cmd->add_option("--linear-v-heads", opt->spec.linear_v_heads, "Gated DeltaNet value heads")
-      ->check(CLI::Range(std::int64_t{1}, kMaxHeads));
+      ->check(integer_range(1, kMaxHeads));
   cmd->add_option("--linear-head-dim", opt->spec.linear_k_dim, "Gated DeltaNet key head dim")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--linear-value-dim", opt->spec.linear_v_dim, "Gated DeltaNet value head dim")
-      ->check(CLI::Range(std::int64_t{1}, kMaxWidth));
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option("--out", opt->out, "Output directory")->required();
+  set_example(cmd, "draftgate make-target --family qwen3_5 --layout vlm --out /tmp/target");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_target(*opt); }; });
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli_options.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
@@ -87,6 +88,7 @@ void add_probe(CLI::App& app, VerbRunner* runner) {
       ->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_flag("--tree", opt->tree, "Also print the module tree with repeated layers collapsed");
+  set_example(cmd, "draftgate probe /models/Qwen3.6-27B --tree");
   cmd->callback([opt, runner] { *runner = [opt] { return run_probe(*opt); }; });
 }
 

@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "cli_options.h"
 #include "draftgate/error.h"
 
 namespace draftgate::cli {
@@ -23,7 +24,10 @@ int run_cli(int argc, char** argv, const std::vector<AddVerb>& verbs,
   const int max_threads = std::min(1024, 4 * cores);
   app.add_option("--threads", threads,
                  "Intra-op threads (default: the machine's cores; at most 4x the cores, 1024)")
-      ->check(CLI::Range(1, max_threads));
+      ->check(integer_range(1, max_threads));
+  // Every option's default in --help; global options (--threads) before or after the verb.
+  app.option_defaults()->always_capture_default();
+  app.fallthrough();
   for (AddVerb add : verbs) add(app, &runner);
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
@@ -81,7 +82,7 @@ int import(const TauImportOptions& opt) {
                                            {opt.prompts, "--prompts"}});
 
   std::optional<decode::PromptSet> set;
-  if (!opt.prompts.empty()) set = decode::read_prompt_set(opt.prompts);
+  if (!opt.prompts.empty()) set = decode::read_prompt_set(opt.prompts, "--prompts");
   const auto k = given<std::int64_t>(opt.num_speculative_tokens, 0);
   tau::MeasuredTau m;
   if (opt.sglang_requests.empty()) {
@@ -100,7 +101,7 @@ int import(const TauImportOptions& opt) {
     }
     m = tau::import_sglang_requests(in);
   }
-  if (set) {  // the identity goldens use: the SHA-256 of the prompt file's bytes
+  if (set) {  // the identity goldens use: the SHA-256 of the parsed prompts
     m.prompt_set_path = opt.prompts;
     m.prompt_set_sha256 = set->sha256;
     m.prompt_set_prompts = static_cast<std::int64_t>(set->prompts.size());
@@ -147,9 +148,15 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
                   "are tied to it by meta_info.id or order");
   cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
                   "Draft tokens per step, when the input does not say")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_range(1, 4096));
   cmd->add_option("--engine-version", opt->engine_version, "Engine version, recorded as given");
   cmd->add_option("--out", opt->out, "Measured-τ file to write (JSON)")->required();
+  set_example(cmd,
+              "draftgate tau import --vllm-metrics after.txt --before before.txt --prompts "
+              "held-out.jsonl --out measured.json");
+  set_example(tau,
+              "draftgate tau import --sglang-requests responses.jsonl --prompts held-out.jsonl "
+              "--out measured.json");
   cmd->callback([opt, runner] { *runner = [opt] { return import(*opt); }; });
 }
 

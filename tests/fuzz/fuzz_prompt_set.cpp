@@ -4,6 +4,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto path = draftgate::fuzz::as_file(data, size, "prompts.jsonl");
-  draftgate::fuzz::expect_only_draftgate_errors([&] { draftgate::decode::read_prompt_set(path); });
+  draftgate::fuzz::expect_only_draftgate_errors(
+      [&] { draftgate::decode::read_prompt_set(path, "the fuzz input"); });
   return 0;
 }

@@ -3,12 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "run_cli.h"
 #include "synthetic_layouts.h"
+#include "test_files.h"
 
 namespace draftgate {
 namespace {
@@ -75,17 +77,33 @@ TEST(CheckCli, VerdictsExitCodesAndReports) {
 
 // The gate label's list of checks (tests/CMakeLists.txt) is the registry's.
 TEST(CheckCli, GateLabelCoversEveryCheck) {
-  const auto r =
-      run_draftgate("check");  // nothing configured: every check skips, naming its artifact
-  EXPECT_EQ(r.exit_code, 0);
+  // Nothing configured: every check skips, naming its artifact, and the run is a usage error.
+  const auto r = run_draftgate("check");
+  EXPECT_EQ(r.exit_code, 2);
   std::string listed;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("summary: ", 0) == 0) continue;
     listed += (listed.empty() ? "" : ",") + line.substr(0, line.find(' '));
     EXPECT_THAT(line, HasSubstr(" SKIP "));
   }
   EXPECT_EQ(listed, DRAFTGATE_GATE_CHECKS);
   EXPECT_EQ(run_draftgate("check --skip-exit-code 77").exit_code, 77);
+}
+
+// The README's ctest recipe names artifacts relative to the repository root; ctest runs the gate
+// tests in build/tests, so run_check.sh resolves them from the root.
+TEST(CheckCli, GateTestsTakeRelativePathsFromTheRepositoryRoot) {
+  const fs::path root = DRAFTGATE_SOURCE_DIR;
+  const fs::path elsewhere = testing::fresh_dir("gate_cwd");
+  const std::string cmd = "cd " + elsewhere.string() +
+                          " && DRAFTGATE_TARGET=fixtures/trained/qwen3-target "
+                          "DRAFTGATE_DRAFTER=fixtures/trained/qwen3-drafter-reference "
+                          "DRAFTGATE_GOLDEN=golden/qwen3-reference.json sh " +
+                          (root / "tests/gate/run_check.sh").string() + " " + DRAFTGATE_BINARY +
+                          " layer_path " + root.string() + " >out 2>err";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::read_file(elsewhere / "err");
+  EXPECT_THAT(testing::read_file(elsewhere / "out"), HasSubstr("layer_path  PASS"));
 }
 
 }  // namespace

@@ -715,15 +715,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Hostile{"threads_100000",
                 [](const fs::path&) { return "--threads 100000 probe " + target(); },
-                "--threads: Value 100000 not in range"},
+                "--threads: Value 100000 is not in 1…"},
         Hostile{"threads_zero", [](const fs::path&) { return "--threads 0 probe " + target(); },
                 "--threads"},
         Hostile{"max_new_1e9",
                 [](const fs::path&) { return eval_with(prompts(), "--max-new 1000000000"); },
-                "--max-new: Value 1000000000 not in range 1 to 65536"},
+                "--max-new: Value 1000000000 is not in 1…65536"},
         Hostile{"tree_budget_1e9",
                 [](const fs::path&) { return eval_with(prompts(), "--tree-budget 1000000000"); },
-                "--tree-budget: Value 1000000000 not in range"},
+                "--tree-budget: Value 1000000000 is not in 0…1024"},
         Hostile{"tree_top_k_1e9",
                 [](const fs::path&) {
                   return eval_with(prompts(), "--tree-budget 4 --tree-top-k 1000000000");
@@ -734,7 +734,7 @@ INSTANTIATE_TEST_SUITE_P(
                   return "eval --oracle --block-size 1000000000 --target " + target() +
                          " --prompts " + prompts();
                 },
-                "--block-size: Value 1000000000 not in range 2 to 256"},
+                "--block-size: Value 1000000000 is not in 2…256"},
         Hostile{"oracle_block_size_one",
                 [](const fs::path&) {
                   return "eval --oracle --block-size 1 --target " + target() + " --prompts " +
@@ -829,12 +829,12 @@ INSTANTIATE_TEST_SUITE_P(
                   return "make-drafter --target " + target() + " --layers 100000 --out " +
                          (dir / "d").string();
                 },
-                "--layers: Value 100000 not in range"},
+                "--layers: Value 100000 is not in 1…64"},
         Hostile{"make_target_hidden_zero",
                 [](const fs::path& dir) {
                   return "make-target --hidden 0 --out " + (dir / "t").string();
                 },
-                "--hidden: Value 0 not in range"},
+                "--hidden: Value 0 is not in 1…"},
         Hostile{"make_target_beyond_memory",
                 [](const fs::path& dir) {
                   return "make-target --hidden 1048576 --vocab 1048576 --out " +

@@ -82,7 +82,7 @@ TEST(TauCli, ImportRecordAndGateBothWays) {
   EXPECT_EQ(ref["block_size"], 4);
   EXPECT_EQ(ref["model_name"], kModel);
   // The same prompt-set identity goldens use.
-  EXPECT_EQ(ref["prompt_set"]["sha256"], decode::read_prompt_set(w.prompts).sha256);
+  EXPECT_EQ(ref["prompt_set"]["sha256"], decode::read_prompt_set(w.prompts, "--prompts").sha256);
   EXPECT_EQ(ref["prompt_set"]["prompts"], 2);
   EXPECT_THAT(ref["sources"]["drafts"].get<std::string>(),
               HasSubstr("vllm:spec_decode_num_drafts_total{model_name=\"Qwen/Qwen3-8B\"}"));

@@ -14,6 +14,7 @@
 #include "draftgate/model/random_checkpoint.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
+#include "test_files.h"
 
 namespace draftgate::decode {
 namespace {
@@ -187,18 +188,58 @@ TEST(PromptSet, ParsesAndHashes) {
   std::ofstream(dir / "p.jsonl")
       << "{\"id\": \"a\", \"input_ids\": [1, 2, 3], \"text\": \"hi\"}\n\n"
       << "{\"id\": 7, \"input_ids\": [4]}\n";
-  const PromptSet s = read_prompt_set(dir / "p.jsonl");
+  const PromptSet s = read_prompt_set(dir / "p.jsonl", "--prompts");
   ASSERT_EQ(s.prompts.size(), 2u);
   EXPECT_EQ(s.prompts[1].id, "7");
   EXPECT_EQ(s.prompts[0].text, "hi");
   EXPECT_EQ(s.sha256.size(), 64u);
 }
 
+TEST(PromptSet, IsIdentifiedByItsPromptsNotItsBytes) {
+  const auto dir = testing::fresh_dir("prompt_identity_unit");
+  const std::string lf =
+      "{\"id\": \"a\", \"input_ids\": [1, 2]}\n{\"id\": \"b\", \"input_ids\": [3]}\n";
+  const PromptSet a = read_prompt_set(testing::write_file(dir / "lf.jsonl", lf), "--prompts");
+  // CRLF, a trailing blank line, other whitespace, key order and "text" name the same prompts.
+  const PromptSet b =
+      read_prompt_set(testing::write_file(dir / "crlf.jsonl",
+                                          "{\"input_ids\":[1,2],\"id\":\"a\",\"text\":\"hi\"}\r\n"
+                                          "{ \"id\" : \"b\", \"input_ids\" : [ 3 ] }\r\n\r\n"),
+                      "--prompts");
+  EXPECT_EQ(a.sha256, b.sha256);
+  EXPECT_NE(a.file_sha256, b.file_sha256);
+  EXPECT_EQ(a.file_sha256, io::sha256_hex(lf));
+  EXPECT_EQ(a.sha256, prompts_sha256(a.prompts));
+  // Another token, another id or another order is another prompt set.
+  for (const char* other :
+       {"{\"id\": \"a\", \"input_ids\": [1, 2]}\n{\"id\": \"b\", \"input_ids\": [4]}\n",
+        "{\"id\": \"a\", \"input_ids\": [1, 2]}\n{\"id\": \"c\", \"input_ids\": [3]}\n",
+        "{\"id\": \"b\", \"input_ids\": [3]}\n{\"id\": \"a\", \"input_ids\": [1, 2]}\n",
+        "{\"id\": \"a\", \"input_ids\": [1]}\n{\"id\": \"b\", \"input_ids\": [2, 3]}\n"})
+    EXPECT_NE(read_prompt_set(testing::write_file(dir / "other.jsonl", other), "--prompts").sha256,
+              a.sha256)
+        << other;
+}
+
+TEST(PromptSet, ErrorsSayWhereThePathCameFrom) {
+  const auto dir = testing::fresh_dir("prompt_origin");
+  EXPECT_THAT(error_of([&] {
+                read_prompt_set(dir / "missing.jsonl", "the golden g.json (prompt_set.path)");
+              }),
+              HasSubstr("missing.jsonl: no such file (the prompt set named by the golden g.json "
+                        "(prompt_set.path))"));
+  testing::write_file(dir / "bad.jsonl", "{\"id\": \"a\"}\n");
+  EXPECT_THAT(error_of([&] { read_prompt_set(dir / "bad.jsonl", "--prompts"); }),
+              HasSubstr("(the prompt set named by --prompts)"));
+}
+
 TEST(PromptSet, BadLinesNameFileAndLine) {
   const auto dir = testing::fresh_dir("bad_prompts");
   auto check = [&](const std::string& body, const std::string& message) {
     std::ofstream(dir / "p.jsonl") << body;
-    EXPECT_THAT(error_of([&] { read_prompt_set(dir / "p.jsonl"); }), HasSubstr(message)) << body;
+    EXPECT_THAT(error_of([&] { read_prompt_set(dir / "p.jsonl", "--prompts"); }),
+                HasSubstr(message))
+        << body;
   };
   check("{\"id\": \"a\", \"input_ids\": [1]}\n{\"id\": \"a\", \"input_ids\": [2]}\n",
         "p.jsonl:2: duplicate id \"a\"");

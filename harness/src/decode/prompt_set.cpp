@@ -10,12 +10,21 @@
 
 namespace draftgate::decode {
 
-PromptSet read_prompt_set(const std::filesystem::path& path) {
+std::string prompts_sha256(const std::vector<Prompt>& prompts) {
+  io::Sha256 h;
+  h.update("draftgate.prompt_set/1\n");
+  for (const auto& p : prompts) h.update(nlohmann::json::array({p.id, p.input_ids}).dump() + "\n");
+  return h.hex_digest();
+}
+
+namespace {
+
+PromptSet parse_prompt_set(const std::filesystem::path& path) {
   const std::string bytes = io::read_input_file(path, io::kMaxJsonBytes, "a JSONL prompt set");
 
   PromptSet set;
   set.path = path.string();
-  set.sha256 = io::sha256_hex(bytes);
+  set.file_sha256 = io::sha256_hex(bytes);
   std::set<std::string> ids;
   std::istringstream lines(bytes);
   std::string line;
@@ -47,7 +56,18 @@ PromptSet read_prompt_set(const std::filesystem::path& path) {
     set.prompts.push_back(std::move(p));
   }
   if (set.prompts.empty()) throw Error(path.string(), "prompt set is empty");
+  set.sha256 = prompts_sha256(set.prompts);
   return set;
+}
+
+}  // namespace
+
+PromptSet read_prompt_set(const std::filesystem::path& path, const std::string& origin) {
+  try {
+    return parse_prompt_set(path);
+  } catch (const Error& e) {
+    throw Error(e.file(), e.problem() + " (the prompt set named by " + origin + ")", e.hint());
+  }
 }
 
 }  // namespace draftgate::decode

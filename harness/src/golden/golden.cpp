@@ -1,11 +1,13 @@
 #include "draftgate/golden/golden.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <type_traits>
 
 #include "draftgate/decode/decode_config.h"
+#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"
@@ -94,6 +96,25 @@ Golden read_golden(const fs::path& path) {
   g.prompt_set_sha256 = field<std::string>(doc, "/prompt_set/sha256", file);
   if (g.prompt_set_sha256.size() != 64)
     throw Error(file, "golden prompt_set.sha256 is not a SHA-256 hex digest");
+  g.prompt_set_sha256_of_file = !doc["prompt_set"].contains("sha256_of");
+  if (!g.prompt_set_sha256_of_file &&
+      field<std::string>(doc, "/prompt_set/sha256_of", file) != decode::kPromptsIdentity)
+    throw Error(file, std::string("golden prompt_set.sha256_of must be \"") +
+                          decode::kPromptsIdentity + "\"");
+  if (doc.contains("provenance") && doc["provenance"].is_object() &&
+      doc["provenance"].contains("target") && doc["provenance"]["target"].is_object()) {
+    const nlohmann::json& t = doc["provenance"]["target"];
+    if (t.contains("identity")) {
+      g.target_identity = field<nlohmann::json>(doc, "/provenance/target/identity", file);
+      for (const char* key : {"config_sha256", "weights_fingerprint"})
+        if (!g.target_identity.is_object() || !g.target_identity.contains(key) ||
+            !g.target_identity[key].is_string())
+          throw Error(file, std::string("golden provenance.target.identity.") + key +
+                                " must be a SHA-256 hex string");
+    }
+    if (t.contains("files") && t["files"].is_object()) g.target_files = t["files"];
+    if (t.contains("path") && t["path"].is_string()) g.target_path = t["path"];
+  }
   g.tau_macro = field<double>(doc, "/tau/tau_macro", file);
   g.tau_pooled = field<double>(doc, "/tau/tau_pooled", file);
   if (!(g.tau_macro >= 1.0) || !(g.tau_pooled >= 1.0))
@@ -127,21 +148,89 @@ Golden read_golden(const fs::path& path) {
   return g;
 }
 
+namespace {
+
+std::string file_sha256(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file.string(), "cannot read the file to hash it");
+  io::Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h.update(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
+  }
+  return h.hex_digest();
+}
+
+// Appends `n` bytes at `offset` of `in` to `h`.
+void hash_range(std::ifstream& in, std::uint64_t offset, std::uint64_t n, io::Sha256& h) {
+  std::string buf(n, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(buf.data(), static_cast<std::streamsize>(n));
+  h.update(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
+  in.clear();
+}
+
+}  // namespace
+
 nlohmann::json directory_hashes(const fs::path& dir) {
   std::map<std::string, std::string> hashes;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    if (!in) throw Error(entry.path().string(), "cannot read the file to hash it");
-    io::Sha256 h;
-    std::vector<char> buf(1 << 20);
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      h.update(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
-    }
-    hashes[entry.path().filename().string()] = h.hex_digest();
-  }
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file())
+      hashes[entry.path().filename().string()] = file_sha256(entry.path());
   return hashes;
+}
+
+nlohmann::json target_identity(const fs::path& dir) {
+  std::vector<fs::path> shards;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+      shards.push_back(entry.path());
+  std::sort(shards.begin(), shards.end());
+  io::Sha256 h;
+  constexpr std::uint64_t kSamples = 16, kSampleBytes = 64 << 10;
+  for (const auto& shard : shards) {
+    std::ifstream in(shard, std::ios::binary);
+    if (!in) throw Error(shard.string(), "cannot read the file to fingerprint it");
+    const std::uint64_t size = fs::file_size(shard);
+    h.update(shard.filename().string() + "\n" + std::to_string(size) + "\n");
+    // The header's length: the file's first 8 bytes, little-endian (safetensors).
+    unsigned char length[8] = {};
+    in.read(reinterpret_cast<char*>(length), 8);
+    in.clear();
+    std::uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = (header << 8) | length[i];
+    const std::uint64_t data = std::min(size, 8 + std::min(header, size));
+    hash_range(in, 0, data, h);
+    const std::uint64_t span = size - data;
+    for (std::uint64_t k = 0; k < kSamples && span > 0; ++k)
+      hash_range(in, data + span * k / kSamples, std::min(kSampleBytes, span), h);
+  }
+  const fs::path config = dir / "config.json";
+  return {{"config_sha256", fs::exists(config) ? file_sha256(config) : std::string()},
+          {"weights_fingerprint", h.hex_digest()}};
+}
+
+std::optional<std::string> target_difference(const Golden& golden, const fs::path& target) {
+  auto brief = [](const std::string& sha) { return sha.substr(0, 12) + "…"; };
+  if (golden.target_identity.is_object()) {
+    const nlohmann::json mine = target_identity(target);
+    for (const auto& [key, what] : {std::pair{"config_sha256", "config.json sha256"},
+                                    {"weights_fingerprint", "weights fingerprint"}})
+      if (mine[key] != golden.target_identity[key])
+        return std::string(what) + " " + brief(mine[key].get<std::string>()) + " vs the golden's " +
+               brief(golden.target_identity[key].get<std::string>());
+    return std::nullopt;
+  }
+  // An older golden: only the config's hash is cheap to compare.
+  if (golden.target_files.contains("config.json") &&
+      golden.target_files["config.json"].is_string() && fs::exists(target / "config.json")) {
+    const std::string mine = file_sha256(target / "config.json");
+    if (mine != golden.target_files["config.json"])
+      return "config.json sha256 " + brief(mine) + " vs the golden's " +
+             brief(golden.target_files["config.json"].get<std::string>());
+  }
+  return std::nullopt;
 }
 
 }  // namespace draftgate::golden

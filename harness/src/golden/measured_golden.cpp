@@ -32,6 +32,7 @@ Golden measured_golden_from_json(const nlohmann::json& doc, const std::string& f
   m.path = file;
   g.block_size = m.block_size();
   if (m.prompt_set_sha256) g.prompt_set_sha256 = *m.prompt_set_sha256;
+  g.prompt_set_sha256_of_file = m.prompt_set_sha256_of_file;
   g.tau_pooled = m.tau_pooled;
   g.tau_macro = m.tau_macro.value_or(0.0);
   g.per_position_acceptance = m.per_position_acceptance;

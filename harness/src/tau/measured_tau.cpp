@@ -3,6 +3,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
@@ -80,6 +81,8 @@ json to_json(const MeasuredTau& m) {
     prompt_set = {{"path", or_null(m.prompt_set_path)},
                   {"sha256", *m.prompt_set_sha256},
                   {"prompts", or_null(m.prompt_set_prompts)}};
+  if (m.prompt_set_sha256 && !m.prompt_set_sha256_of_file)
+    prompt_set["sha256_of"] = decode::kPromptsIdentity;
   return {{"schema", kMeasuredTauSchema},
           {"engine", {{"name", m.engine}, {"version", or_null(m.engine_version)}}},
           {"tau_definition", m.tau_definition},
@@ -166,6 +169,10 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
     if (m.prompt_set_sha256->size() != 64 ||
         m.prompt_set_sha256->find_first_not_of("0123456789abcdef") != std::string::npos)
       throw Error(file, "prompt_set.sha256 is not a SHA-256 hex digest");
+    m.prompt_set_sha256_of_file = !prompt_set.contains("sha256_of");
+    if (!m.prompt_set_sha256_of_file && prompt_set["sha256_of"] != decode::kPromptsIdentity)
+      throw Error(file,
+                  std::string("prompt_set.sha256_of must be \"") + decode::kPromptsIdentity + "\"");
     m.prompt_set_prompts = optional_count(prompt_set, "prompts", file);
   }
   m.sources = need(doc, "sources", file);
@@ -194,6 +201,12 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   if (!measured.prompt_set_sha256)
     return "the measurement names no prompt set; import it with --prompts so it can be compared";
   if (!golden.prompt_set_sha256) return "the golden (" + golden.path + ") names no prompt set";
+  if (measured.prompt_set_sha256_of_file != golden.prompt_set_sha256_of_file)
+    return std::string("the prompt set is identified by the prompt file's bytes in ") +
+           (measured.prompt_set_sha256_of_file ? "the measurement"
+                                               : "the golden (" + golden.path + ")") +
+           " (written before 0.2) but by the parsed prompts in the other; import or record it "
+           "again with this draftgate";
   if (*measured.prompt_set_sha256 != *golden.prompt_set_sha256)
     return "prompt set sha256 " + measured.prompt_set_sha256->substr(0, 12) + "…" + g +
            "was measured on " + golden.prompt_set_sha256->substr(0, 12) + "…";

@@ -3,17 +3,21 @@
 // record` and read by the checks. JSON, schema "draftgate.golden/1":
 //   decoding        the decoding configuration τ was measured with (+ target dtype, gdn, and the
 //                   drafter layers' causality)
-//   prompt_set      {path (relative to the golden file), sha256, prompts}
+//   prompt_set      {path (relative to the golden file), sha256 (of the parsed prompts), sha256_of:
+//                   "prompts", prompts}; without sha256_of (goldens before 0.2) sha256 is of the
+//                   prompt file's bytes and is compared as such
 //   tau             τ macro / pooled, histogram, per-position acceptance, per-prompt results
 //   target_layout   {prefix, num_layers, layer_types}
 //   taps            the reference drafter's target_layer_ids
 //   check_params    per check, parameter values that override its defaults (e.g. loss_type's
 //                   expected loss, hidden_state_parity's budgets); users' own parameters win
-//   provenance      sha256 of every checkpoint file, draftgate version, recording time
+//   provenance      sha256 of every checkpoint file, the target's identity (target_identity below),
+//                   draftgate version, recording time
 
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,12 @@ struct Golden {
   std::string gdn;                   // chunked | recurrent
   std::filesystem::path prompt_set;  // resolved against the golden file's directory
   std::string prompt_set_sha256;
+  bool prompt_set_sha256_of_file = false;  // an older golden: sha256 of the prompt file's bytes
+  // The target τ was measured with: provenance.target.identity (null in older goldens) and
+  // provenance.target.files and .path.
+  nlohmann::json target_identity;
+  nlohmann::json target_files;
+  std::string target_path;
   double tau_macro = 0;
   double tau_pooled = 0;
   std::vector<double> per_position_acceptance;
@@ -62,5 +72,16 @@ Golden measured_golden_from_json(const nlohmann::json& doc, const std::string& f
 
 // {relative file name: sha256} of every regular file in a checkpoint directory (sorted).
 nlohmann::json directory_hashes(const std::filesystem::path& dir);
+
+// A checkpoint's identity, cheap enough for every min_tau run on a 50 GB target:
+// {"config_sha256": of config.json, "weights_fingerprint": SHA-256 over each *.safetensors file's
+// name, size, header and 16 samples of 64 KiB spread over its data}. Two checkpoints of the same
+// shapes with different weights differ in it.
+nlohmann::json target_identity(const std::filesystem::path& dir);
+
+// Nullopt when `target` is the checkpoint the golden was measured with (by target_identity, or —
+// in older goldens — by the sha256 of config.json), else what differs.
+std::optional<std::string> target_difference(const Golden& golden,
+                                             const std::filesystem::path& target);
 
 }  // namespace draftgate::golden

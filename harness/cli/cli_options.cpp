@@ -1,0 +1,43 @@
+#include "cli_options.h"
+
+namespace draftgate::cli {
+namespace {
+
+CLI::Validator integer_check(std::int64_t min, std::int64_t max, const std::string& range) {
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        std::int64_t v = 0;
+        if (!CLI::detail::lexical_cast(in, v)) return "Value " + in + " is not an integer";
+        if (v < min || v > max) return "Value " + in + " is not " + range;
+        return {};
+      },
+      "INT " + range);
+}
+
+}  // namespace
+
+CLI::Validator integer_range(std::int64_t min, std::int64_t max) {
+  return integer_check(min, max, "in " + std::to_string(min) + "…" + std::to_string(max));
+}
+
+CLI::Validator non_negative_integer() {
+  return integer_check(0, std::numeric_limits<std::int64_t>::max(), "≥ 0");
+}
+
+void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
+  cmd->add_option("--max-new", decode.max_new_tokens, "Tokens to generate per prompt")
+      ->check(integer_range(1, decode::kMaxNewTokensLimit));
+  cmd->add_option("--eos", decode.eos_ids, "Stop token ids, comma-separated (default: none)")
+      ->delimiter(',')
+      ->check(non_negative_integer());
+  cmd->add_option("--tree-budget", decode.tree_budget, "DDTree node budget (0 = linear DFlash)")
+      ->check(integer_range(0, decode::kMaxTreeBudget));
+  cmd->add_option("--tree-top-k", decode.tree_top_k, "DDTree candidates per depth (0 = budget)")
+      ->check(integer_range(0, decode::kMaxTreeBudget));
+}
+
+void set_example(CLI::App* cmd, const std::string& example) {
+  cmd->footer("\nExample:\n  " + example + "\n");
+}
+
+}  // namespace draftgate::cli

@@ -1,0 +1,25 @@
+#pragma once
+// What several verbs share on the command line: validators whose messages print ranges as people
+// write them ("1…65536", "≥ 0"; CLI11's own print a type's limits as 300-digit floats), and the
+// decoding flags `eval` and `golden record` both take, so τ is measured the same way by both.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "draftgate/decode/decode_config.h"
+
+namespace draftgate::cli {
+
+// An integer in [min, max].
+CLI::Validator integer_range(std::int64_t min, std::int64_t max);
+// An integer ≥ 0 (token ids).
+CLI::Validator non_negative_integer();
+
+// --max-new, --eos, --tree-budget, --tree-top-k into `decode` (run_cli shows every default).
+void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode);
+
+// The help page's footer: "Example:" and the command line(s).
+void set_example(CLI::App* cmd, const std::string& example);
+
+}  // namespace draftgate::cli
