@@ -40,7 +40,7 @@ class SequenceTarget {
 // The whole model in memory.
 class InMemoryTarget final : public SequenceTarget {
  public:
-  explicit InMemoryTarget(std::unique_ptr<TargetModel> model) : model_(std::move(model)) {}
+  explicit InMemoryTarget(std::unique_ptr<TargetModel> loaded) : model_(std::move(loaded)) {}
   const TargetModel& model() const { return *model_; }
   const TargetConfig& config() const override { return model_->config(); }
   at::ScalarType dtype() const override { return model_->dtype(); }
