@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(StreamCase{"qwen3", Family::kQwen3, TargetLayout::kFlat, false},
                       StreamCase{"qwen3_tied", Family::kQwen3, TargetLayout::kFlat, true},
                       StreamCase{"qwen3_5", Family::kQwen3_5, TargetLayout::kVlm, false}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(MemoryBudget, TheVariableCapsTheBudgetAndPicksTheStreamedPath) {
   const fs::path dir = testing::training_step_models() / "target";
