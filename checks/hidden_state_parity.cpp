@@ -8,12 +8,13 @@
 
 #include "checks/check.h"
 #include "checks/metrics.h"
+#include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/target.h"
+#include "draftgate/model/sequence_target.h"
 
 namespace draftgate::checks {
 namespace {
@@ -35,14 +36,15 @@ Side run_backend(const io::Checkpoint& ckpt, const std::string& spec,
   if (gdn != "chunked" && gdn != "recurrent")
     throw Error("hidden_state_parity",
                 "backend \"" + spec + "\": GDN algorithm must be chunked or recurrent");
-  model::TargetOptions o;
-  o.device = model::parse_device(device);
-  o.dtype = model::parse_dtype_flag(dtype);
-  o.gdn = gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent;
-  const auto target = model::TargetModel::load(ckpt, o);
-  std::vector<std::int64_t> taps(target->config().num_layers);
+  // One sequence: streamed a layer at a time when the model does not fit the memory budget, so
+  // the float32 default runs on a target of any size; shared with the other checks of the run.
+  const model::SequenceTarget& target = sequence_target(
+      ckpt, model::parse_dtype_flag(dtype),
+      gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent,
+      model::parse_device(device));
+  std::vector<std::int64_t> taps(target.config().num_layers);
   for (std::size_t i = 0; i < taps.size(); ++i) taps[i] = static_cast<std::int64_t>(i);
-  const auto r = target->forward(tokens, taps);
+  const auto r = forward_with_progress("hidden_state_parity " + spec, target, tokens, taps);
   Side s{spec, dtype == "bf16", {}, r.logits.to(at::kCPU)};
   for (auto t : taps) s.layers.push_back(r.taps.at(t).to(at::kCPU));
   return s;

@@ -1,12 +1,14 @@
 // layer_path: exactly one decoder stack resolves in the target (count = config, layer types agree
 // with the tensors), and every drafter tap names an existing target layer. Runs on metadata-only
-// checkpoints.
+// checkpoints. Also reports whether the engine can run the target (quantised, other families,
+// MoE, sliding windows, RoPE scaling: layout/engine_support.h) without failing on it.
 
 #include "checks/check.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/engine_support.h"
 #include "draftgate/model/dflash.h"
 
 namespace draftgate::checks {
@@ -42,6 +44,11 @@ class LayerPath : public Check {
       return r;
     }
     r.measured = layout::to_json(stack);
+    // The layout is this check's verdict; whether the engine can compute with the target is
+    // evidence for the model checks that will need it (they refuse such a target when loading).
+    const layout::EngineSupport engine = layout::engine_support(ckpt, stack);
+    r.measured["engine_supported"] = engine.supported;
+    r.measured["engine_notes"] = engine.reasons;
     std::vector<std::string> problems;
     if (!p["expected_prefix"].is_null() && p["expected_prefix"] != stack.prefix)
       problems.push_back("expected decoder prefix \"" + p["expected_prefix"].get<std::string>() +
@@ -72,9 +79,13 @@ class LayerPath : public Check {
         problems.push_back("drafter num_target_layers " + std::to_string(*d.num_target_layers) +
                            " but the target has " + std::to_string(stack.num_layers));
     }
+    std::string engine_note;
+    for (const auto& reason : engine.reasons)
+      engine_note +=
+          (engine_note.empty() ? "; the engine cannot run this target: " : "; ") + reason;
     return conclude(std::move(r), problems,
                     stack.prefix + ", " + std::to_string(stack.num_layers) + " layers" +
-                        (a.drafter ? ", every tap is a target layer" : ""));
+                        (a.drafter ? ", every tap is a target layer" : "") + engine_note);
   }
 };
 

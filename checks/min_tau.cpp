@@ -9,6 +9,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
+#include "draftgate/progress.h"
 
 namespace draftgate::checks {
 namespace {
@@ -65,6 +66,7 @@ class MinTau : public Check {
     model::TargetOptions options;
     options.dtype = model::parse_dtype_flag(g.dtype);
     options.gdn = model::parse_gdn_flag(g.gdn);
+    options.dtype_flag = "a golden recorded with golden record --dtype bf16";
     const auto target = model::TargetModel::load(target_ckpt, options);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     // Decoded with the golden's reading of the drafter's causality (z-lab's for older goldens).
@@ -76,7 +78,13 @@ class MinTau : public Check {
                   "drafter block size " + std::to_string(dflash->block_size()) +
                       " but the golden was measured at block " + std::to_string(g.block_size));
     const auto drafter = decode::dflash_block_drafter(*dflash);
-    const decode::Evaluation e = decode::evaluate(*target, *drafter, set, g.decode);
+    decode::Evaluation e;
+    {
+      Progress progress("check " + name(), "prompt", static_cast<std::int64_t>(set.prompts.size()));
+      e = decode::evaluate(*target, *drafter, set, g.decode, [&](std::size_t done, std::size_t) {
+        progress.update(static_cast<std::int64_t>(done));
+      });
+    }
     const auto& s = e.stats;
 
     Observed o{"τ macro",

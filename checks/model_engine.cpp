@@ -4,9 +4,10 @@
 #include "checks/model_engine.h"
 
 #include "checks/metrics.h"
+#include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
-#include "draftgate/model/target.h"
+#include "draftgate/model/sequence_target.h"
 #include "draftgate/train/step_record.h"
 
 namespace draftgate::checks {
@@ -33,23 +34,21 @@ void ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
   if (rec.target_layer_ids != d.target_layer_ids)
     problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
                        "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
-  model::TargetOptions options;
-  options.dtype = at::kFloat;
-  const auto target = model::TargetModel::load(ckpt, options);
-  const std::int64_t h = target->config().hidden, layers = target->config().num_layers;
+  const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
+  const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
   const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
   if (rec.fc_input.size(1) != n * h)
     throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
                               std::to_string(n) + " taps x " + std::to_string(h));
   std::vector<std::int64_t> all(layers);
   for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
-  const auto fwd = target->forward(rec.input_ids, all, /*want_logits=*/false);
+  const auto fwd = forward_with_progress("fc_excludes_target_layer", target, rec.input_ids, all,
+                                         /*want_logits=*/false);
   // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output, then the
   // final layer's output after the final norm (what HF returns as hidden_states[-1]).
-  std::vector<at::Tensor> candidates = {
-      target->embed_weight().index_select(0, at::tensor(rec.input_ids)).to(at::kFloat)};
+  std::vector<at::Tensor> candidates = {target.embed(rec.input_ids).to(at::kFloat)};
   for (auto l : all) candidates.push_back(fwd.taps.at(l));
-  candidates.push_back(target->final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
+  candidates.push_back(target.final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   r.measured["fed_slices"] = nlohmann::json::array();
   for (std::int64_t i = 0; i < n; ++i) {

@@ -11,11 +11,11 @@
 #include "checks/check.h"
 #include "checks/metrics.h"
 #include "checks/recorded_precision.h"
+#include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/model/ops.h"
-#include "draftgate/model/target.h"
+#include "draftgate/model/sequence_target.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
 
@@ -54,11 +54,9 @@ class TargetLogitsNoiseFree : public Check {
     const double factor = p["precision_factor"].get<double>();
     const double min_top1 = p["min_top1"].get<double>();
 
-    model::TargetOptions options;
-    options.dtype = at::kFloat;
-    const auto target = model::TargetModel::load(ckpt, options);
-    const std::int64_t last = target->config().num_layers - 1;
-    const auto fwd = target->forward(rec.input_ids, {last});
+    const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
+    const std::int64_t last = target.config().num_layers - 1;
+    const auto fwd = forward_with_progress(name(), target, rec.input_ids, {last});
     const at::Tensor ref = fwd.logits;
     CheckResult r;
     r.evidence["step_record"] = rec.path;
@@ -77,11 +75,10 @@ class TargetLogitsNoiseFree : public Check {
         recorded_precision(rec, rec.teacher_logits.defined() ? "teacher_logits" : "labels",
                            rec.teacher_dtype, "teacher_dtype");
     at::Tensor at_precision = ref;
-    if (precision.engine_dtype() != at::kFloat) {
-      model::TargetOptions low = options;
-      low.dtype = precision.engine_dtype();
-      at_precision = model::TargetModel::load(ckpt, low)->forward(rec.input_ids, {}).logits;
-    }
+    if (precision.engine_dtype() != at::kFloat)
+      at_precision = forward_with_progress(name(), sequence_target(ckpt, precision.engine_dtype()),
+                                           rec.input_ids, {})
+                         .logits;
     const at::Tensor explained = precision.as_recorded(at_precision);
     const double explained_ratio = metrics::noise_ratio(explained, ref);
     const double budget = std::max(floor, factor * explained_ratio);
@@ -99,8 +96,8 @@ class TargetLogitsNoiseFree : public Check {
       if (auto bad = metrics::non_finite_problem("teacher_logits", rec.teacher_logits)) {
         problems.push_back(*bad + "; the trainer's teacher must be finite");
       } else {
-        judge_teacher(rec, target->lm_head_weight(), fwd.taps.at(last), ref, budget, min_margin,
-                      min_top1, precision, r, problems);
+        judge_teacher(rec, target, fwd.taps.at(last), ref, budget, min_margin, min_top1, precision,
+                      r, problems);
       }
     }
     if (rec.labels.defined()) {
@@ -134,7 +131,7 @@ class TargetLogitsNoiseFree : public Check {
   }
 
  private:
-  static void judge_teacher(const train::StepRecord& rec, const at::Tensor& lm_head,
+  static void judge_teacher(const train::StepRecord& rec, const model::SequenceTarget& target,
                             const at::Tensor& h_last, const at::Tensor& ref, double budget,
                             const at::Tensor& min_margin, double min_top1,
                             const RecordedPrecision& precision, CheckResult& r,
@@ -156,7 +153,7 @@ class TargetLogitsNoiseFree : public Check {
     r.measured["top1_near_ties"] = top1.near_ties;
     if (ratio <= budget && top1.agreement >= min_top1) return;
     // Is it a teacher computed without the final norm?
-    const at::Tensor no_norm = model::dense(h_last, lm_head).to(at::kFloat);
+    const at::Tensor no_norm = target.lm_head(h_last);
     const double no_norm_ratio = metrics::noise_ratio(got, no_norm);
     r.measured["noise_ratio_vs_teacher_without_final_norm"] = no_norm_ratio;
     if (no_norm_ratio <= budget) {

@@ -6,6 +6,7 @@
 #include "checks/check.h"
 #include "checks/metrics.h"
 #include "checks/recorded_precision.h"
+#include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
@@ -60,24 +61,23 @@ class TrainInferConsistency : public Check {
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     if (target_ckpt.metadata_only() || drafter_ckpt.metadata_only())
       return skip(name(), "needs checkpoints with weights, not metadata-only ones");
-    model::TargetOptions options;
-    options.dtype = at::kFloat;
-    const auto target = model::TargetModel::load(target_ckpt, options);
-    const auto drafter = model::DFlashDrafter::load(drafter_ckpt, *target);
+    // The drafter reads the target's embedding and lm_head only: no decoder layer is loaded.
+    const model::TargetModel& target = target_head(target_ckpt, at::kFloat);
+    const auto drafter = model::DFlashDrafter::load(drafter_ckpt, target);
     const std::int64_t b = drafter->block_size();
     if (rec.block_size != b || rec.drafter_logits.size(1) != b)
       throw Error(rec.path, "recorded block size " + std::to_string(rec.block_size) +
                                 " but the drafter's is " + std::to_string(b));
     const std::int64_t fc_width =
         static_cast<std::int64_t>(drafter->config().target_layer_ids.size()) *
-        target->config().hidden;
+        target.config().hidden;
     if (rec.fc_input.size(1) != fc_width)
       throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) +
                                 " wide but the drafter's fc reads " + std::to_string(fc_width));
-    if (rec.drafter_logits.size(2) != target->config().vocab)
+    if (rec.drafter_logits.size(2) != target.config().vocab)
       throw Error(rec.path, "drafter_logits have a vocabulary of " +
                                 std::to_string(rec.drafter_logits.size(2)) +
-                                " but the target's is " + std::to_string(target->config().vocab));
+                                " but the target's is " + std::to_string(target.config().vocab));
     const double floor = p["max_rel_diff"].get<double>();
     const double min_top1 = p["min_top1"].get<double>();
     const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(rec.anchors.size()),
@@ -101,13 +101,11 @@ class TrainInferConsistency : public Check {
     const RecordedPrecision precision =
         recorded_precision(rec, "drafter_logits", rec.drafter_dtype, "drafter_dtype");
     at::Tensor at_precision = want;
-    if (precision.engine_dtype() != at::kFloat) {
-      model::TargetOptions low = options;
-      low.dtype = precision.engine_dtype();
-      const auto low_target = model::TargetModel::load(target_ckpt, low);
+    if (precision.engine_dtype() != at::kFloat)
       at_precision =
-          inference_logits(*model::DFlashDrafter::load(drafter_ckpt, *low_target), rec, n);
-    }
+          inference_logits(*model::DFlashDrafter::load(
+                               drafter_ckpt, target_head(target_ckpt, precision.engine_dtype())),
+                           rec, n);
     const at::Tensor explained = precision.as_recorded(at_precision);
     const double rms = std::max(metrics::rms(want), 1e-30);
     const double explained_rel = (explained - want).abs().max().item<double>() / rms;

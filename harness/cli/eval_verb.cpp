@@ -1,8 +1,6 @@
 // `draftgate eval`: speculative decoding of a prompt set with a drafter (or the oracle), τ
 // statistics.
 
-#include <unistd.h>
-
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -20,6 +18,7 @@
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
+#include "draftgate/progress.h"
 #include "draftgate/tau/engine_import.h"
 #include "verbs.h"
 
@@ -39,14 +38,6 @@ struct EvalOptions {
   std::string metrics_out;         // vLLM-format counters of the run
   std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
-
-void progress(std::size_t done, std::size_t total) {
-  if (!::isatty(STDERR_FILENO)) return;
-  const int width = 30;
-  const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
-  std::cerr << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << done
-            << "/" << total << " prompts" << (done == total ? "\n" : "") << std::flush;
-}
 
 std::string fixed(double v, int digits = 3) {
   std::ostringstream s;
@@ -118,8 +109,13 @@ int run_eval(const EvalOptions& opt) {
     drafter = decode::dflash_block_drafter(*dflash);
   }
 
-  const decode::Evaluation evaluation =
-      decode::evaluate(*target, *drafter, set, opt.decode, progress);
+  decode::Evaluation evaluation;
+  {
+    Progress progress("eval", "prompt", static_cast<std::int64_t>(set.prompts.size()));
+    evaluation = decode::evaluate(
+        *target, *drafter, set, opt.decode,
+        [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); });
+  }
   const decode::AcceptanceStats& stats = evaluation.stats;
   const std::int64_t b = evaluation.block_size;
 

@@ -9,7 +9,8 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/io/tensor_view.h"
-#include "draftgate/model/target.h"
+#include "draftgate/model/sequence_target.h"
+#include "draftgate/progress.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -32,11 +33,17 @@ int run_forward(const ForwardOptions& opt) {
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
   options.device = model::parse_device(opt.device);
   options.gdn = model::parse_gdn_flag(opt.gdn);
-  const auto target = model::TargetModel::load(ckpt, options);
+  // One sequence: streamed a layer at a time when the model does not fit the memory budget.
+  const auto target = model::open_sequence_target(ckpt, options);
   if (opt.tokens.empty()) throw Error("--tokens", "no token ids given");
   const auto n = static_cast<std::int64_t>(opt.tokens.size());
-  target->require_fits(n, n, "--tokens");
-  const model::ForwardResult r = target->forward(opt.tokens, opt.taps);
+  model::require_sequence_fits(target->config(), n, n, "--tokens");
+  model::ForwardResult r;
+  {
+    Progress progress("forward", "layer", target->config().num_layers);
+    r = target->forward(opt.tokens, opt.taps, true,
+                        [&](auto done, auto) { progress.update(done); });
+  }
 
   io::NamedTensors tensors = {{"logits", r.logits}};
   for (const auto& [tap, hidden] : r.taps)
@@ -48,6 +55,7 @@ int run_forward(const ForwardOptions& opt) {
       {"dtype", target->dtype() == at::kBFloat16 ? "bf16" : "f32"},
       {"device", opt.device},
       {"gdn", opt.gdn},
+      {"weights", target->streamed() ? "streamed" : "in memory"},
       {"tokens", format_ids(opt.tokens)},
       {"taps", format_ids(opt.taps)},
       {"tap_convention",

@@ -15,7 +15,8 @@
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/dflash.h"
-#include "draftgate/model/target.h"
+#include "draftgate/model/sequence_target.h"
+#include "draftgate/progress.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -29,7 +30,7 @@ struct GoldenOptions {
   std::string out;
   bool force = false;
   decode::DecodeConfig decode;
-  std::string dtype = "f32";
+  std::string dtype;  // empty: f32 when the target fits the memory budget, else as stored
   std::string gdn = "chunked";
   std::string loss = "ce";
   std::string measured;            // record from a serving engine's measurement instead of decoding
@@ -41,6 +42,14 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
+}
+
+// Decoding holds the whole target in memory: float32 when it fits the memory budget comfortably,
+// the stored dtype (mapped, not copied) otherwise.
+at::ScalarType default_dtype(const io::Checkpoint& target) {
+  const layout::DecoderStack stack = layout::resolve_decoder_stack(target);
+  if (model::fits_in_memory(target, stack, at::kFloat)) return at::kFloat;
+  return model::compute_dtype(target, stack, {});
 }
 
 int record(const GoldenOptions& opt) {
@@ -56,22 +65,30 @@ int record(const GoldenOptions& opt) {
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
-  options.dtype = model::parse_dtype_flag(opt.dtype);
+  options.dtype =
+      opt.dtype.empty() ? default_dtype(target_ckpt) : model::parse_dtype_flag(opt.dtype);
   options.gdn = model::parse_gdn_flag(opt.gdn);
   const auto target = model::TargetModel::load(target_ckpt, options);
+  const std::string dtype = *options.dtype == at::kFloat ? "f32" : "bf16";
   const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
   const auto dflash = model::DFlashDrafter::load(
       drafter_ckpt, *target, false, model::parse_causality_reading(opt.causality, "--causality"));
   if (const auto note = model::causality_note(dflash->config(), drafter_ckpt.config().file()))
     std::cerr << "note: " << *note << "\n";
   const auto drafter = decode::dflash_block_drafter(*dflash);
-  const decode::Evaluation e = decode::evaluate(*target, *drafter, set, opt.decode);
+  decode::Evaluation e;
+  {
+    Progress progress("golden record", "prompt", static_cast<std::int64_t>(set.prompts.size()));
+    e = decode::evaluate(*target, *drafter, set, opt.decode, [&](std::size_t done, std::size_t) {
+      progress.update(static_cast<std::int64_t>(done));
+    });
+  }
 
   nlohmann::json g;
   g["schema"] = golden::kGoldenSchema;
   g["decoding"] = decode::decoding_json(
       opt.decode, opt.decode.tree_budget > 0 ? "ddtree" : "dflash", e.block_size);
-  g["decoding"]["dtype"] = opt.dtype;
+  g["decoding"]["dtype"] = dtype;
   g["decoding"]["gdn"] = opt.gdn;
   g["decoding"].update(model::causality_json(dflash->config()));
   const fs::path out_dir = fs::absolute(opt.out).parent_path();
@@ -101,7 +118,7 @@ int record(const GoldenOptions& opt) {
                             opt.force ? io::WriteMode::kReplace : io::WriteMode::kCreateNew);
   std::cout << "golden " << opt.out << ": tau macro " << e.stats.tau_macro << ", pooled "
             << e.stats.tau_pooled << " over " << set.prompts.size() << " prompts (block "
-            << e.block_size << ", " << opt.dtype << ")\n";
+            << e.block_size << ", " << dtype << ")\n";
   return 0;
 }
 
@@ -123,7 +140,9 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
   add_decoding_options(cmd, opt->decode);
-  cmd->add_option("--dtype", opt->dtype, "Target dtype for the measurement: f32 or bf16");
+  cmd->add_option("--dtype", opt->dtype,
+                  "Target dtype for the measurement: f32 or bf16 (default: f32 when the target "
+                  "fits the memory budget, else as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   cmd->add_option("--causality", opt->causality,
                   "Whose reading of dflash_config.causal without is_causal: zlab or vllm")

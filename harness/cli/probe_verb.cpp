@@ -1,4 +1,5 @@
-// `draftgate probe DIR`: where the decoder layers live, and why every other stack is not it.
+// `draftgate probe DIR`: where the decoder layers live, why every other stack is not it, and
+// whether the engine can run the target.
 
 #include <iostream>
 #include <map>
@@ -7,6 +8,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/engine_support.h"
 #include "draftgate/layout/module_tree.h"
 #include "verbs.h"
 
@@ -38,6 +40,7 @@ std::string layer_type_summary(const std::vector<std::string>& types) {
 int run_probe(const ProbeOptions& opt) {
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.dir);
   const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
+  const layout::EngineSupport engine = layout::engine_support(ckpt, stack);
 
   if (opt.json) {
     nlohmann::json out = layout::to_json(stack);
@@ -46,6 +49,8 @@ int run_probe(const ProbeOptions& opt) {
     out["num_tensors"] = ckpt.names().size();
     out["text_config"] = ckpt.config().text_path();
     out["model_type"] = ckpt.config().model_type();
+    out["engine_supported"] = engine.supported;
+    out["engine_notes"] = engine.reasons;
     if (opt.tree) out["module_tree"] = layout::render_module_tree(ckpt);
     std::cout << io::dump_json(out) << "\n";
     return 0;
@@ -73,6 +78,10 @@ int run_probe(const ProbeOptions& opt) {
   }
   for (std::size_t i = 0; i < stack.notes.size(); ++i)
     print_row(i == 0 ? "notes" : "", stack.notes[i]);
+  if (engine.supported)
+    print_row("engine", "supported: the model checks and forward/eval can run this target");
+  for (std::size_t i = 0; i < engine.reasons.size(); ++i)
+    print_row(i == 0 ? "engine" : "", (i == 0 ? "NOT supported: " : "") + engine.reasons[i]);
   if (opt.tree) std::cout << "\n" << layout::render_module_tree(ckpt);
   return 0;
 }

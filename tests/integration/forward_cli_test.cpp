@@ -36,6 +36,7 @@ TEST(ForwardCli, DumpMatchesTheLibraryForBothFamilies) {
                                  " --tokens 5,6,7,8 --taps 0,3 --dtype f32 --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("logits [4, 256]"));
+    EXPECT_EQ(r.err, "") << "no progress line when stderr is not a terminal";
 
     const auto file = io::SafetensorsFile::open(out);
     const auto& h = file->header();

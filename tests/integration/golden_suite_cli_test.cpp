@@ -100,6 +100,29 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   EXPECT_THAT(r.err, HasSubstr("golden schema \"draftgate.golden/0\""));
 }
 
+// Decoding keeps the whole target in memory: the default dtype is f32 when it fits half the memory
+// budget, else the stored one (bf16 here) — never a refusal on a big target.
+TEST(GoldenCli, DtypeDefaultsToWhatFitsTheMemoryBudget) {
+  const fs::path dir = testing::fresh_dir("golden_dtype");
+  ASSERT_EQ(run_draftgate("make-target --out " + (dir / "target").string()).exit_code, 0);
+  ASSERT_EQ(run_draftgate("make-drafter --target " + (dir / "target").string() + " --out " +
+                          (dir / "drafter").string())
+                .exit_code,
+            0);
+  const std::string args = "golden record --target " + (dir / "target").string() + " --drafter " +
+                           (dir / "drafter").string() + " --prompts " +
+                           (kTrained / "prompts/held-out.jsonl").string() + " --max-new 4 --out ";
+  const auto roomy = run_draftgate(args + (dir / "roomy.json").string());
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "roomy.json"))["decoding"]["dtype"],
+            "f32");
+  const auto tight = testing::run_draftgate_measured(args + (dir / "tight.json").string(),
+                                                     "env DRAFTGATE_MEMORY_BUDGET_MIB=1");
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "tight.json"))["decoding"]["dtype"],
+            "bf16");
+}
+
 TEST(SuiteCli, RelativePathsExpectationsAndBadSuites) {
   const fs::path dir = testing::fresh_dir("suite_cli");
   const std::string rel = fs::relative(kTrained, dir).string();

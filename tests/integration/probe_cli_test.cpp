@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 
 #include "run_cli.h"
 #include "synthetic_layouts.h"
@@ -190,6 +192,76 @@ TEST(ProbeCli, LayerCountMismatchListsCandidates) {
       r.err,
       HasSubstr("model.language_model.layers [0..7] 8 layers - count 8 != num_hidden_layers 12"));
   EXPECT_THAT(r.err, HasSubstr("model.visual.blocks"));
+}
+
+// probe --json's engine verdict on `dir`: engine_supported and the notes joined by " | ".
+std::pair<bool, std::string> engine_verdict(const fs::path& dir) {
+  const auto r = run_draftgate("probe " + dir.string() + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::string notes;
+  for (const auto& n : j["engine_notes"]) notes += n.get<std::string>() + " | ";
+  return {j["engine_supported"].get<bool>(), notes};
+}
+
+TEST(ProbeCli, SaysWhetherTheEngineCanRunEachRealLayout) {
+  for (const char* ok : {"qwen3-4b-hf", "jev-qwen35-2b-text"}) {
+    const auto [supported, notes] = engine_verdict(kRealLayouts / ok);
+    EXPECT_TRUE(supported) << ok << ": " << notes;
+    EXPECT_EQ(notes, "") << ok;
+  }
+  auto [supported, notes] = engine_verdict(kRealLayouts / "qwen36-27b-awq-fantasylord");
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("quantised weights (quantization_config.quant_method "
+                               "compressed-tensors)"));
+  std::tie(supported, notes) = engine_verdict(kRealLayouts / "medgemma-27b-it");
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("model_type \"gemma3_text\" is not a family the engine runs"));
+  EXPECT_THAT(notes, HasSubstr("sliding-window attention (layer_types has sliding_attention"));
+  EXPECT_THAT(notes, HasSubstr("rope_scaling.rope_type \"linear\""));
+  std::tie(supported, notes) = engine_verdict(kRealLayouts / "olmocr-qwen2vl");
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("model_type \"qwen2_vl\""));
+
+  // The text output says it too.
+  const auto r = run_draftgate("probe " + (kRealLayouts / "qwen36-27b-awq-fantasylord").string());
+  EXPECT_THAT(r.out, HasSubstr("engine       NOT supported: quantised weights"));
+  EXPECT_THAT(run_draftgate("probe " + (kRealLayouts / "qwen3-4b-hf").string()).out,
+              HasSubstr("engine       supported"));
+}
+
+TEST(ProbeCli, FlagsMoeSlidingWindowRopeScalingAndQuantisedTensors) {
+  const fs::path src = kRealLayouts / "qwen3-4b-hf";
+  const auto variant = [&](const std::string& name, const nlohmann::json& patch) {
+    const fs::path dir = testing::fresh_dir("engine_" + name);
+    fs::copy(src, dir, fs::copy_options::overwrite_existing);
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(src / "config.json"));
+    config.merge_patch(patch);
+    std::ofstream(dir / "config.json") << config.dump();
+    return dir;
+  };
+  auto [supported, notes] =
+      engine_verdict(variant("moe", {{"model_type", "qwen3_moe"}, {"num_experts", 128}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("MoE MLPs (model_type qwen3_moe)"));
+  std::tie(supported, notes) = engine_verdict(variant("swa", {{"use_sliding_window", true}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("sliding-window attention"));
+  std::tie(supported, notes) =
+      engine_verdict(variant("yarn", {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes,
+              HasSubstr("rope_scaling.rope_type \"yarn\": the engine computes default RoPE"));
+
+  // GPTQ tensors without a quantization_config are still quantised weights.
+  const fs::path gptq = variant("gptq", nlohmann::json::object());
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(src / "model.safetensors.index.json"));
+  index["weight_map"]["model.layers.0.mlp.down_proj.qweight"] = "model-00001-of-00002.safetensors";
+  std::ofstream(gptq / "model.safetensors.index.json") << index.dump();
+  std::tie(supported, notes) = engine_verdict(gptq);
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("quantised weights (AWQ/GPTQ tensors such as "
+                               "model.layers.0.mlp.down_proj.qweight)"));
 }
 
 }  // namespace

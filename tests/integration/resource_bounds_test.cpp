@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "draftgate/model/memory_budget.h"
+#include "run_cli.h"
 #include "synthetic_layouts.h"
 
 extern char** environ;
@@ -220,17 +221,64 @@ TEST(ResourceBounds, ARunThatCannotFitIsRefusedUpFront) {
   const std::uint64_t needed = 2 * (fs::file_size(dir / "model.safetensors") - 1000000);
   if (needed <= model::available_memory_bytes())
     GTEST_SKIP() << "this machine has memory for 100 GB of f32 weights";
-  const Measured m = run_measured({"forward", "--model", dir.string(), "--dtype", "f32", "--tokens",
-                                   "1", "--out", dir.string() + "-x.safetensors"},
+  // Decoding holds the whole model (a single forward would stream it instead).
+  const fs::path prompts = dir.parent_path() / "sparse_50gb_prompts.jsonl";
+  std::ofstream(prompts) << R"({"id": "a", "input_ids": [1, 2, 3]})"
+                         << "\n";
+  const Measured m = run_measured({"eval", "--target", dir.string(), "--oracle", "--prompts",
+                                   prompts.string(), "--dtype", "f32"},
                                   dir / "err.txt");
   EXPECT_EQ(m.exit_code, 2) << m.err;
   EXPECT_THAT(m.err, HasSubstr("loading the weights as f32 needs "));
   EXPECT_THAT(m.err, HasSubstr("GiB of memory but"));
+  EXPECT_THAT(m.err, HasSubstr("choose the stored dtype with --dtype bf16")) << "names the flag";
 #if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer's shadow memory inflates RSS
   EXPECT_GT(m.max_rss_kib, 0) << "no peak RSS measured";
   EXPECT_LT(m.max_rss_kib, 200 * 1024) << "refused before allocating";
   RecordProperty("refused_run_peak_rss_kib", std::to_string(m.max_rss_kib));
 #endif
+}
+
+// Peak RSS of `draftgate forward --dtype f32` over 64 tokens of a bf16 target of `layers` layers
+// (hidden 512, MLP 2048: 7.6 MB of bf16 weights, 15 MB as f32, per layer), with the memory budget
+// capped at `budget_mib` (empty: the machine's).
+long forward_peak_rss_kib(std::int64_t layers, const std::string& budget_mib) {
+  const fs::path dir = testing::fresh_dir("depth_" + std::to_string(layers));
+  const auto made = testing::run_draftgate(
+      "make-target --hidden 512 --intermediate 2048 --heads 8 --kv-heads 2 --head-dim 64 "
+      "--vocab 512 --layers " +
+      std::to_string(layers) + " --out " + (dir / "target").string());
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  std::string tokens = "1";
+  for (int i = 2; i <= 64; ++i) tokens += "," + std::to_string(i);
+  const auto m = testing::run_draftgate_measured(
+      "forward --model " + (dir / "target").string() + " --dtype f32 --taps 0 --tokens " + tokens +
+          " --out " + (dir / "dump.safetensors").string(),
+      budget_mib.empty() ? ""
+                         : "env " + std::string(model::kMemoryBudgetVariable) + "=" + budget_mib);
+  EXPECT_EQ(m.exit_code, 0) << m.err;
+  return m.peak_rss_kib;
+}
+
+TEST(ResourceBounds, StreamedForwardPeakRssDoesNotGrowWithDepth) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory inflates RSS";
+#endif
+  constexpr long kLayerF32Kib = 15 * 1024;
+  // A 16 MiB budget: neither model fits, both stream.
+  const long shallow = forward_peak_rss_kib(2, "16"), deep = forward_peak_rss_kib(12, "16");
+  RecordProperty("streamed_2_layers_peak_rss_kib", std::to_string(shallow));
+  RecordProperty("streamed_12_layers_peak_rss_kib", std::to_string(deep));
+  EXPECT_LT(deep - shallow, 2 * kLayerF32Kib)
+      << "streamed peak RSS " << shallow << " KiB at 2 layers, " << deep << " KiB at 12";
+  // The meter sees depth: in memory, ten more layers cost at least their f32 copies.
+  const long shallow_in_memory = forward_peak_rss_kib(2, ""),
+             deep_in_memory = forward_peak_rss_kib(12, "");
+  RecordProperty("in_memory_2_layers_peak_rss_kib", std::to_string(shallow_in_memory));
+  RecordProperty("in_memory_12_layers_peak_rss_kib", std::to_string(deep_in_memory));
+  EXPECT_GT(deep_in_memory - shallow_in_memory, 10 * kLayerF32Kib)
+      << "in-memory peak RSS " << shallow_in_memory << " KiB at 2 layers, " << deep_in_memory
+      << " KiB at 12";
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ TEST(LayerPath, PassesOnTheRealQwen36LayoutAndFailsOnACorruptedOne) {
   const CheckResult ok = run("layer_path", a);
   EXPECT_EQ(ok.status, Status::kPass) << ok.message;
   EXPECT_EQ(ok.measured["decoder_prefix"], "model.language_model.layers");
+  // The layout is right; that the engine cannot run int4 weights is evidence, not a layout failure.
+  EXPECT_EQ(ok.measured["engine_supported"], false);
+  EXPECT_THAT(ok.message, HasSubstr("the engine cannot run this target: quantised weights"));
+  EXPECT_EQ(run("layer_path", target_and("good")).measured["engine_supported"], true);
 
   const fs::path broken = testing::fresh_dir("broken_layout");
   fs::copy(kQwen36 / "model.safetensors.index.json", broken / "model.safetensors.index.json");

@@ -211,6 +211,11 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const fs::path& pat
 }
 
 std::string_view SafetensorsFile::bytes(const TensorInfo& info) const {
+  ensure_mapped();
+  return {map_ + header_.data_offset + info.begin, static_cast<std::size_t>(info.nbytes())};
+}
+
+void SafetensorsFile::ensure_mapped() const {
   std::call_once(map_once_, [this] {
     const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(path_.string(), "cannot open for mapping: " + errno_text());
@@ -219,7 +224,35 @@ std::string_view SafetensorsFile::bytes(const TensorInfo& info) const {
     if (p == MAP_FAILED) throw Error(path_.string(), "mmap failed: " + errno_text());
     map_ = static_cast<const char*>(p);
   });
-  return {map_ + header_.data_offset + info.begin, static_cast<std::size_t>(info.nbytes())};
+}
+
+std::pair<char*, std::size_t> SafetensorsFile::page_span(const TensorInfo& info, std::uint64_t from,
+                                                         std::uint64_t to) const {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  to = std::min(to, info.nbytes());
+  if (map_ == nullptr || from >= to) return {nullptr, 0};
+  const std::uint64_t begin = (header_.data_offset + info.begin + from) / page * page;
+  const std::uint64_t end = header_.data_offset + info.begin + to;
+  return {const_cast<char*>(map_) + begin, static_cast<std::size_t>(end - begin)};
+}
+
+void SafetensorsFile::prefetch(const TensorInfo& info, std::uint64_t from, std::uint64_t to) const {
+  ensure_mapped();
+  const auto [start, length] = page_span(info, from, to);
+  if (length > 0) ::madvise(start, length, MADV_WILLNEED);
+}
+
+void SafetensorsFile::release(const TensorInfo& info, std::uint64_t from, std::uint64_t to) const {
+  const auto [start, length] = page_span(info, from, to);
+  if (length == 0) return;
+  ::madvise(start, length, MADV_DONTNEED);
+  // Clean file pages only: dropping them from the page cache frees memory the mapping no longer
+  // holds, so a model larger than RAM does not evict everything else on the machine.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, static_cast<off_t>(start - map_), static_cast<off_t>(length),
+                  POSIX_FADV_DONTNEED);
+  ::close(fd);
 }
 
 void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& tensors,

@@ -1,5 +1,8 @@
 #include "draftgate/model/memory_budget.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -7,7 +10,9 @@
 
 namespace draftgate::model {
 
-std::uint64_t available_memory_bytes() {
+namespace {
+
+std::uint64_t mem_available() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;
   std::uint64_t kib = 0;
@@ -16,13 +21,31 @@ std::uint64_t available_memory_bytes() {
   return 0;
 }
 
+}  // namespace
+
+std::uint64_t available_memory_bytes() {
+  const std::uint64_t available = mem_available();
+  const char* cap = std::getenv(kMemoryBudgetVariable);
+  if (cap == nullptr || *cap == '\0') return available;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long mib = std::strtoull(cap, &end, 10);
+  if (errno != 0 || *end != '\0' || *cap == '-' || mib == 0 || mib > (1ull << 40))
+    throw Error(kMemoryBudgetVariable, "\"" + std::string(cap) + "\" is not a number of MiB",
+                "set it to a positive whole number of MiB, or unset it");
+  const std::uint64_t bytes = static_cast<std::uint64_t>(mib) << 20;
+  return available == 0 ? bytes : std::min(available, bytes);
+}
+
 std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                                         const layout::DecoderStack& stack,
-                                        std::size_t element_bytes, bool copy_all) {
+                                        std::size_t element_bytes, bool copy_all,
+                                        bool with_layers) {
   std::uint64_t total = 0;
   for (const auto& name : checkpoint.names()) {
-    const bool used = name.rfind(stack.prefix + ".", 0) == 0 || name == stack.embed_tokens ||
-                      name == stack.final_norm || name == stack.lm_head;
+    const bool used = (with_layers && name.rfind(stack.prefix + ".", 0) == 0) ||
+                      name == stack.embed_tokens || name == stack.final_norm ||
+                      name == stack.lm_head;
     const io::TensorInfo* info = checkpoint.info(name);
     if (!used || info == nullptr) continue;
     if (copy_all || io::dtype_size(info->dtype) != element_bytes)
@@ -31,7 +54,8 @@ std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
   return total;
 }
 
-void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const std::string& why) {
+void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const std::string& why,
+                    const std::string& hint) {
   const std::uint64_t available = available_memory_bytes();
   if (available == 0 || bytes <= available) return;
   auto gib = [](std::uint64_t b) {
@@ -40,10 +64,9 @@ void require_memory(const io::Checkpoint& checkpoint, std::uint64_t bytes, const
     s << static_cast<double>(b) / (1ull << 30) << " GiB";
     return s.str();
   };
-  throw Error(
-      checkpoint.dir().string(),
-      why + " needs " + gib(bytes) + " of memory but " + gib(available) + " is available",
-      "run at the stored dtype (weights are then mapped, not copied) or on a larger machine");
+  throw Error(checkpoint.dir().string(),
+              why + " needs " + gib(bytes) + " of memory but " + gib(available) + " is available",
+              hint);
 }
 
 }  // namespace draftgate::model

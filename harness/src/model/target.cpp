@@ -16,12 +16,6 @@ namespace draftgate::model {
 
 namespace {
 
-at::ScalarType stored_dtype(const io::Checkpoint& ckpt, const std::string& name) {
-  const io::TensorInfo* info = ckpt.info(name);
-  if (info != nullptr && info->dtype == io::DType::BF16) return at::kBFloat16;
-  return at::kFloat;
-}
-
 // Validates parent links: each parent precedes its child, -1 is the committed tip.
 void check_parents(const std::vector<std::int64_t>& parents, std::size_t n) {
   if (parents.empty()) return;
@@ -69,45 +63,74 @@ std::unique_ptr<TargetModel> TargetModel::load(const io::Checkpoint& checkpoint,
 TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& options)
     : stack_(layout::resolve_decoder_stack(ckpt)),
       config_(TargetConfig::from(ckpt.config(), stack_)),
-      dtype_(options.dtype.value_or(stored_dtype(ckpt, stack_.embed_tokens))),
+      dtype_(compute_dtype(ckpt, stack_, options)),
       device_(options.device),
       gdn_(options.gdn),
-      autograd_(options.autograd) {
-  require_memory(ckpt, materialised_weight_bytes(ckpt, stack_, at::elementSize(dtype_), autograd_),
-                 std::string("loading the weights as ") + (dtype_ == at::kFloat ? "f32" : "bf16"));
+      autograd_(options.autograd),
+      head_only_(options.head_only) {
+  const bool f32 = dtype_ == at::kFloat;
+  require_memory(
+      ckpt,
+      materialised_weight_bytes(ckpt, stack_, at::elementSize(dtype_), autograd_, !head_only_),
+      std::string("loading the weights as ") + (f32 ? "f32" : "bf16"),
+      f32 && !options.dtype_flag.empty()
+          ? "choose the stored dtype with " + options.dtype_flag +
+                " (weights are then mapped, not copied) or run on a larger machine"
+          : "run on a larger machine");
   const WeightLoader w(ckpt, dtype_, device_, autograd_ ? &parameters_ : nullptr);
   const auto& c = config_;
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   lm_head_ = stack_.tied_embeddings ? embed_ : w.get(stack_.lm_head, {c.vocab, c.hidden});
-  check_tie_flag(ckpt);
+  check_tie_flag(ckpt, stack_);
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
-  for (std::int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = stack_.layer_path(i) + ".";
-    Layer l{NormsAndMlp(w, p, c.hidden, c.intermediate), nullptr, nullptr};
-    if (c.is_linear(i))
-      l.linear = std::make_unique<GatedDeltaNet>(config_, w, p + "linear_attn.");
-    else
-      l.attention = std::make_unique<Attention>(config_, w, p + "self_attn.");
-    layers_.push_back(std::move(l));
-  }
+  for (std::int64_t i = 0; i < (head_only_ ? 0 : c.num_layers); ++i)
+    layers_.push_back(TargetLayer::load(c, w, stack_.layer_path(i) + ".", i));
 }
 
-// The config's tie flag and the files must agree: an untied config without an lm_head makes
-// loaders initialise one randomly (transformers warns and trains on noise), and a tied config
-// beside a different lm_head is two answers to one question.
-void TargetModel::check_tie_flag(const io::Checkpoint& ckpt) const {
+at::ScalarType compute_dtype(const io::Checkpoint& ckpt, const layout::DecoderStack& stack,
+                             const TargetOptions& options) {
+  if (options.dtype) return *options.dtype;
+  const io::TensorInfo* info = ckpt.info(stack.embed_tokens);
+  return info != nullptr && info->dtype == io::DType::BF16 ? at::kBFloat16 : at::kFloat;
+}
+
+// An untied config without an lm_head makes loaders initialise one randomly (transformers warns
+// and trains on noise), and a tied config beside a different lm_head is two answers to one
+// question.
+void check_tie_flag(const io::Checkpoint& ckpt, const layout::DecoderStack& stack) {
   const auto tie = ckpt.config().tie_word_embeddings();
-  if (!tie || *tie == stack_.tied_embeddings) return;
+  if (!tie || *tie == stack.tied_embeddings) return;
   if (!*tie)
     throw Error(ckpt.config().file(),
                 "tie_word_embeddings is false but the checkpoint has no lm_head weight",
                 "loaders would initialise lm_head randomly; add it or set tie_word_embeddings");
-  if (!at::equal(lm_head_, embed_))
+  const at::Tensor lm_head = io::load_tensor(ckpt, stack.lm_head);
+  const at::Tensor embed = io::load_tensor(ckpt, stack.embed_tokens);
+  bool same = lm_head.sizes() == embed.sizes();
+  constexpr std::int64_t kRows = 4096;  // a bounded slice at a time: these can be gigabytes
+  for (std::int64_t r = 0; same && r < embed.size(0); r += kRows) {
+    const std::int64_t n = std::min(kRows, embed.size(0) - r);
+    same = at::equal(lm_head.narrow(0, r, n).to(at::kFloat), embed.narrow(0, r, n).to(at::kFloat));
+  }
+  if (!same)
     throw Error(ckpt.config().file(),
-                "tie_word_embeddings is true but " + stack_.lm_head +
-                    " differs from the embeddings " + stack_.embed_tokens,
+                "tie_word_embeddings is true but " + stack.lm_head +
+                    " differs from the embeddings " + stack.embed_tokens,
                 "say which one the model uses: set tie_word_embeddings false or drop lm_head");
+}
+
+void check_tokens_and_taps(const TargetConfig& config, const std::vector<std::int64_t>& tokens,
+                           const std::vector<std::int64_t>& taps) {
+  if (tokens.empty()) throw Error("tokens", "an empty token sequence: nothing to run");
+  for (auto t : tokens)
+    if (t < 0 || t >= config.vocab)
+      throw Error("tokens", "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                std::to_string(config.vocab) + ")");
+  for (auto t : taps)
+    if (t < 0 || t >= config.num_layers)
+      throw Error("taps", "tap " + std::to_string(t) + " is not a decoder layer (0.." +
+                              std::to_string(config.num_layers - 1) + ")");
 }
 
 TargetState TargetModel::new_state() const {
@@ -124,17 +147,10 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
                                   const std::vector<std::int64_t>& parents,
                                   const std::vector<std::int64_t>& taps, bool want_logits) const {
   if (state.has_pending()) throw std::logic_error("extend() with pending tokens: commit() first");
+  if (head_only_) throw std::logic_error("extend() on a head-only target");
   c10::InferenceMode inference(!autograd_);
-  if (tokens.empty()) throw Error("tokens", "an empty token sequence: nothing to run");
+  check_tokens_and_taps(config_, tokens, taps);
   check_parents(parents, tokens.size());
-  for (auto t : tokens)
-    if (t < 0 || t >= config_.vocab)
-      throw Error("tokens", "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                std::to_string(config_.vocab) + ")");
-  for (auto t : taps)
-    if (t < 0 || t >= config_.num_layers)
-      throw Error("taps", "tap " + std::to_string(t) + " is not a decoder layer (0.." +
-                              std::to_string(config_.num_layers - 1) + ")");
 
   const auto t_len = static_cast<std::int64_t>(tokens.size());
   require_fits(state.committed + t_len, t_len, "tokens");  // a tree's positions are fewer
@@ -157,13 +173,8 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
 
   ForwardResult result;
   at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(device_));
-  const NormStyle style = config_.traits.norm;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    const at::Tensor normed = l.parts.mixer_input(h, config_.rms_eps, style);
-    h = h + (l.linear ? l.linear->extend(normed, state.linear[i], parents, gdn_)
-                      : l.attention->extend(normed, rope, visible, state.kv[i]));
-    h = l.parts.add_mlp(h, config_.rms_eps, style);
+    h = layers_[i].extend(h, config_, rope, visible, parents, gdn_, state.kv[i], state.linear[i]);
     if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end())
       result.taps[static_cast<std::int64_t>(i)] = h.to(at::kFloat);
   }
@@ -211,7 +222,11 @@ void TargetModel::commit_all(TargetState& state) const {
 
 void TargetModel::require_fits(std::int64_t positions, std::int64_t new_positions,
                                const std::string& source) const {
-  const auto& c = config_;
+  require_sequence_fits(config_, positions, new_positions, source);
+}
+
+void require_sequence_fits(const TargetConfig& c, std::int64_t positions,
+                           std::int64_t new_positions, const std::string& source) {
   if (c.max_positions > 0 && positions > c.max_positions)
     throw Error(source,
                 "a sequence of " + std::to_string(positions) +

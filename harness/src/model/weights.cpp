@@ -10,8 +10,8 @@ WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtyp
                            at::Device device, ParameterMap* owned)
     : checkpoint_(checkpoint), dtype_(dtype), device_(device), owned_(owned) {}
 
-at::Tensor WeightLoader::view(const std::string& name,
-                              const std::vector<std::int64_t>& shape) const {
+at::Tensor WeightLoader::mapped(const std::string& name,
+                                const std::vector<std::int64_t>& shape) const {
   const std::string where = checkpoint_.dir().string();
   if (!checkpoint_.contains(name)) {
     for (const char* q : {".weight_packed", ".qweight", ".weight_scale"}) {
@@ -30,21 +30,31 @@ at::Tensor WeightLoader::view(const std::string& name,
   if (!t.is_floating_point())
     throw Error(where, "tensor \"" + name + "\" has non-float dtype " +
                            std::string(io::dtype_name(info->dtype)));
+  return t;
+}
+
+void WeightLoader::require_finite(const std::string& name, const at::Tensor& values) const {
   // One pass over the values: a NaN or Inf weight would silently poison every hidden state.
-  if (!at::isfinite(t).all().item<bool>())
-    throw Error(where, "tensor \"" + name + "\" holds NaN or Inf values",
+  if (!at::isfinite(values).all().item<bool>())
+    throw Error(checkpoint_.dir().string(), "tensor \"" + name + "\" holds NaN or Inf values",
                 "the checkpoint is corrupt or was saved after a diverged step");
+}
+
+at::Tensor WeightLoader::checked(const std::string& name,
+                                 const std::vector<std::int64_t>& shape) const {
+  at::Tensor t = mapped(name, shape);
+  require_finite(name, t);
   return t;
 }
 
 at::Tensor WeightLoader::get(const std::string& name,
                              const std::vector<std::int64_t>& shape) const {
-  return hand_out(name, view(name, shape).to(device_, dtype_));
+  return hand_out(name, checked(name, shape).to(device_, dtype_));
 }
 
 at::Tensor WeightLoader::get_f32(const std::string& name,
                                  const std::vector<std::int64_t>& shape) const {
-  return hand_out(name, view(name, shape).to(device_, at::kFloat));
+  return hand_out(name, checked(name, shape).to(device_, at::kFloat));
 }
 
 at::Tensor WeightLoader::hand_out(const std::string& name, at::Tensor converted) const {

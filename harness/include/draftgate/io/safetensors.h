@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "draftgate/io/dtype.h"
@@ -64,7 +65,21 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
   // lives.
   std::string_view bytes(const TensorInfo& info) const;
 
+  // Paging hints for streaming a model through memory one layer at a time (best effort; release
+  // is a no-op before the file is mapped). prefetch: read the tensor's pages ahead (MADV_WILLNEED).
+  // release: drop them from this process and the page cache (MADV_DONTNEED + POSIX_FADV_DONTNEED);
+  // views stay valid and fault the bytes back in from the file if touched again. `from`, `to`:
+  // a byte range inside the tensor (default: all of it).
+  void prefetch(const TensorInfo& info, std::uint64_t from = 0,
+                std::uint64_t to = UINT64_MAX) const;
+  void release(const TensorInfo& info, std::uint64_t from = 0, std::uint64_t to = UINT64_MAX) const;
+
  private:
+  void ensure_mapped() const;
+  // The page-aligned span of the mapping that covers bytes [from, to) of the tensor.
+  std::pair<char*, std::size_t> page_span(const TensorInfo& info, std::uint64_t from,
+                                          std::uint64_t to) const;
+
   SafetensorsFile(std::filesystem::path path, SafetensorsHeader header, std::uint64_t file_size);
 
   std::filesystem::path path_;

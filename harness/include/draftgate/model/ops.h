@@ -42,6 +42,9 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 inline constexpr std::int64_t kSmallWeightElements = 1 << 16;
 inline constexpr std::int64_t kSmallMatmulRows = 16;
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
+// dense(x, w) for a block of rows `w_part` of a weight of `whole_numel` elements, on the path the
+// whole product takes: a vocabulary projected in chunks picks the same kernel as in one piece.
+at::Tensor dense_part(const at::Tensor& x, const at::Tensor& w_part, std::int64_t whole_numel);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
 // OpenMP threads on the many small batched matmuls of Gated DeltaNet (2-3x slower on 2 cores).

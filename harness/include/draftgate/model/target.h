@@ -11,15 +11,15 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/attention.h"
 #include "draftgate/model/cache.h"
-#include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/gated_delta_net.h"
 #include "draftgate/model/target_config.h"
+#include "draftgate/model/target_layer.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {
@@ -32,6 +32,12 @@ struct TargetOptions {
   // Training: weights become owned copies listed in parameters() and forward passes record
   // autograd (no InferenceMode). The caller decides which parameters require grad.
   bool autograd = false;
+  // Only the embedding, the final norm and lm_head, for a drafter that reads them (the decoder
+  // layers are not loaded; extend() and forward() refuse).
+  bool head_only = false;
+  // How the user picks the stored bf16 instead of f32 (the flag or check parameter), named by the
+  // hint of a memory refusal; empty when nothing but a larger machine avoids it.
+  std::string dtype_flag = "--dtype bf16";
 };
 
 struct ForwardResult {
@@ -85,14 +91,7 @@ class TargetModel {
   at::Tensor logits_from_hidden(const at::Tensor& hidden) const;
 
  private:
-  struct Layer {
-    NormsAndMlp parts;
-    std::unique_ptr<Attention> attention;
-    std::unique_ptr<GatedDeltaNet> linear;
-  };
-
   TargetModel(const io::Checkpoint& checkpoint, const TargetOptions& options);
-  void check_tie_flag(const io::Checkpoint& checkpoint) const;
 
   layout::DecoderStack stack_;
   TargetConfig config_;
@@ -100,11 +99,27 @@ class TargetModel {
   at::Device device_;
   GdnAlgorithm gdn_;
   bool autograd_;
+  bool head_only_;
   ParameterMap parameters_;
   at::Tensor embed_, final_norm_, lm_head_;
   at::Tensor inv_freq_;  // shared by every attention layer
-  std::vector<Layer> layers_;
+  std::vector<TargetLayer> layers_;
 };
+
+// What every way of running a target shares, so a streamed forward refuses and computes exactly
+// what the in-memory one does.
+//
+// The compute dtype: options.dtype, else the embeddings' stored dtype (bf16; f32 for others).
+at::ScalarType compute_dtype(const io::Checkpoint& checkpoint, const layout::DecoderStack& stack,
+                             const TargetOptions& options);
+// The config's tie flag and the files must agree (compared as stored, in chunks: no whole copy).
+void check_tie_flag(const io::Checkpoint& checkpoint, const layout::DecoderStack& stack);
+// Token ids inside the vocabulary, taps that are decoder layers, a non-empty sequence.
+void check_tokens_and_taps(const TargetConfig& config, const std::vector<std::int64_t>& tokens,
+                           const std::vector<std::int64_t>& taps);
+// TargetModel::require_fits for any target of `config`.
+void require_sequence_fits(const TargetConfig& config, std::int64_t positions,
+                           std::int64_t new_positions, const std::string& source);
 
 // Parses "cpu" / "cuda" / "cuda:N"; draftgate::Error when this libtorch has no CUDA.
 at::Device parse_device(const std::string& name);

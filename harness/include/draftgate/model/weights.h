@@ -28,9 +28,15 @@ class WeightLoader {
   at::Tensor get(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
   at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // The stored tensor as a zero-copy view of the mapping, checked like get() except for its
+  // values, which the caller checks slice by slice with require_finite: for tensors read a slice
+  // at a time (a streamed embedding, lm_head in vocabulary blocks).
+  at::Tensor mapped(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // The error get() raises when `values` (a slice of tensor `name`) hold NaN or Inf.
+  void require_finite(const std::string& name, const at::Tensor& values) const;
 
  private:
-  at::Tensor view(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  at::Tensor checked(const std::string& name, const std::vector<std::int64_t>& shape) const;
   at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
 
   const io::Checkpoint& checkpoint_;

@@ -1,0 +1,22 @@
+#pragma once
+// Whether draftgate's engine can run a target, judged from config.json and the tensor names alone
+// (torch-free: `probe` and layer_path use it on metadata-only checkpoints). The engine runs
+// unquantised Qwen3 dense and Qwen3.5/3.6 dense-hybrid targets with default RoPE and full (not
+// sliding-window) attention; TargetConfig (model/target_config.h) refuses the rest when loading.
+
+#include <string>
+#include <vector>
+
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/layout/decoder_stack.h"
+
+namespace draftgate::layout {
+
+struct EngineSupport {
+  bool supported = true;
+  std::vector<std::string> reasons;  // one sentence per thing the engine cannot run
+};
+
+EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack);
+
+}  // namespace draftgate::layout

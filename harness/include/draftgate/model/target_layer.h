@@ -1,0 +1,36 @@
+#pragma once
+// One target decoder layer (norms, a full-attention or Gated DeltaNet mixer, the MLP), shared by
+// the in-memory TargetModel and the StreamedTarget so both run the very same arithmetic.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "draftgate/model/attention.h"
+#include "draftgate/model/cache.h"
+#include "draftgate/model/decoder_layer_parts.h"
+#include "draftgate/model/gated_delta_net.h"
+#include "draftgate/model/target_config.h"
+#include "draftgate/model/weights.h"
+
+namespace draftgate::model {
+
+struct TargetLayer {
+  NormsAndMlp parts;
+  std::unique_ptr<Attention> attention;  // exactly one of the two mixers
+  std::unique_ptr<GatedDeltaNet> linear;
+
+  // Loads layer `index` from `<prefix>` (the layer's path plus ".").
+  static TargetLayer load(const TargetConfig& config, const WeightLoader& weights,
+                          const std::string& prefix, std::int64_t index);
+
+  // h + mixer(input_norm(h)), then + mlp(post_norm(·)): the layer's output for hidden states h.
+  at::Tensor extend(const at::Tensor& h, const TargetConfig& config, const RopeTables& rope,
+                    const at::Tensor& visible, const std::vector<std::int64_t>& parents,
+                    GdnAlgorithm gdn, KVCache& kv, LinearState& linear_state) const;
+};
+
+}  // namespace draftgate::model

@@ -1,0 +1,98 @@
+#include "draftgate/layout/engine_support.h"
+
+#include <algorithm>
+
+#include "draftgate/io/json_util.h"
+
+namespace draftgate::layout {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The quantisation scheme that stored `name`, from the tensor suffixes each one writes.
+const char* quantised_suffix_scheme(const std::string& name) {
+  static const std::pair<const char*, const char*> kSuffixes[] = {
+      {".qweight", "AWQ/GPTQ"},
+      {".qzeros", "AWQ/GPTQ"},
+      {".g_idx", "GPTQ"},
+      {".weight_packed", "compressed-tensors"},
+      {".weight_scale", "compressed-tensors"},
+      {".weight_zero_point", "compressed-tensors"},
+      {".SCB", "bitsandbytes"},
+      {".weight.absmax", "bitsandbytes"},
+      {".weight.quant_state.bitsandbytes__nf4", "bitsandbytes"},
+      {".weight.quant_state.bitsandbytes__fp4", "bitsandbytes"},
+  };
+  for (const auto& [suffix, scheme] : kSuffixes)
+    if (ends_with(name, suffix)) return scheme;
+  return nullptr;
+}
+
+const nlohmann::json* field(const io::ModelConfig& config, const char* key) {
+  for (const nlohmann::json* j : {&config.text(), &config.root()}) {
+    auto it = j->find(key);
+    if (it != j->end() && !it->is_null()) return &*it;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack) {
+  EngineSupport s;
+  auto add = [&](std::string reason) {
+    s.supported = false;
+    s.reasons.push_back(std::move(reason));
+  };
+  const io::ModelConfig& config = checkpoint.config();
+
+  if (const nlohmann::json* q = field(config, "quantization_config")) {
+    std::string method = "unnamed";
+    if (q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string())
+      method = (*q)["quant_method"].get<std::string>();
+    add("quantised weights (quantization_config.quant_method " + method +
+        "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
+  } else {
+    for (const auto& name : checkpoint.names())
+      if (const char* scheme = quantised_suffix_scheme(name)) {
+        add(std::string("quantised weights (") + scheme + " tensors such as " + name +
+            "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
+        break;
+      }
+  }
+
+  const std::string type = config.model_type();
+  const bool moe =
+      type.find("moe") != std::string::npos || config.find_int("num_experts").value_or(0) > 0 ||
+      std::any_of(checkpoint.names().begin(), checkpoint.names().end(), [](const std::string& n) {
+        return n.find(".mlp.experts.") != std::string::npos;
+      });
+  if (moe)
+    add("MoE MLPs (model_type " + type + "): the engine runs dense MLPs only");
+  else if (type != "qwen3" && type != "qwen3_5" && type != "qwen3_5_text")
+    add("model_type \"" + type +
+        "\" is not a family the engine runs (qwen3 dense, qwen3_5 / qwen3_5_text hybrid)");
+
+  const bool sliding_layers =
+      std::any_of(stack.layer_types.begin(), stack.layer_types.end(),
+                  [](const std::string& t) { return t.find("sliding") != std::string::npos; });
+  if (config.find_bool("use_sliding_window").value_or(false) || sliding_layers)
+    add("sliding-window attention" +
+        std::string(sliding_layers ? " (layer_types has sliding_attention layers)" : "") +
+        ": the engine attends over the whole sequence");
+
+  for (const char* block : {"rope_scaling", "rope_parameters"}) {
+    const nlohmann::json* rope = field(config, block);
+    if (rope == nullptr || !rope->is_object()) continue;
+    for (const char* key : {"rope_type", "type"})
+      if (rope->contains(key) && (*rope)[key] != "default")
+        add(std::string(block) + "." + key + " " + io::json_excerpt((*rope)[key]) +
+            ": the engine computes default RoPE only");
+  }
+  return s;
+}
+
+}  // namespace draftgate::layout

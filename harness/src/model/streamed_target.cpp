@@ -1,0 +1,124 @@
+// StreamedTarget (sequence_target.h): a target run one decoder layer at a time from the mapping.
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "draftgate/error.h"
+#include "draftgate/model/ops.h"
+#include "draftgate/model/sequence_target.h"
+#include "draftgate/model/weights.h"
+
+namespace draftgate::model {
+
+StreamedTarget::StreamedTarget(const io::Checkpoint& checkpoint, const TargetOptions& options,
+                               std::int64_t vocab_chunk_rows)
+    : checkpoint_(checkpoint),
+      stack_(layout::resolve_decoder_stack(checkpoint)),
+      config_(TargetConfig::from(checkpoint.config(), stack_)),
+      dtype_(compute_dtype(checkpoint, stack_, options)),
+      device_(options.device),
+      gdn_(options.gdn),
+      vocab_chunk_rows_(std::max<std::int64_t>(1, vocab_chunk_rows)) {
+  if (checkpoint.metadata_only())
+    throw Error(checkpoint.dir().string(),
+                "metadata-only checkpoint (index without shards) has no weights",
+                "download the shards to run the model");
+  if (options.autograd) throw std::invalid_argument("a streamed target cannot train");
+  c10::InferenceMode inference;
+  const WeightLoader w(checkpoint_, dtype_, device_);
+  const auto& c = config_;
+  w.mapped(stack_.embed_tokens, {c.vocab, c.hidden});  // shapes now, values as they are read
+  if (!stack_.tied_embeddings) w.mapped(stack_.lm_head, {c.vocab, c.hidden});
+  final_norm_ = w.get(stack_.final_norm, {c.hidden});
+  check_tie_flag(checkpoint_, stack_);
+  inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
+}
+
+void StreamedTarget::advise_layer(std::int64_t index, bool release) const {
+  const std::string prefix = stack_.layer_path(index) + ".";
+  const auto& names = checkpoint_.names();
+  for (auto it = std::lower_bound(names.begin(), names.end(), prefix);
+       it != names.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
+    const io::TensorInfo* info = checkpoint_.info(*it);
+    const auto& file = checkpoint_.file_of(*it);
+    release ? file->release(*info) : file->prefetch(*info);
+  }
+}
+
+ForwardResult StreamedTarget::forward(const std::vector<std::int64_t>& tokens,
+                                      const std::vector<std::int64_t>& taps, bool want_logits,
+                                      const LayerCallback& on_layer) const {
+  c10::InferenceMode inference;
+  check_tokens_and_taps(config_, tokens, taps);
+  const auto t_len = static_cast<std::int64_t>(tokens.size());
+  require_sequence_fits(config_, t_len, t_len, "tokens");
+  std::vector<std::int64_t> positions(t_len);
+  std::iota(positions.begin(), positions.end(), 0);
+  const RopeTables rope =
+      rope_tables(at::tensor(positions, at::kLong).to(device_), inv_freq_, dtype_);
+  const auto state_options = at::TensorOptions().dtype(dtype_).device(device_);
+  const WeightLoader w(checkpoint_, dtype_, device_);
+
+  ForwardResult result;
+  at::Tensor h = embed(tokens);
+  const std::int64_t layers = config_.num_layers;
+  advise_layer(0, false);
+  for (std::int64_t i = 0; i < layers; ++i) {
+    if (i + 1 < layers) advise_layer(i + 1, false);  // read ahead while this layer computes
+    {
+      const TargetLayer layer = TargetLayer::load(config_, w, stack_.layer_path(i) + ".", i);
+      KVCache kv;  // one pass over the whole sequence: nothing outlives the layer
+      LinearState linear;
+      if (layer.linear) linear = layer.linear->new_state(state_options);
+      h = layer.extend(h, config_, rope, at::Tensor(), {}, gdn_, kv, linear);
+    }
+    advise_layer(i, true);
+    if (std::find(taps.begin(), taps.end(), i) != taps.end()) result.taps[i] = h.to(at::kFloat);
+    if (on_layer) on_layer(i + 1, layers);
+  }
+  if (want_logits) result.logits = lm_head(final_norm(h));
+  return result;
+}
+
+at::Tensor StreamedTarget::final_norm(const at::Tensor& hidden) const {
+  return rms_norm(hidden.to(dtype_), final_norm_, config_.rms_eps, config_.traits.norm);
+}
+
+at::Tensor StreamedTarget::lm_head(const at::Tensor& x) const {
+  c10::InferenceMode inference;
+  const std::string& name = stack_.tied_embeddings ? stack_.embed_tokens : stack_.lm_head;
+  const std::int64_t vocab = config_.vocab, hidden = config_.hidden;
+  const WeightLoader w(checkpoint_, dtype_, device_);
+  const at::Tensor stored = w.mapped(name, {vocab, hidden});
+  const io::TensorInfo& info = *checkpoint_.info(name);
+  const auto& file = checkpoint_.file_of(name);
+  const std::uint64_t row_bytes = info.nbytes() / static_cast<std::uint64_t>(vocab);
+  const auto bytes_at = [&](std::int64_t row) {
+    return static_cast<std::uint64_t>(row) * row_bytes;
+  };
+  const at::Tensor in = x.to(dtype_);
+  at::Tensor out = at::empty({x.size(0), vocab}, in.options().dtype(at::kFloat));
+  const std::int64_t rows = vocab_chunk_rows_;
+  for (std::int64_t r = 0; r < vocab; r += rows) {
+    const std::int64_t n = std::min(rows, vocab - r);
+    file->prefetch(info, bytes_at(r + n), bytes_at(std::min(vocab, r + 2 * rows)));
+    const at::Tensor block = stored.narrow(0, r, n);
+    w.require_finite(name, block);
+    out.narrow(1, r, n).copy_(dense_part(in, block.to(device_, dtype_), vocab * hidden));
+    file->release(info, bytes_at(r), bytes_at(r + n));
+  }
+  return out;
+}
+
+at::Tensor StreamedTarget::embed(const std::vector<std::int64_t>& tokens) const {
+  c10::InferenceMode inference;
+  const WeightLoader w(checkpoint_, dtype_, device_);
+  const at::Tensor rows = w.mapped(stack_.embed_tokens, {config_.vocab, config_.hidden})
+                              .index_select(0, at::tensor(tokens, at::kLong));
+  w.require_finite(stack_.embed_tokens, rows);
+  return rows.to(device_, dtype_);
+}
+
+}  // namespace draftgate::model

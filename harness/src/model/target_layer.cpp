@@ -1,0 +1,24 @@
+#include "draftgate/model/target_layer.h"
+
+namespace draftgate::model {
+
+TargetLayer TargetLayer::load(const TargetConfig& c, const WeightLoader& w,
+                              const std::string& prefix, std::int64_t index) {
+  TargetLayer l{NormsAndMlp(w, prefix, c.hidden, c.intermediate), nullptr, nullptr};
+  if (c.is_linear(index))
+    l.linear = std::make_unique<GatedDeltaNet>(c, w, prefix + "linear_attn.");
+  else
+    l.attention = std::make_unique<Attention>(c, w, prefix + "self_attn.");
+  return l;
+}
+
+at::Tensor TargetLayer::extend(const at::Tensor& h, const TargetConfig& c, const RopeTables& rope,
+                               const at::Tensor& visible, const std::vector<std::int64_t>& parents,
+                               GdnAlgorithm gdn, KVCache& kv, LinearState& linear_state) const {
+  const at::Tensor normed = parts.mixer_input(h, c.rms_eps, c.traits.norm);
+  const at::Tensor mixed = h + (linear ? linear->extend(normed, linear_state, parents, gdn)
+                                       : attention->extend(normed, rope, visible, kv));
+  return parts.add_mlp(mixed, c.rms_eps, c.traits.norm);
+}
+
+}  // namespace draftgate::model

@@ -1,0 +1,170 @@
+// The streamed single-pass target (sequence_target.h) against the in-memory one: the same bits at
+// the same dtype on both families, bf16 and f32, tied and untied, lm_head in vocabulary blocks;
+// the memory budget picks the path; the step-record checks give the same verdicts streamed.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "checks/check.h"
+#include "checks/model_engine.h"
+#include "draftgate/error.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/memory_budget.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/sequence_target.h"
+#include "synthetic_layouts.h"
+#include "synthetic_step_record.h"
+#include "test_files.h"
+
+namespace draftgate::model {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Sets the memory budget variable for the scope of one test.
+class ScopedBudget {
+ public:
+  explicit ScopedBudget(const char* mib) { ::setenv(kMemoryBudgetVariable, mib, 1); }
+  ~ScopedBudget() { ::unsetenv(kMemoryBudgetVariable); }
+};
+
+struct StreamCase {
+  std::string name;
+  Family family;
+  TargetLayout layout;
+  bool tied;
+};
+void PrintTo(const StreamCase& c, std::ostream* os) { *os << c.name; }
+
+class StreamedTargetTest : public ::testing::TestWithParam<StreamCase> {
+ protected:
+  // A bf16 checkpoint of the case's family, written once per case.
+  const io::Checkpoint& checkpoint() {
+    static std::map<std::string, std::unique_ptr<io::Checkpoint>> cache;
+    auto& slot = cache[GetParam().name];
+    if (!slot) {
+      RandomTargetSpec spec;
+      spec.family = GetParam().family;
+      spec.layout = GetParam().layout;
+      spec.tied = GetParam().tied;
+      spec.layers = 4;
+      spec.seed = 11;
+      const auto dir = testing::fresh_dir("streamed_" + GetParam().name);
+      write_random_target(dir, spec);
+      slot = std::make_unique<io::Checkpoint>(io::Checkpoint::open(dir));
+    }
+    return *slot;
+  }
+  static std::vector<std::int64_t> tokens() {
+    std::vector<std::int64_t> t;
+    for (std::int64_t i = 0; i < 24; ++i) t.push_back((i * 53 + 5) % 256);
+    return t;
+  }
+};
+
+void expect_identical(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  EXPECT_EQ(a.scalar_type(), b.scalar_type()) << what;
+  EXPECT_TRUE(at::equal(a, b))
+      << what << ": max |diff| "
+      << (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+TEST_P(StreamedTargetTest, GivesTheInMemoryForwardBitForBitAtEitherDtype) {
+  const std::vector<std::int64_t> taps = {0, 1, 2, 3};
+  for (at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    for (GdnAlgorithm gdn : {GdnAlgorithm::kChunked, GdnAlgorithm::kRecurrent}) {
+      TargetOptions o;
+      o.dtype = dtype;
+      o.gdn = gdn;
+      const auto in_memory = open_sequence_target(checkpoint(), o, TargetPath::kInMemory);
+      // bf16: 100-row vocabulary blocks, lm_head in three pieces, the last one short. f32: the
+      // default blocks (one here) — OpenBLAS multiplies tiny f32 blocks with its small-matrix
+      // kernels, whose sums differ from the whole product's by an ulp (measured 1e-6).
+      const StreamedTarget streamed(checkpoint(), o,
+                                    dtype == at::kBFloat16 ? 100 : StreamedTarget::kVocabChunkRows);
+      ASSERT_FALSE(in_memory->streamed());
+      ASSERT_TRUE(streamed.streamed());
+      const std::string label = dtype == at::kFloat ? "f32" : "bf16";
+      std::int64_t layers_reported = 0;
+      const ForwardResult want = in_memory->forward(tokens(), taps);
+      const ForwardResult got = streamed.forward(tokens(), taps, true, [&](auto done, auto total) {
+        EXPECT_EQ(done, ++layers_reported);
+        EXPECT_EQ(total, 4);
+      });
+      EXPECT_EQ(layers_reported, 4);
+      expect_identical(got.logits, want.logits, label + " logits");
+      for (auto l : taps)
+        expect_identical(got.taps.at(l), want.taps.at(l), label + " tap " + std::to_string(l));
+      const at::Tensor h = want.taps.at(3);
+      expect_identical(streamed.final_norm(h), in_memory->final_norm(h), label + " final norm");
+      expect_identical(streamed.lm_head(h), in_memory->lm_head(h), label + " lm_head");
+      expect_identical(streamed.embed(tokens()), in_memory->embed(tokens()), label + " embed");
+    }
+  }
+}
+
+TEST_P(StreamedTargetTest, RefusesWhatTheInMemoryForwardRefuses) {
+  const StreamedTarget streamed(checkpoint(), {});
+  EXPECT_THROW(streamed.forward({}, {}), Error);
+  EXPECT_THROW(streamed.forward({256}, {}), Error);
+  EXPECT_THROW(streamed.forward({1, 2}, {4}), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, StreamedTargetTest,
+    ::testing::Values(StreamCase{"qwen3", Family::kQwen3, TargetLayout::kFlat, false},
+                      StreamCase{"qwen3_tied", Family::kQwen3, TargetLayout::kFlat, true},
+                      StreamCase{"qwen3_5", Family::kQwen3_5, TargetLayout::kVlm, false}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+TEST(MemoryBudget, TheVariableCapsTheBudgetAndPicksTheStreamedPath) {
+  const fs::path dir = testing::training_step_models() / "target";
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  TargetOptions o;
+  o.dtype = at::kFloat;
+  EXPECT_FALSE(open_sequence_target(ckpt, o)->streamed()) << "a small model stays in memory";
+  {
+    const ScopedBudget budget("1");
+    EXPECT_EQ(available_memory_bytes(), 1u << 20);
+    EXPECT_TRUE(open_sequence_target(ckpt, o)->streamed());
+  }
+  for (const char* bad : {"x", "-5", "0", "12MB"}) {
+    const ScopedBudget budget(bad);
+    try {
+      available_memory_bytes();
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr(kMemoryBudgetVariable));
+    }
+  }
+}
+
+// The three target-side step-record checks reach the same verdict with the same numbers when the
+// budget forces the streamed path.
+TEST(MemoryBudget, StepRecordChecksAgreeStreamed) {
+  const fs::path dir = testing::training_step_models();
+  train::StepRecord rec = testing::training_step(train::LossType::kHardCrossEntropy);
+  const fs::path path = dir / "streamed_checks.safetensors";
+  train::write_step_record(path, rec);
+  checks::Artifacts a;
+  a.target = dir / "target";
+  a.drafter = dir / "drafter";
+  a.step_record = path;
+  a.engine = &checks::model_engine();
+  for (const char* check :
+       {"target_logits_noise_free", "fc_excludes_target_layer", "train_infer_consistency"}) {
+    const checks::CheckResult in_memory = run_check(*checks::find_check(check), a, nullptr);
+    const ScopedBudget budget("1");
+    const checks::CheckResult streamed = run_check(*checks::find_check(check), a, nullptr);
+    EXPECT_EQ(in_memory.status, checks::Status::kPass) << check << ": " << in_memory.message;
+    EXPECT_EQ(streamed.status, in_memory.status) << check << ": " << streamed.message;
+    EXPECT_EQ(streamed.measured, in_memory.measured) << check;
+  }
+}
+
+}  // namespace
+}  // namespace draftgate::model
