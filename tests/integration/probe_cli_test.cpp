@@ -234,7 +234,7 @@ TEST(ProbeCli, FlagsMoeSlidingWindowRopeScalingAndQuantisedTensors) {
   const fs::path src = kRealLayouts / "qwen3-4b-hf";
   const auto variant = [&](const std::string& name, const nlohmann::json& patch) {
     const fs::path dir = testing::fresh_dir("engine_" + name);
-    fs::copy(src, dir, fs::copy_options::overwrite_existing);
+    fs::copy(src, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     nlohmann::json config = nlohmann::json::parse(std::ifstream(src / "config.json"));
     config.merge_patch(patch);
     std::ofstream(dir / "config.json") << config.dump();
