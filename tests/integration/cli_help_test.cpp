@@ -61,8 +61,10 @@ TEST(CliFlags, UnknownCheckNamesListTheValidOnes) {
     const auto r = run_draftgate(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_THAT(r.err, HasSubstr("unknown check \"loss_typ\""));
-    EXPECT_THAT(r.err, HasSubstr("the checks: fc_excludes_target_layer, hidden_state_parity, "
-                                 "layer_path, loss_type, min_tau"));
+    EXPECT_THAT(
+        r.err,
+        HasSubstr("the checks: drafter_config, fc_excludes_target_layer, hidden_state_parity, "
+                  "layer_path, loss_type, min_tau"));
   }
 }
 
