@@ -1,12 +1,14 @@
 // The engine: every verb, with libtorch. The front end (main.cpp) loads this library for every
 // run it cannot do itself (all but probe and structural-only checks).
 
+#include "draftgate/engine_main.h"
+
 #include <ATen/Parallel.h>
 
 #include "checks/model_engine.h"
 #include "run_cli.h"
 
-extern "C" __attribute__((visibility("default"))) int draftgate_engine_main(int argc, char** argv) {
+int draftgate_engine_main(int argc, char** argv) {
   using namespace draftgate::cli;
   return run_cli(argc, argv,
                  {add_probe, add_forward,

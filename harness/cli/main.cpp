@@ -1,7 +1,8 @@
 // The draftgate front end. `probe` and `check` runs whose checks are all structural (layer_path,
 // the static fc_excludes_target_layer) run here, on the torch-free libraries, so inspecting even a
 // 50 GB checkpoint costs a few MB of memory and no libtorch start-up; everything else (and --help)
-// runs in the engine, libdraftgate_engine.so beside this binary, which brings libtorch.
+// runs in the engine, libdraftgate_engine.so, which brings libtorch: beside this binary in the
+// build tree, in the library directory of an installed prefix.
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -27,10 +28,17 @@ std::string verb_of(int argc, char** argv) {
   return "";
 }
 
-int run_engine(int argc, char** argv) {
+// Beside the binary (build tree), else where `cmake --install` puts it relative to bin/.
+std::filesystem::path engine_path() {
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string engine = (self.parent_path() / "libdraftgate_engine.so").string();
+  const auto bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  const auto beside = bin / "libdraftgate_engine.so";
+  if (std::filesystem::exists(beside, ec)) return beside;
+  return (bin / DRAFTGATE_ENGINE_FROM_BIN / "libdraftgate_engine.so").lexically_normal();
+}
+
+int run_engine(int argc, char** argv) {
+  const std::string engine = engine_path().string();
   void* lib = ::dlopen(engine.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     std::cerr << "draftgate: error: " << engine << ": cannot load the engine: " << ::dlerror()
