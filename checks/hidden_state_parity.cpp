@@ -41,7 +41,7 @@ Side run_backend(const io::Checkpoint& ckpt, const std::string& spec,
   const model::SequenceTarget& target = sequence_target(
       ckpt, model::parse_dtype_flag(dtype),
       gdn == "chunked" ? model::GdnAlgorithm::kChunked : model::GdnAlgorithm::kRecurrent,
-      model::parse_device(device));
+      model::parse_device(device, "hidden_state_parity backend \"" + spec + "\""));
   std::vector<std::int64_t> taps(target.config().num_layers);
   for (std::size_t i = 0; i < taps.size(); ++i) taps[i] = static_cast<std::int64_t>(i);
   const auto r = forward_with_progress("hidden_state_parity " + spec, target, tokens, taps);

@@ -28,7 +28,9 @@ class MinTau : public Check {
             number_param("per_position_min_ratio", nullptr, 0, 10,
                          "each depth's acceptance at least this × the golden's"),
             string_param("prompts", nullptr, {},
-                         "a prompt-set path instead of the golden's (same sha256)")};
+                         "a prompt-set path instead of the golden's (same sha256)"),
+            string_param("device", "cpu", {"cpu", "cuda"},
+                         "where to decode (cuda needs a CUDA build of libtorch; τ is the same)")};
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -67,6 +69,7 @@ class MinTau : public Check {
     options.dtype = model::parse_dtype_flag(g.dtype);
     options.gdn = model::parse_gdn_flag(g.gdn);
     options.dtype_flag = "a golden recorded with golden record --dtype bf16";
+    options.device = model::parse_device(p["device"].get<std::string>(), "min_tau.device");
     const auto target = model::TargetModel::load(target_ckpt, options);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     // Decoded with the golden's reading of the drafter's causality (z-lab's for older goldens).

@@ -36,6 +36,11 @@ void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
       ->check(integer_range(0, decode::kMaxTreeBudget));
 }
 
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device,
+                  "cpu or cuda[:N] (cuda needs a CUDA build of libtorch: README \"GPU builds\")");
+}
+
 void set_example(CLI::App* cmd, const std::string& example) {
   cmd->footer("\nExample:\n  " + example + "\n");
 }

@@ -19,6 +19,9 @@ CLI::Validator non_negative_integer();
 // --max-new, --eos, --tree-budget, --tree-top-k into `decode` (run_cli shows every default).
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode);
 
+// --device cpu|cuda[:N]: where the target (and the drafter) compute.
+void add_device_option(CLI::App* cmd, std::string& device);
+
 // The help page's footer: "Example:" and the command line(s).
 void set_example(CLI::App* cmd, const std::string& example);
 

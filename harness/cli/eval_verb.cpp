@@ -34,6 +34,7 @@ struct EvalOptions {
   decode::DecodeConfig decode;
   std::string dtype;
   std::string gdn = "chunked";
+  std::string device = "cpu";
   std::string json;
   std::string metrics_out;         // vLLM-format counters of the run
   std::string causality = "zlab";  // whose reading of dflash_config.causal
@@ -71,7 +72,8 @@ std::string decoding_settings(const EvalOptions& opt, const std::string& mode, s
          (d.tree_top_k > 0 ? std::to_string(d.tree_top_k) : "= budget");
   s += ", max_new " + std::to_string(d.max_new_tokens) + ", EOS " +
        (d.eos_ids.empty() ? std::string("none") : format_ids(d.eos_ids)) + ", greedy, target " +
-       (target.dtype() == at::kBFloat16 ? "bf16" : "f32") + ", gdn " + opt.gdn;
+       (target.dtype() == at::kBFloat16 ? "bf16" : "f32") + ", gdn " + opt.gdn + ", device " +
+       target.device().str();
   return s;
 }
 
@@ -91,6 +93,7 @@ int run_eval(const EvalOptions& opt) {
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
   options.gdn = model::parse_gdn_flag(opt.gdn);
+  options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
 
   std::unique_ptr<io::Checkpoint> drafter_ckpt;
@@ -180,6 +183,7 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   add_decoding_options(cmd, opt->decode);
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
+  add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,
                   "Whose reading of dflash_config.causal without is_causal: zlab (ignore it, the "
                   "reference) or vllm (apply it to every layer)")

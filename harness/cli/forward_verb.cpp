@@ -84,7 +84,7 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
                   "Decoder layers whose outputs to dump (HF hidden_states[l+1])")
       ->delimiter(',');
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
-  cmd->add_option("--device", opt->device, "cpu or cuda[:N]");
+  add_device_option(cmd, opt->device);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   cmd->add_option("--out", opt->out, "Output .safetensors file")->required();
   set_example(cmd,

@@ -32,6 +32,7 @@ struct GoldenOptions {
   decode::DecodeConfig decode;
   std::string dtype;  // empty: f32 when the target fits the memory budget, else as stored
   std::string gdn = "chunked";
+  std::string device = "cpu";  // where to decode; τ does not depend on it (recorded all the same)
   std::string loss = "ce";
   std::string measured;            // record from a serving engine's measurement instead of decoding
   std::string causality = "zlab";  // whose reading of dflash_config.causal
@@ -68,6 +69,7 @@ int record(const GoldenOptions& opt) {
   options.dtype =
       opt.dtype.empty() ? default_dtype(target_ckpt) : model::parse_dtype_flag(opt.dtype);
   options.gdn = model::parse_gdn_flag(opt.gdn);
+  options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
   const std::string dtype = *options.dtype == at::kFloat ? "f32" : "bf16";
   const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
@@ -111,6 +113,7 @@ int record(const GoldenOptions& opt) {
         {"files", golden::directory_hashes(opt.target)},
         {"identity", golden::target_identity(opt.target)}}},
       {"drafter", {{"path", opt.drafter}, {"files", golden::directory_hashes(opt.drafter)}}},
+      {"device", target->device().str()},
       {"draftgate_version", DRAFTGATE_VERSION},
       {"recorded_at", utc_now()}};
   // Without --force the golden is linked into place, never replacing one that appeared meanwhile.
@@ -144,6 +147,7 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
                   "Target dtype for the measurement: f32 or bf16 (default: f32 when the target "
                   "fits the memory budget, else as stored)");
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
+  add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,
                   "Whose reading of dflash_config.causal without is_causal: zlab or vllm")
       ->check(CLI::IsMember({"zlab", "vllm"}));

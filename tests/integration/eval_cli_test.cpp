@@ -1,6 +1,7 @@
 // `draftgate eval` end to end on random checkpoints: JSON report, oracle self-test, determinism,
 // bad input.
 
+#include <ATen/Context.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -158,6 +159,27 @@ TEST(EvalCli, BadInputExitsTwo) {
   r = run_draftgate(base + " --drafter " + other.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("tap 9 is not a target layer (0..3)"));
+}
+
+// --device: cpu decodes (and says so); a CUDA device on a CPU libtorch, or a malformed one, is one
+// line naming the flag. Goldens and min_tau take the same names (GoldenSuiteCli).
+TEST(EvalCli, DeviceFlag) {
+  const std::string base = "eval --target " + setup().target.string() + " --drafter " +
+                           setup().drafter.string() + " --prompts " + setup().prompts.string() +
+                           " --max-new 8";
+  auto r = run_draftgate(base + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(", device cpu"));
+  r = run_draftgate(base + " --device cuda:x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "draftgate: error: --device: unknown device \"cuda:x\" (expected cpu or cuda[:N])\n");
+  if (at::hasCUDA()) GTEST_SKIP() << "this libtorch has CUDA: the refusal below does not apply";
+  r = run_draftgate(base + " --device cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("--device: \"cuda\" requested but this libtorch was built without CUDA"));
 }
 
 }  // namespace

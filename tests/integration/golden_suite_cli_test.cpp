@@ -2,6 +2,7 @@
 // trained Qwen3 fixture: atomic, refuse-to-overwrite goldens; min_tau against them; suite files
 // with relative paths and expected verdicts; bad goldens and suites are exit 2 with one line.
 
+#include <ATen/Context.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,6 +45,7 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   EXPECT_EQ(doc["provenance"]["target"]["files"]["model.safetensors"].get<std::string>().size(),
             64u);
   EXPECT_EQ(doc["check_params"]["loss_type"]["expected"], "ce");
+  EXPECT_EQ(doc["provenance"]["device"], "cpu");
   EXPECT_EQ(g.causality, "zlab");
   EXPECT_EQ(g.drafter_causal, (std::vector<bool>{false, false})) << "full layers, is_causal absent";
 
@@ -62,6 +64,18 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   r = run_draftgate(check + out.string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("ratio 1)"));
+
+  if (!at::hasCUDA()) {  // a CUDA device on a CPU libtorch: one line naming the flag / parameter
+    r = run_draftgate(check + out.string() + " --param min_tau.device=\"cuda\"");
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_THAT(r.err, HasSubstr("min_tau.device: \"cuda\" requested but this libtorch was built "
+                                 "without CUDA"));
+    r = run_draftgate("golden record" + record_args() + " --out " + (dir / "cuda.json").string() +
+                      " --device cuda");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("--device: \"cuda\" requested"));
+    EXPECT_FALSE(fs::exists(dir / "cuda.json"));
+  }
 
   nlohmann::json edited = doc;
   edited["prompt_set"]["sha256"] = std::string(64, '0');

@@ -8,10 +8,11 @@ namespace draftgate::decode {
 DraftTree build_draft_tree(const at::Tensor& logits, std::int64_t budget, std::int64_t top_k) {
   const std::int64_t depths = logits.size(0), vocab = logits.size(1);
   const std::int64_t k = std::min(top_k > 0 ? top_k : budget, vocab);
-  const at::Tensor logp = at::log_softmax(logits.to(at::kFloat).to(at::kCPU), -1);
+  // Ranked where the logits are; only the k best per depth travel to the host.
+  const at::Tensor logp = at::log_softmax(logits.to(at::kFloat), -1);
   const auto top = at::topk(logp, k, -1, /*largest=*/true, /*sorted=*/true);
-  const at::Tensor values = std::get<0>(top).to(at::kDouble).contiguous();
-  const at::Tensor ids = std::get<1>(top).contiguous();
+  const at::Tensor values = std::get<0>(top).to(at::kCPU, at::kDouble).contiguous();
+  const at::Tensor ids = std::get<1>(top).to(at::kCPU).contiguous();
   const auto val = values.accessor<double, 2>();
   const auto tok = ids.accessor<std::int64_t, 2>();
 

@@ -1,6 +1,7 @@
 #include "draftgate/model/target.h"
 
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
@@ -27,16 +28,22 @@ void check_parents(const std::vector<std::int64_t>& parents, std::size_t n) {
 
 }  // namespace
 
-at::Device parse_device(const std::string& name) {
+at::Device parse_device(const std::string& name, const std::string& source) {
   if (name == "cpu") return at::kCPU;
-  if (name.rfind("cuda", 0) == 0) {
+  const std::string index = name.rfind("cuda:", 0) == 0 ? name.substr(5) : "";
+  const bool digits = !index.empty() && index.size() <= 3 &&
+                      index.find_first_not_of("0123456789") == std::string::npos;
+  if (name == "cuda" || digits) {
     if (!at::hasCUDA())
-      throw Error(
-          "--device",
-          "\"" + name + "\" requested but this libtorch was built without CUDA (or no GPU)");
+      throw Error(source,
+                  "\"" + name + "\" requested but this libtorch was built without CUDA (or no GPU)",
+                  "build against a CUDA libtorch (README \"GPU builds\") or use cpu");
+    const int gpus = at::detail::getCUDAHooks().getNumGPUs();
+    if (digits && std::stoi(index) >= gpus)
+      throw Error(source, "\"" + name + "\": this machine has " + std::to_string(gpus) + " GPU(s)");
     return at::Device(name);
   }
-  throw Error("--device", "unknown device \"" + name + "\" (expected cpu or cuda[:N])");
+  throw Error(source, "unknown device \"" + name + "\" (expected cpu or cuda[:N])");
 }
 
 at::ScalarType parse_dtype_flag(const std::string& name) {

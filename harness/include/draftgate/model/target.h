@@ -121,8 +121,9 @@ void check_tokens_and_taps(const TargetConfig& config, const std::vector<std::in
 void require_sequence_fits(const TargetConfig& config, std::int64_t positions,
                            std::int64_t new_positions, const std::string& source);
 
-// Parses "cpu" / "cuda" / "cuda:N"; draftgate::Error when this libtorch has no CUDA.
-at::Device parse_device(const std::string& name);
+// Parses "cpu" / "cuda" / "cuda:N"; draftgate::Error naming `source` when this libtorch has no
+// CUDA or no such GPU.
+at::Device parse_device(const std::string& name, const std::string& source = "--device");
 // Parses "bf16" / "f32".
 at::ScalarType parse_dtype_flag(const std::string& name);
 // Parses "chunked" / "recurrent".
