@@ -82,6 +82,8 @@ int run_eval(const EvalOptions& opt) {
     if (opt.decode.tree_budget > 0)
       throw Error("--metrics-out", "vLLM's counters describe linear drafting; drop --tree-budget");
   }
+  if (opt.decode.record_drafts && opt.json.empty())
+    throw Error("--record-drafts", "the drafts go into --json FILE; give one");
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
   io::check_outputs({{opt.json, "--json"}, {opt.metrics_out, "--metrics-out"}},
@@ -190,6 +192,8 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
       ->check(CLI::IsMember({"zlab", "vllm"}))
       ->capture_default_str();
   cmd->add_option("--json", opt->json, "Write the full result as JSON");
+  cmd->add_flag("--record-drafts", opt->decode.record_drafts,
+                "With --json: each prompt's drafted tokens at every verify step");
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "
                   "(Prometheus text; linear DFlash only)");

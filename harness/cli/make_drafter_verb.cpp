@@ -1,7 +1,9 @@
 // `draftgate make-drafter`: writes a random DFlash drafter shaped for a given target (tests,
 // demos).
 
+#include <algorithm>
 #include <iostream>
+#include <numeric>
 
 #include "cli_options.h"
 #include "draftgate/io/checkpoint.h"
@@ -18,6 +20,7 @@ struct MakeDrafterOptions {
   std::string target;
   model::RandomDrafterSpec spec;
   std::int64_t mask_token_id = -1;
+  std::int64_t version = 1;
   std::string out;
 };
 
@@ -30,6 +33,11 @@ int run_make_drafter(MakeDrafterOptions opt) {
   opt.spec.target_layers = t.num_layers;
   opt.spec.vocab = t.vocab;
   opt.spec.mask_token_id = opt.mask_token_id >= 0 ? opt.mask_token_id : t.vocab - 1;
+  if (opt.version ==
+      2)  // the z-lab fixture's kernel and group, rank and top-k scaled to the target
+    opt.spec.dflash2 = model::Dflash2Config{2, std::gcd(t.hidden, std::int64_t{16}),
+                                            std::max<std::int64_t>(1, t.hidden / 8),
+                                            std::min<std::int64_t>(16, t.vocab)};
   model::write_random_drafter(opt.out, opt.spec);
   std::cout << "wrote random DFlash drafter for " << opt.target << " to " << opt.out << "\n";
   return 0;
@@ -39,9 +47,12 @@ int run_make_drafter(MakeDrafterOptions opt) {
 
 void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<MakeDrafterOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("make-drafter", "Write a random DFlash drafter for a target checkpoint");
+  CLI::App* cmd = app.add_subcommand(
+      "make-drafter", "Write a random DFlash (or DFlash2) drafter for a target checkpoint");
   cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--version", opt->version,
+                  "1: DFlash; 2: DFlash2 (z-lab DFlash2DraftModel: convolutions and selector)")
+      ->check(integer_range(1, 2));
   cmd->add_option("--layers", opt->spec.layers, "Drafter layers")->check(integer_range(1, 64));
   cmd->add_option("--block-size", opt->spec.block_size, "Block size B")
       ->check(integer_range(2, 256));

@@ -68,15 +68,18 @@ nlohmann::json timing_json(const AcceptanceStats& s) {
 nlohmann::json to_json(const PromptRun& r) {
   const std::int64_t committed =
       std::accumulate(r.acceptance.begin(), r.acceptance.end(), std::int64_t{0});
-  return {{"id", r.id},
-          {"steps", r.acceptance.size()},
-          {"tau", r.acceptance.empty()
-                      ? 0.0
-                      : static_cast<double>(committed) / static_cast<double>(r.acceptance.size())},
-          {"acceptance", r.acceptance},
-          {"drafted", r.drafted},
-          {"generated_tokens", r.output.size()},
-          {"output_ids", r.output}};
+  nlohmann::json out = {
+      {"id", r.id},
+      {"steps", r.acceptance.size()},
+      {"tau", r.acceptance.empty()
+                  ? 0.0
+                  : static_cast<double>(committed) / static_cast<double>(r.acceptance.size())},
+      {"acceptance", r.acceptance},
+      {"drafted", r.drafted},
+      {"generated_tokens", r.output.size()},
+      {"output_ids", r.output}};
+  if (!r.drafts.empty()) out["drafts"] = r.drafts;
+  return out;
 }
 
 }  // namespace draftgate::decode

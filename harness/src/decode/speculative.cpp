@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "draftgate/decode/ddtree.h"
+#include "draftgate/error.h"
 
 namespace draftgate::decode {
 namespace {
@@ -35,6 +36,14 @@ class DFlashBlockDrafter : public BlockDrafter {
     drafter_.add_context(state_, drafter_.features(f, rows));
   }
   at::Tensor draft(std::int64_t anchor) override { return drafter_.draft(state_, anchor); }
+  std::vector<std::int64_t> propose(std::int64_t anchor) override {
+    return drafter_.propose(state_, anchor).tokens;
+  }
+  std::optional<std::string> tree_refusal() const override {
+    if (!drafter_.is_dflash2()) return std::nullopt;
+    return "DDTree is not defined for DFlash2 drafters: the z-lab reference drafts only the "
+           "candidate_selector's linear walk (use --tree-budget 0)";
+  }
 
  private:
   const model::DFlashDrafter& drafter_;
@@ -77,6 +86,10 @@ class OracleBlockDrafter : public BlockDrafter {
 
 }  // namespace
 
+std::vector<std::int64_t> BlockDrafter::propose(std::int64_t anchor) {
+  return argmax_rows(draft(anchor));
+}
+
 std::unique_ptr<BlockDrafter> dflash_block_drafter(const model::DFlashDrafter& drafter) {
   return std::make_unique<DFlashBlockDrafter>(drafter);
 }
@@ -106,6 +119,8 @@ std::vector<std::int64_t> greedy_generate(const model::TargetModel& target,
 PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& drafter,
                                const std::vector<std::int64_t>& prompt,
                                const DecodeConfig& config) {
+  if (config.tree_budget > 0)
+    if (const auto refusal = drafter.tree_refusal()) throw Error("--tree-budget", *refusal);
   const auto start = Clock::now();
   const std::int64_t b = drafter.block_size();
   const std::vector<std::int64_t> taps = drafter.taps();
@@ -130,24 +145,25 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
 
   while (static_cast<std::int64_t>(run.output.size()) < config.max_new_tokens &&
          !is_eos(run.output.back())) {
-    t = Clock::now();
-    const at::Tensor logits = drafter.draft(bonus);
-    run.drafter_seconds += since(t);
     std::vector<std::int64_t> tokens = {bonus}, parents;  // index 0 = root (the bonus token)
+    t = Clock::now();
     if (config.tree_budget > 0) {
-      const DraftTree tree = build_draft_tree(logits, config.tree_budget, config.tree_top_k);
+      const DraftTree tree =
+          build_draft_tree(drafter.draft(bonus), config.tree_budget, config.tree_top_k);
       parents.push_back(-1);
       for (std::size_t i = 0; i < tree.tokens.size(); ++i) {
         tokens.push_back(tree.tokens[i]);
         parents.push_back(tree.parents[i] + 1);
       }
     } else {
-      const auto drafts = argmax_rows(logits);
+      const auto drafts = drafter.propose(bonus);
       tokens.insert(tokens.end(), drafts.begin(), drafts.end());
       for (std::size_t i = 0; i < tokens.size(); ++i)
         parents.push_back(static_cast<std::int64_t>(i) - 1);
     }
+    run.drafter_seconds += since(t);
     run.drafted += static_cast<std::int64_t>(tokens.size()) - 1;
+    if (config.record_drafts) run.drafts.emplace_back(tokens.begin() + 1, tokens.end());
 
     t = Clock::now();
     const model::ForwardResult verify = target.extend(

@@ -15,7 +15,15 @@ at::Tensor NormsAndMlp::mixer_input(const at::Tensor& h, double eps, NormStyle s
 }
 
 at::Tensor NormsAndMlp::add_mlp(const at::Tensor& h, double eps, NormStyle style) const {
-  return h + swiglu(rms_norm(h, post_norm, eps, style), gate_proj, up_proj, down_proj);
+  return h + mlp(mlp_input(h, eps, style));
+}
+
+at::Tensor NormsAndMlp::mlp_input(const at::Tensor& h, double eps, NormStyle style) const {
+  return rms_norm(h, post_norm, eps, style);
+}
+
+at::Tensor NormsAndMlp::mlp(const at::Tensor& x) const {
+  return swiglu(x, gate_proj, up_proj, down_proj);
 }
 
 }  // namespace draftgate::model

@@ -15,6 +15,15 @@ namespace draftgate::model {
 namespace {
 // DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
 constexpr FamilyTraits kDrafterLayerTraits{NormStyle::kPlain, false, false, false};
+
+// sublayer(x), between the halves of DFlash2's convolution where the layer has one.
+template <class Sublayer>
+at::Tensor around(const std::optional<DynamicConv>& conv, const at::Tensor& x,
+                  Sublayer&& sublayer) {
+  if (!conv) return sublayer(x);
+  const auto prepared = conv->prepare(x);
+  return conv->finish(sublayer(prepared.input), prepared.finish_kernel);
+}
 }  // namespace
 
 std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpoint,
@@ -52,6 +61,9 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   if (d.vocab_size && *d.vocab_size != t.vocab)
     throw Error(file, "drafter vocab_size " + std::to_string(*d.vocab_size) +
                           " != target vocab_size " + std::to_string(t.vocab));
+  if (d.dflash2 && d.dflash2->selector_top_k > t.vocab)
+    throw Error(file, "dflash_config.selector_top_k " + std::to_string(d.dflash2->selector_top_k) +
+                          " exceeds the target's vocabulary (" + std::to_string(t.vocab) + ")");
 
   attention_config_.traits = kDrafterLayerTraits;
   attention_config_.hidden = d.hidden;
@@ -71,11 +83,26 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   for (std::int64_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     Layer l{NormsAndMlp(w, p, d.hidden, d.intermediate),
-            std::make_unique<Attention>(attention_config_, w, p + "self_attn."), d.layer_causal[i],
+            std::make_unique<Attention>(attention_config_, w, p + "self_attn."),
+            d.layer_causal[i],
+            std::nullopt,
+            std::nullopt,
             std::nullopt};
     if (d.layer_types[i] == "sliding_attention") l.window = d.sliding_window;
+    if (d.dflash2) {
+      l.attention_conv.emplace(w, p + "attention_conv.", d.hidden, *d.dflash2);
+      l.mlp_conv.emplace(w, p + "mlp_conv.", d.hidden, *d.dflash2);
+    }
     layers_.push_back(std::move(l));
   }
+  if (d.dflash2) selector_.emplace(ckpt, w, d.hidden, t.vocab, *d.dflash2);
+}
+
+at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
+  at::Tensor l = dense(y, target_.lm_head_weight());
+  if (config_.output_multiplier != 1.0) l = l * config_.output_multiplier;
+  if (const auto cap = config_.final_logit_softcapping) l = at::tanh(l / *cap) * *cap;
+  return l;
 }
 
 at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
@@ -121,6 +148,10 @@ void DFlashDrafter::add_context(DrafterState& state, const at::Tensor& features)
 }
 
 at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const {
+  return propose(state, anchor).logits;
+}
+
+BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor) const {
   c10::InferenceMode inference(!autograd_);
   const std::int64_t b = config_.block_size, s = state.context;
   std::vector<std::int64_t> ids(b, config_.mask_token_id);
@@ -132,15 +163,27 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
       rope_tables(at::arange(s, s + b, at::kLong).to(target_.device()), inv_freq_, target_.dtype());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    const at::Tensor u = l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm);
     const at::Tensor visible = block_visibility(s, b, l.causal, l.window, target_.device());
-    h = h + l.attention->extend(u, rope, visible, state.kv[i]);
+    h = h + around(l.attention_conv,
+                   l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
+                   [&](const at::Tensor& u) {
+                     return l.attention->extend(u, rope, visible, state.kv[i]);
+                   });
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
-    h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
+    h = h + around(l.mlp_conv, l.parts.mlp_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
+                   [&](const at::Tensor& x) { return l.parts.mlp(x); });
   }
   const at::Tensor y =
       rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
-  return dense(y, target_.lm_head_weight()).to(at::kFloat);
+  const at::Tensor l = logits(y);
+  BlockDraft out{l.to(at::kFloat), {}};
+  if (selector_) {
+    out.tokens = selector_->walk(y, l, anchor);
+  } else {
+    const at::Tensor a = l.argmax(-1).to(at::kCPU).contiguous();
+    out.tokens.assign(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+  }
+  return out;
 }
 
 at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
@@ -155,6 +198,9 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   for (const auto& t : config_.layer_types)
     if (t != "full_attention")
       throw Error("drafter", "training_logits supports full-attention drafter layers only");
+  if (config_.dflash2)
+    throw Error("drafter", "training_logits does not support DFlash2 drafters",
+                "their training-mode forward is not defined by the z-lab reference");
   std::vector<std::int64_t> ids, positions;
   for (auto a : anchors) {
     if (a < 0 || a >= s) throw std::invalid_argument("anchor outside the sequence");
@@ -195,7 +241,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
     h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
   }
   const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);
-  return dense(y, target_.lm_head_weight()).to(at::kFloat).view({n, b, -1});
+  return logits(y).to(at::kFloat).view({n, b, -1});
 }
 
 }  // namespace draftgate::model

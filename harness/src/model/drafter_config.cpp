@@ -66,6 +66,42 @@ std::optional<bool> optional_bool(const io::ModelConfig& c, const nlohmann::json
   return it->get<bool>();
 }
 
+bool names_dflash2(const io::ModelConfig& c) {
+  auto it = c.root().find("architectures");
+  if (it == c.root().end() || !it->is_array()) return false;
+  for (const auto& a : *it)
+    if (a.is_string() && a.get<std::string>() == "DFlash2DraftModel") return true;
+  return false;
+}
+
+constexpr const char* kDflash2Keys[] = {"conv_kernel_size", "conv_group_size", "selector_rank",
+                                        "selector_top_k"};
+
+std::optional<Dflash2Config> read_dflash2(const io::ModelConfig& c, std::int64_t hidden) {
+  const bool declared = names_dflash2(c);
+  std::optional<std::int64_t> values[4];
+  for (int i = 0; i < 4; ++i) {
+    values[i] = either_place(c, kDflash2Keys[i]);
+    if (values[i] && !declared)
+      throw Error(c.file(),
+                  std::string("dflash_config.") + kDflash2Keys[i] +
+                      " is a DFlash2 key but architectures does not name DFlash2DraftModel",
+                  "add \"DFlash2DraftModel\" to architectures or drop the DFlash2 keys");
+    if (!values[i] && declared)
+      throw Error(c.file(),
+                  std::string("DFlash2DraftModel needs dflash_config.") + kDflash2Keys[i]);
+    if (values[i] && *values[i] <= 0)
+      throw Error(c.file(), std::string("dflash_config.") + kDflash2Keys[i] +
+                                " must be positive, got " + std::to_string(*values[i]));
+  }
+  if (!declared) return std::nullopt;
+  const Dflash2Config d{*values[0], *values[1], *values[2], *values[3]};
+  if (hidden % d.conv_group_size != 0)
+    throw Error(c.file(), "dflash_config.conv_group_size " + std::to_string(d.conv_group_size) +
+                              " does not divide hidden_size " + std::to_string(hidden));
+  return d;
+}
+
 }  // namespace
 
 const char* causality_reading_name(CausalityReading reading) {
@@ -226,6 +262,11 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   d.layer_causal = d.causality.layers(reading);
   if (const auto scale = either_place_number(c, "input_embedding_scale"))
     d.input_embedding_scale = c.positive_finite("input_embedding_scale", *scale);
+  if (const auto m = either_place_number(c, "output_multiplier"))
+    d.output_multiplier = c.positive_finite("output_multiplier", *m);
+  if (const auto cap = either_place_number(c, "final_logit_softcapping"); cap && *cap > 0)
+    d.final_logit_softcapping = c.positive_finite("final_logit_softcapping", *cap);
+  d.dflash2 = read_dflash2(c, d.hidden);
   return d;
 }
 

@@ -227,6 +227,21 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
     const std::string p = "layers." + std::to_string(i) + ".";
     mlp_and_norms(m, shape, p, false);
     attention_weights(m, shape, p + "self_attn.", false, false);
+    if (!s.dflash2) continue;
+    const auto& c = *s.dflash2;
+    for (const char* conv : {"attention_conv.", "mlp_conv."}) {
+      m.normal(p + conv + "base_kernel", {2, c.conv_kernel_size, s.target_hidden}, 0.0, 0.5);
+      m.linear(p + conv + "kernel_projection.weight",
+               2 * c.conv_kernel_size * (s.target_hidden / c.conv_group_size), s.target_hidden);
+    }
+  }
+  if (s.dflash2) {  // the codebooks under the reference's stored names (no `.weight`)
+    m.normal("candidate_selector.predecessor_codebook", {s.vocab, s.dflash2->selector_rank}, 0.0,
+             1.0);
+    m.normal("candidate_selector.successor_codebook", {s.vocab, s.dflash2->selector_rank}, 0.0,
+             1.0);
+    m.linear("candidate_selector.hidden_projection.weight", s.dflash2->selector_rank,
+             s.target_hidden);
   }
 }
 
@@ -260,23 +275,38 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
   require_generation_fits(dir, sizer, s.dtype);
   Maker m(s.dtype, s.seed);
   drafter_weights(m, s);
-  const json config = {
-      {"architectures", {"DFlashDraftModel"}},
-      {"model_type", "qwen3"},
-      {"hidden_size", s.target_hidden},
-      {"intermediate_size", s.intermediate},
-      {"num_hidden_layers", s.layers},
-      {"num_attention_heads", s.heads},
-      {"num_key_value_heads", s.kv_heads},
-      {"head_dim", s.head_dim},
-      {"rms_norm_eps", 1e-6},
-      {"rope_theta", 1000000.0},
-      {"vocab_size", s.vocab},
-      {"block_size", s.block_size},
-      {"num_target_layers", s.target_layers},
-      {"tie_word_embeddings", false},
-      {"dflash_config",
-       {{"mask_token_id", s.mask_token_id}, {"target_layer_ids", s.target_layer_ids}}}};
+  json config = {{"architectures", {"DFlashDraftModel"}},
+                 {"model_type", "qwen3"},
+                 {"hidden_size", s.target_hidden},
+                 {"intermediate_size", s.intermediate},
+                 {"num_hidden_layers", s.layers},
+                 {"num_attention_heads", s.heads},
+                 {"num_key_value_heads", s.kv_heads},
+                 {"head_dim", s.head_dim},
+                 {"rms_norm_eps", 1e-6},
+                 {"rope_theta", 1000000.0},
+                 {"vocab_size", s.vocab},
+                 {"block_size", s.block_size},
+                 {"num_target_layers", s.target_layers},
+                 {"tie_word_embeddings", false},
+                 {"dflash_config",
+                  {{"mask_token_id", s.mask_token_id}, {"target_layer_ids", s.target_layer_ids}}}};
+  if (const auto& c = s.dflash2) {
+    config["architectures"] = {"DFlash2DraftModel"};
+    config["is_causal"] = false;
+    config["layer_types"] = std::vector<std::string>(s.layers, "sliding_attention");
+    config["sliding_window"] = 2048;
+    config["rope_parameters"] = {{"rope_theta", config["rope_theta"]}, {"rope_type", "default"}};
+    config.erase("rope_theta");
+    config["dflash_config"]["block_size"] = config["block_size"];
+    config.erase("block_size");
+    config["dflash_config"].update({{"conv_kernel_size", c->conv_kernel_size},
+                                    {"conv_group_size", c->conv_group_size},
+                                    {"selector_rank", c->selector_rank},
+                                    {"selector_top_k", c->selector_top_k},
+                                    {"output_multiplier", s.output_multiplier},
+                                    {"final_logit_softcapping", s.final_logit_softcapping}});
+  }
   create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", config.dump(2) + "\n");
   io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});

@@ -21,6 +21,7 @@ struct DecodeConfig {
   std::vector<std::int64_t> eos_ids;
   std::int64_t tree_budget = 0;  // 0: linear DFlash; K > 0: DDTree with K non-root nodes
   std::int64_t tree_top_k = 0;   // candidates per depth; 0 = min(budget, vocab)
+  bool record_drafts = false;  // keep each step's drafted tokens (PromptRun::drafts); not recorded
 };
 
 // The decoding configuration as recorded in reports and goldens ("mode": dflash | ddtree | oracle).

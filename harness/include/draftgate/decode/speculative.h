@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ class BlockDrafter {
                            const std::vector<std::int64_t>& rows) = 0;
   // [B−1, vocab] logits for the positions after `anchor` (at the next uncommitted position).
   virtual at::Tensor draft(std::int64_t anchor) = 0;
+  // The B−1 tokens of a linear draft after `anchor`: the argmax of draft()'s logits unless the
+  // drafter chooses otherwise (DFlash2's candidate_selector).
+  virtual std::vector<std::int64_t> propose(std::int64_t anchor);
+  // Why this drafter cannot build a DDTree draft tree, if it cannot.
+  virtual std::optional<std::string> tree_refusal() const { return std::nullopt; }
 };
 
 // A DFlash drafter with its own cache.
@@ -44,9 +50,10 @@ struct PromptRun {
   std::vector<std::int64_t> output;      // generated tokens, ending at EOS or max_new_tokens
   std::vector<std::int64_t> acceptance;  // per verify step: accepted drafts + 1
   std::vector<std::int64_t>
-      accepted_at_depth;             // [d]: steps whose depth-d draft was accepted (d = 1..B−1)
-  std::int64_t drafted = 0;          // draft tokens proposed
-  std::int64_t target_forwards = 0;  // prefill + verify passes
+      accepted_at_depth;     // [d]: steps whose depth-d draft was accepted (d = 1..B−1)
+  std::int64_t drafted = 0;  // draft tokens proposed
+  std::vector<std::vector<std::int64_t>> drafts;  // per step, with DecodeConfig::record_drafts
+  std::int64_t target_forwards = 0;               // prefill + verify passes
   double seconds = 0;
   double target_seconds = 0;
   double drafter_seconds = 0;

@@ -23,6 +23,8 @@ struct NormsAndMlp {
   at::Tensor mixer_input(const at::Tensor& h, double eps, NormStyle style) const;
   // h + mlp(post_norm(h)).
   at::Tensor add_mlp(const at::Tensor& h, double eps, NormStyle style) const;
+  at::Tensor mlp_input(const at::Tensor& h, double eps, NormStyle style) const;  // post_norm(h)
+  at::Tensor mlp(const at::Tensor& x) const;
 };
 
 }  // namespace draftgate::model

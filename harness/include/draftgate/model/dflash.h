@@ -11,6 +11,11 @@
 // afterwards. Inside the block a layer is causal or not as DrafterConfig::layer_causal says (the
 // z-lab rule, drafter_config.h); a sliding_attention layer also hides keys `sliding_window` or
 // more positions behind each query and, when not causal, as far ahead (z-lab `_attention_mask`).
+// Logits are lm_head × output_multiplier, then soft-capped (z-lab `compute_logits`).
+//
+// DFlash2 (DrafterConfig::dflash2): each layer's attention and MLP sit between the two halves of
+// a grouped dynamic causal convolution over the block rows (dflash2_parts.h), and the draft tokens
+// come from the candidate_selector's walk over the per-position top-k instead of the argmax.
 
 #include <ATen/ATen.h>
 
@@ -23,6 +28,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/decoder_layer_parts.h"
+#include "draftgate/model/dflash2_parts.h"
 #include "draftgate/model/drafter_config.h"
 #include "draftgate/model/target.h"
 
@@ -35,6 +41,13 @@ namespace draftgate::model {
 // own keys (Attention::extend's short form); with one it is [B, s+B]. Bool, on `device`.
 at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
                             std::optional<std::int64_t> window, const at::Device& device);
+
+// One draft step: the logits [B−1, vocab] (float32) of the positions after the anchor and the
+// B−1 tokens drafted for them (their argmax, or DFlash2's selector walk).
+struct BlockDraft {
+  at::Tensor logits;
+  std::vector<std::int64_t> tokens;
+};
 
 struct DrafterState {
   std::int64_t context =
@@ -63,15 +76,18 @@ class DFlashDrafter {
   at::Tensor features(const ForwardResult& r, const std::vector<std::int64_t>& rows) const;
   // Adds context features [n, taps × target hidden] of the next n committed positions.
   void add_context(DrafterState& state, const at::Tensor& features) const;
-  // Logits [B−1, vocab] (float32) of the block [anchor, MASK × (B−1)] at position state.context
-  // onward.
+  // The draft of the block [anchor, MASK × (B−1)] at position state.context onward.
+  BlockDraft propose(DrafterState& state, std::int64_t anchor) const;
+  // propose(…).logits.
   at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
+  bool is_dflash2() const { return config_.dflash2.has_value(); }
 
   // Training mode, all blocks in one pass (SpecForge after PR #473): features [S, taps × target
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
   // block (bidirectionally, or causally in a causal layer), no other block. Returns [anchors, B,
-  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers and DFlash
+  // (v1) drafters only.
   // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
   // target state leaks); it exists so fixtures can carry that bug.
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
@@ -83,8 +99,9 @@ class DFlashDrafter {
   struct Layer {
     NormsAndMlp parts;
     std::unique_ptr<Attention> attention;
-    bool causal = false;                 // inside the block
-    std::optional<std::int64_t> window;  // sliding_attention layers
+    bool causal = false;                                  // inside the block
+    std::optional<std::int64_t> window;                   // sliding_attention layers
+    std::optional<DynamicConv> attention_conv, mlp_conv;  // DFlash2 only
   };
   DFlashDrafter(const io::Checkpoint& checkpoint, const TargetModel& target, bool autograd,
                 CausalityReading reading);
@@ -94,8 +111,12 @@ class DFlashDrafter {
   ParameterMap parameters_;
   DrafterConfig config_;
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
+  // lm_head(y) × output_multiplier, soft-capped; in the model's dtype.
+  at::Tensor logits(const at::Tensor& y) const;
+
   at::Tensor fc_, hidden_norm_, norm_, inv_freq_;
   std::vector<Layer> layers_;
+  std::optional<CandidateSelector> selector_;  // DFlash2 only
 };
 
 }  // namespace draftgate::model

@@ -50,6 +50,17 @@ std::string describe_causality(const DrafterConfig& config);
 // note naming the file, the reading applied and the flag that picks the other one.
 std::optional<std::string> causality_note(const DrafterConfig& config, const std::string& file);
 
+// DFlash2 (z-lab `DFlash2DraftModel`, dflash/model.py @10129599): per layer a grouped dynamic
+// causal convolution before and after attention and before and after the MLP, and a
+// candidate_selector that walks per-position top-k candidates into the draft. Read from
+// dflash_config first, then the top level, as the reference's `_draft_value` does.
+struct Dflash2Config {
+  std::int64_t conv_kernel_size = 0;  // taps of each convolution, over the block rows only
+  std::int64_t conv_group_size = 0;   // hidden channels sharing one dynamic kernel weight
+  std::int64_t selector_rank = 0;     // width of the predecessor/successor codebooks
+  std::int64_t selector_top_k = 0;    // candidates per draft position
+};
+
 struct DrafterConfig {
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
@@ -74,6 +85,13 @@ struct DrafterConfig {
   // The target's raw input embeddings of the block are multiplied by this (z-lab
   // `_raw_input_embeddings`; dflash_config first, then the top level).
   double input_embedding_scale = 1.0;
+  // Drafter logits = lm_head(y) × output_multiplier, then cap·tanh(ℓ/cap) where
+  // final_logit_softcapping > 0 (z-lab `compute_logits`, v1 and v2 alike; before any top-k).
+  double output_multiplier = 1.0;
+  std::optional<double> final_logit_softcapping;
+  // Set for a DFlash2 drafter: `architectures` names DFlash2DraftModel. Its keys without that
+  // architecture (or the architecture without its keys) are an error, never a guess.
+  std::optional<Dflash2Config> dflash2;
 
   // block_size and mask_token_id at the top level or under dflash_config (must agree where both are
   // given); target_layer_ids required under dflash_config (or the top level): never the default

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
+#include "draftgate/model/drafter_config.h"
 #include "draftgate/model/target_config.h"
 
 namespace draftgate::model {
@@ -58,6 +60,11 @@ struct RandomDrafterSpec {
   std::vector<std::int64_t> target_layer_ids = {0, 2};
   at::ScalarType dtype = at::kBFloat16;
   std::uint64_t seed = 0;
+  // Set: a DFlash2 drafter in the z-lab fixture's layout (architectures DFlash2DraftModel, sliding
+  // layers, is_causal false, rope_parameters, the convolutions and the candidate_selector).
+  std::optional<Dflash2Config> dflash2;
+  double output_multiplier = 1.0;      // written for DFlash2 drafters
+  double final_logit_softcapping = 0;  // written for DFlash2 drafters; 0 = no cap
 };
 
 void write_random_drafter(const std::filesystem::path& dir, const RandomDrafterSpec& spec);
