@@ -134,66 +134,69 @@ std::vector<double> histogram_shares(const std::vector<double>& counts) {
 // twin where present.
 std::string tau_charts(const json& m, const std::string& id) {
   std::string out;
-  if (const auto h = numbers(m, "histogram")) {
-    svg::Chart c{id + "-tau-histogram",
-                 "τ histogram (share of verify steps)",
-                 "τ",
-                 "share of steps",
-                 {},
-                 {{"drafter", histogram_shares(*h)}},
-                 {},
-                 "",
-                 percent};
-    if (const auto g = numbers(m, "golden_histogram"))
-      c.series.push_back({"golden", histogram_shares(*g)});
+  // A chart of `values` (shown as `shown` makes them) beside the golden's under `golden_key`.
+  auto beside_golden = [&](const std::string& suffix, const std::vector<double>& values,
+                           const char* golden_key,
+                           std::vector<double> (*shown)(const std::vector<double>&)) {
+    svg::Chart c;
+    c.id = id + suffix;
+    c.series.push_back({"drafter", shown(values)});
+    if (const auto g = numbers(m, golden_key)) c.series.push_back({"golden", shown(*g)});
     std::size_t n = 0;
     for (const auto& s : c.series) n = std::max(n, s.values.size());
     c.categories = one_based(n);
+    c.value_text = percent;
+    return c;
+  };
+  if (const auto h = numbers(m, "histogram")) {
+    svg::Chart c = beside_golden("-tau-histogram", *h, "golden_histogram", histogram_shares);
+    c.title = "τ histogram (share of verify steps)";
+    c.x_label = "τ";
+    c.y_label = "share of steps";
     out += svg::bar_chart(c);
   }
   if (const auto a = numbers(m, "per_position_acceptance")) {
-    svg::Chart c{id + "-acceptance",
-                 "acceptance per draft depth",
-                 "depth",
-                 "accepted share",
-                 {},
-                 {{"drafter", *a}},
-                 {},
-                 "",
-                 percent};
-    if (const auto g = numbers(m, "golden_per_position_acceptance"))
-      c.series.push_back({"golden", *g});
-    std::size_t n = 0;
-    for (const auto& s : c.series) n = std::max(n, s.values.size());
-    c.categories = one_based(n);
+    svg::Chart c = beside_golden("-acceptance", *a, "golden_per_position_acceptance",
+                                 [](const std::vector<double>& v) { return v; });
+    c.title = "acceptance per draft depth";
+    c.x_label = "depth";
+    c.y_label = "accepted share";
     out += svg::bar_chart(c);
   }
   return out;
 }
 
 // log10 NMSE by layer from measured "layers" [{layer, nmse, …}], against thresholds "max_nmse".
+// An exact match (NMSE 0: two paths that compute the same) sits one decade below the lowest
+// other value and says so in its tooltip.
 std::string parity_chart(const CheckResult& r, const std::string& id) {
   const json& layers = r.measured.contains("layers") ? r.measured["layers"] : json();
   if (!layers.is_array() || layers.empty()) return "";
-  svg::Chart c{id + "-parity",
-               "hidden-state parity by layer (log10 NMSE; NMSE 0 shows as -inf)",
-               "layer",
-               "log10 NMSE",
-               {},
-               {{"log10 NMSE", {}}},
-               {},
-               "",
-               nullptr};
+  svg::Chart c;
+  c.id = id + "-parity";
+  c.title = "hidden-state parity by layer (log10 NMSE)";
+  c.x_label = "layer";
+  c.y_label = "log10 NMSE";
+  c.series = {{"log10 NMSE", {}}};
+  std::vector<double> nmse;
   for (const auto& l : layers) {
     if (!l.is_object() || !l.contains("nmse") || !l["nmse"].is_number()) return "";
     c.categories.push_back(l.contains("layer") ? scalar_text(l["layer"])
                                                : std::to_string(c.categories.size()));
-    c.series[0].values.push_back(std::log10(l["nmse"].get<double>()));
+    nmse.push_back(l["nmse"].get<double>());
   }
+  double floor = 0;
   if (r.thresholds.contains("max_nmse") && r.thresholds["max_nmse"].is_number()) {
     const double limit = r.thresholds["max_nmse"].get<double>();
     c.threshold = std::log10(limit);
     c.threshold_label = "budget NMSE " + svg::number_text(limit, 3);
+    if (std::isfinite(*c.threshold)) floor = *c.threshold;
+  }
+  for (double v : nmse)
+    if (v > 0 && std::isfinite(v)) floor = std::min(floor, std::log10(v));
+  for (double v : nmse) {
+    c.series[0].values.push_back(v == 0 ? floor - 1 : std::log10(v));
+    c.notes.push_back(v == 0 ? "NMSE 0 (exact match)" : "");
   }
   return svg::line_chart(c);
 }

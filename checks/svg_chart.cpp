@@ -112,8 +112,10 @@ std::string non_finite_mark(double x, double v) {
 
 std::string tooltip(const Chart& c, std::size_t series, std::size_t i, double v) {
   std::string where = i < c.categories.size() ? c.categories[i] : std::to_string(i);
+  const bool noted = series == 0 && i < c.notes.size() && !c.notes[i].empty();
   return "<title>" +
-         esc(c.series[series].name + ", " + c.x_label + " " + where + ": " + value_text(c, v)) +
+         esc(c.series[series].name + ", " + c.x_label + " " + where + ": " +
+             (noted ? c.notes[i] : value_text(c, v))) +
          "</title>";
 }
 

@@ -27,6 +27,9 @@ struct Chart {
   std::string threshold_label;
   // How a value reads in its tooltip (default: 4 significant digits).
   std::string (*value_text)(double) = nullptr;
+  // Series 0: a tooltip text that replaces value i's where not empty (e.g. a value drawn at a
+  // floor).
+  std::vector<std::string> notes;
 };
 
 std::string bar_chart(const Chart& chart);

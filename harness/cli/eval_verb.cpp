@@ -84,10 +84,11 @@ int run_eval(const EvalOptions& opt) {
   }
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
-  io::check_outputs({{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
-                    {{opt.target, "--target", true},
-                     {opt.drafter, "--drafter", true},
-                     {opt.prompts, "--prompts"}});
+  io::check_outputs(
+      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
+      {{opt.target, "--target", true},
+       {opt.drafter, "--drafter", true},
+       {opt.prompts, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;

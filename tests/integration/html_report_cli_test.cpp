@@ -39,13 +39,13 @@ const json& result_of(const json& report, const std::string& check) {
   return none;
 }
 
-struct Run {
+struct HtmlRun {
   int exit_code;
   std::string html;
   json report;
 };
 
-Run check_suite(const std::string& suite, const std::string& only) {
+HtmlRun check_suite(const std::string& suite, const std::string& only) {
   const fs::path dir = testing::fresh_dir("html_cli_" + suite);
   const auto r = run_draftgate(
       "check --suite " + (kSource / "fixtures/suites" / (suite + ".json")).string() + " --only " +
@@ -56,8 +56,9 @@ Run check_suite(const std::string& suite, const std::string& only) {
 }
 
 // Each chart holds one mark per value of the JSON report.
-void expect_charts_match(const Run& run) {
-  if (const json& tau = result_of(run.report, "min_tau")["measured"]; !tau.is_null()) {
+void expect_charts_match(const HtmlRun& run) {
+  if (const json& min_tau = result_of(run.report, "min_tau"); !min_tau.is_null()) {
+    const json& tau = min_tau["measured"];
     const std::string hist = chart(run.html, "-tau-histogram");
     EXPECT_EQ(count(hist, "<rect class=\"bar s0\""), tau["histogram"].size() - 1);
     EXPECT_EQ(count(hist, "<rect class=\"bar s1\""), tau["golden_histogram"].size() - 1);
@@ -83,7 +84,7 @@ void expect_charts_match(const Run& run) {
 }
 
 TEST(HtmlReportCli, PassingFixtureRunIsGreenWithEveryChart) {
-  const Run run =
+  const HtmlRun run =
       check_suite("qwen3-reference", "min_tau,hidden_state_parity,fc_excludes_target_layer");
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_EQ(count(run.html, "class=\"verdict pass\""), 3u);
@@ -93,7 +94,7 @@ TEST(HtmlReportCli, PassingFixtureRunIsGreenWithEveryChart) {
 }
 
 TEST(HtmlReportCli, FailingFixtureRunShowsTheSliceFedFromAnotherLayer) {
-  const Run run =
+  const HtmlRun run =
       check_suite("qwen35-tap-off-by-one", "fc_excludes_target_layer,hidden_state_parity");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_EQ(count(run.html, "class=\"verdict fail\""), 1u);  // fc_excludes_target_layer

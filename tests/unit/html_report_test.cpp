@@ -161,8 +161,22 @@ TEST(HtmlReport, ParityCurveHasAPointPerFiniteLayerAndWritesTheRestAsText) {
   EXPECT_THAT(html, HasSubstr("<th>logits_mean_kl</th><td class=\"v\">NaN</td>"));
 }
 
+TEST(HtmlReport, ParityCurveDrawsAnExactMatchBelowTheRestAndSaysSo) {
+  CheckResult r = result("hidden_state_parity", Status::kPass, "identical");
+  r.measured["layers"] = {{{"layer", 0}, {"nmse", 0.0}}, {{"layer", 1}, {"nmse", 1e-12}}};
+  r.thresholds["max_nmse"] = 1e-8;
+  const std::string curve = chart(html_check_report({{"draftgate", {r}, {}}}), "s0c0-parity");
+  EXPECT_EQ(count(curve, "<circle class=\"pt s0\""), 2u);
+  EXPECT_THAT(curve, HasSubstr("layer 0: NMSE 0 (exact match)"));
+  EXPECT_THAT(curve, HasSubstr("layer 1: -12"));
+  EXPECT_THAT(curve, Not(HasSubstr("nonfinite")));
+  expect_finite_geometry(curve);
+}
+
 TEST(HtmlReport, AChartOfNothingButNonFiniteValuesStaysValid) {
-  svg::Chart c{"c", "t", "x", "y", {"a", "b"}, {{"s", {kNaN, -kInf}}}, {}, "", nullptr};
+  svg::Chart c;
+  c.categories = {"a", "b"};
+  c.series = {{"s", {kNaN, -kInf}}};
   const std::string bars = svg::bar_chart(c), lines = svg::line_chart(c);
   EXPECT_EQ(count(bars, "class=\"bar"), 0u);
   EXPECT_EQ(count(lines, "class=\"pt"), 0u);
@@ -170,7 +184,8 @@ TEST(HtmlReport, AChartOfNothingButNonFiniteValuesStaysValid) {
   EXPECT_THAT(lines, Not(HasSubstr("<path")));
   expect_finite_geometry(bars + lines);
   // Values too far apart to share a scale are text as well, not overflowing coordinates.
-  svg::Chart wide{"w", "t", "x", "y", {"a", "b"}, {{"s", {-1.7e308, 1.7e308}}}, {}, "", nullptr};
+  svg::Chart wide = c;
+  wide.series = {{"s", {-1.7e308, 1.7e308}}};
   expect_finite_geometry(svg::line_chart(wide) + svg::bar_chart(wide));
 }
 
