@@ -119,6 +119,13 @@ std::string tooltip(const Chart& c, std::size_t series, std::size_t i, double v)
          "</title>";
 }
 
+// Categories on the x axis: as many as labels or values, whichever is more.
+std::size_t columns(const Chart& c) {
+  std::size_t n = c.categories.size();
+  for (const auto& s : c.series) n = std::max(n, s.values.size());
+  return n;
+}
+
 }  // namespace
 
 std::string number_text(double v, int significant) {
@@ -128,8 +135,7 @@ std::string number_text(double v, int significant) {
 }
 
 std::string bar_chart(const Chart& c) {
-  std::size_t n = c.categories.size();
-  for (const auto& s : c.series) n = std::max(n, s.values.size());
+  const std::size_t n = columns(c);
   const Scale scale = scale_of(c, true);
   std::ostringstream o;
   o << open_svg(c.id) << frame(c, scale, n);
@@ -154,8 +160,7 @@ std::string bar_chart(const Chart& c) {
 }
 
 std::string line_chart(const Chart& c) {
-  std::size_t n = c.categories.size();
-  for (const auto& s : c.series) n = std::max(n, s.values.size());
+  const std::size_t n = columns(c);
   const Scale scale = scale_of(c, false);
   std::ostringstream o;
   o << open_svg(c.id) << frame(c, scale, n);
