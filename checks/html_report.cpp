@@ -323,7 +323,8 @@ std::string html_eval_report(const nlohmann::json& evaluation) {
   if (per_prompt.is_array() && !per_prompt.empty()) {
     // Token lists are long and are in the JSON: the table keeps the numbers.
     for (auto& p : per_prompt)
-      if (p.is_object()) p.erase("output_ids");
+      if (p.is_object())
+        for (const auto& key : {"output_ids", "drafts"}) p.erase(key);
     body << "<h2>Per prompt</h2>\n" << value_html(per_prompt);
   }
   return page("draftgate eval", body.str());

@@ -213,14 +213,18 @@ TEST(HtmlReport, ChecksWithoutChartableMeasurementsGetTablesOnly) {
 }
 
 TEST(HtmlReport, EvalReportChartsItsHistogramAndDepthsAndListsPrompts) {
-  const json eval = {
-      {"tau_macro", 2.5},
-      {"tau_pooled", 2.4},
-      {"histogram", {{"1", 2}, {"2", 0}, {"3", 6}}},
-      {"per_position_acceptance", {0.75, 0.6}},
-      {"decoding", {{"mode", "dflash"}, {"block_size", 3}}},
-      {"drafter", "<d>"},
-      {"per_prompt", {{{"id", "p&1"}, {"tau", 2.5}, {"steps", 8}, {"output_ids", {1, 2, 3}}}}}};
+  const json eval = {{"tau_macro", 2.5},
+                     {"tau_pooled", 2.4},
+                     {"histogram", {{"1", 2}, {"2", 0}, {"3", 6}}},
+                     {"per_position_acceptance", {0.75, 0.6}},
+                     {"decoding", {{"mode", "dflash"}, {"block_size", 3}}},
+                     {"drafter", "<d>"},
+                     {"per_prompt",
+                      {{{"id", "p&1"},
+                        {"tau", 2.5},
+                        {"steps", 8},
+                        {"output_ids", {1, 2, 3}},
+                        {"drafts", {{1, 2}, {3}}}}}}};
   const std::string html = html_eval_report(eval);
   const std::string hist = chart(html, "eval-tau-histogram");
   EXPECT_EQ(count(hist, "<rect class=\"bar s0\""), 3u);
@@ -230,6 +234,7 @@ TEST(HtmlReport, EvalReportChartsItsHistogramAndDepthsAndListsPrompts) {
   EXPECT_THAT(html, HasSubstr("p&amp;1"));
   EXPECT_THAT(html, HasSubstr("&lt;d&gt;"));
   EXPECT_THAT(html, Not(HasSubstr("output_ids")));
+  EXPECT_THAT(html, Not(HasSubstr("<th>drafts</th>")));
 }
 
 // min_tau reports the golden's histogram beside the drafter's: read from tau.histogram, validated.
