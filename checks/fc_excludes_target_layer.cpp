@@ -93,6 +93,7 @@ class FcExcludesTargetLayer : public Check {
       if (a.engine == nullptr)
         throw Error(a.step_record->string(),
                     "comparing the fed fc input with the target's layers needs the model engine");
+      r.thresholds["max_nmse"] = p["max_nmse"];  // of each fed slice to its declared layer
       a.engine->match_fed_features(target, *a.step_record, d, p["max_nmse"].get<double>(), r,
                                    problems);
     } else

@@ -157,6 +157,7 @@ class HiddenStateParity : public Check {
       return conclude(std::move(r), non_finite, "");
     }
     r.evidence["budget"] = (side_a.bf16 || side_b.bf16) ? "bf16" : "f32";
+    for (const char* key : {"max_nmse", "min_cosine", "min_top1"}) r.thresholds[key] = budget[key];
     r.measured["layers"] = nlohmann::json::array();
     std::optional<std::size_t> first_bad;
     for (std::size_t l = 0; l < side_a.layers.size(); ++l) {

@@ -104,6 +104,7 @@ class MinTau : public Check {
     r.measured["golden_tau_macro"] = g.tau_macro;
     r.measured["golden_tau_pooled"] = g.tau_pooled;
     r.measured["histogram"] = s.histogram;
+    if (!g.histogram.empty()) r.measured["golden_histogram"] = g.histogram;
     r.evidence["golden"] = g.path;
     r.evidence["prompt_set"] = set.path;
     r.evidence["drafter_layers"] = model::describe_causality(dflash->config());
@@ -185,6 +186,7 @@ class MinTau : public Check {
         std::max(p["min_ratio"].get<double>() * o.golden_tau, p["floor"].get<double>());
     r.measured["ratio"] = o.tau / o.golden_tau;
     r.measured["per_position_acceptance"] = o.per_position;
+    r.measured["golden_per_position_acceptance"] = o.golden_per_position;
     r.measured["drafted"] = o.drafted;
     r.thresholds["required_tau"] = required;  // of the definition named by "compared"
     r.thresholds["compared"] = o.label;

@@ -6,15 +6,8 @@
 #include <sstream>
 
 namespace draftgate::checks {
-namespace {
 
-enum class XmlPlace { kAttribute, kText };
-
-// Text for XML 1.0: markup characters as entities; in an attribute also tab / newline / carriage
-// return as character references (element text keeps tab and newline as they are); what XML
-// cannot hold at all (other control characters, invalid UTF-8, U+FFFE/U+FFFF) as the visible text
-// \xNN per byte.
-std::string xml_escape(const std::string& s, XmlPlace place = XmlPlace::kAttribute) {
+std::string xml_escape(const std::string& s, XmlPlace place) {
   static const char* hex = "0123456789abcdef";
   const bool attribute = place == XmlPlace::kAttribute;
   std::string out;
@@ -79,8 +72,6 @@ std::string xml_escape(const std::string& s, XmlPlace place = XmlPlace::kAttribu
   }
   return out;
 }
-
-}  // namespace
 
 std::string text_table(const std::vector<CheckResult>& results) {
   std::size_t width = 5;

@@ -1,5 +1,6 @@
 #pragma once
-// Reports of a check run: a text table for people, JSON and JUnit XML for CI.
+// Reports of a check run: a text table for people, JSON and JUnit XML for CI (HTML:
+// html_report.h).
 
 #include <filesystem>
 #include <map>
@@ -40,6 +41,13 @@ nlohmann::json json_report(const std::vector<SuiteRun>& runs);
 // testcase and suite has its time, a failure or error its type and a body with the measured
 // values, thresholds and evidence, every testcase a <system-out> with the full message.
 std::string junit_report(const std::vector<SuiteRun>& runs);
+
+enum class XmlPlace { kAttribute, kText };
+// Text for XML 1.0 (and HTML): markup characters as entities; in an attribute also tab / newline /
+// carriage return as character references (element text keeps tab and newline as they are); what
+// XML cannot hold at all (other control characters, invalid UTF-8, U+FFFE/U+FFFF) as the visible
+// text \xNN per byte.
+std::string xml_escape(const std::string& s, XmlPlace place = XmlPlace::kAttribute);
 
 // 0 all pass (skips pass unless fail_on_skip), 1 any check failed, 2 any error.
 int exit_code(const std::vector<CheckResult>& results, bool fail_on_skip);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "checks/check.h"
+#include "checks/html_report.h"
 #include "checks/report.h"
 #include "checks/suite.h"
 #include "cli_options.h"
@@ -26,7 +27,7 @@ struct CheckOptions {
   std::string target, drafter, step_record, golden, reference_dump, measured;
   std::vector<std::string> only;
   std::vector<std::string> params;  // check.param=json
-  std::string report, junit;
+  std::string report, junit, html;
   bool fail_on_skip = false;
   bool verify_expectations = false;
   int skip_exit_code = 0;
@@ -163,7 +164,8 @@ void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>
     if (p.artifacts.golden)
       inputs.push_back({p.artifacts.golden->prompt_set, "the golden's prompt set"});
   }
-  io::check_outputs({{opt.report, "--report"}, {opt.junit, "--junit"}}, inputs);
+  io::check_outputs({{opt.report, "--report"}, {opt.junit, "--junit"}, {opt.html, "--html"}},
+                    inputs);
 }
 
 int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
@@ -215,6 +217,7 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
     io::write_text_atomically(opt.report, io::dump_json(report) + "\n");
   }
   if (!opt.junit.empty()) io::write_text_atomically(opt.junit, checks::junit_report(runs));
+  if (!opt.html.empty()) io::write_text_atomically(opt.html, checks::html_check_report(runs));
 
   if (opt.verify_expectations) {
     bool met = true;
@@ -256,6 +259,9 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
   cmd->add_option("--param", opt->params, "CHECK.NAME=VALUE (JSON value), repeatable");
   cmd->add_option("--report", opt->report, "Write a JSON report");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report");
+  cmd->add_option("--html", opt->html,
+                  "Write a self-contained HTML report: verdicts, measurements against thresholds, "
+                  "charts");
   cmd->add_flag("--fail-on-skip", opt->fail_on_skip,
                 "Report a skipped check as a failure (table, JSON, JUnit, exit 1)");
   cmd->add_flag("--verify-expectations", opt->verify_expectations,

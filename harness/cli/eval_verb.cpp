@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "checks/html_report.h"
 #include "cli_options.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/decode/prompt_set.h"
@@ -36,6 +37,7 @@ struct EvalOptions {
   std::string gdn = "chunked";
   std::string device = "cpu";
   std::string json;
+  std::string html;
   std::string metrics_out;         // vLLM-format counters of the run
   std::string causality = "zlab";  // whose reading of dflash_config.causal
 };
@@ -86,10 +88,11 @@ int run_eval(const EvalOptions& opt) {
     throw Error("--record-drafts", "the drafts go into --json FILE; give one");
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
-  io::check_outputs({{opt.json, "--json"}, {opt.metrics_out, "--metrics-out"}},
-                    {{opt.target, "--target", true},
-                     {opt.drafter, "--drafter", true},
-                     {opt.prompts, "--prompts"}});
+  io::check_outputs(
+      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
+      {{opt.target, "--target", true},
+       {opt.drafter, "--drafter", true},
+       {opt.prompts, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
@@ -150,7 +153,7 @@ int run_eval(const EvalOptions& opt) {
                               " tok/s); target " + fixed(stats.target_seconds, 2) + " s, drafter " +
                               fixed(stats.drafter_seconds, 2) + " s");
 
-  if (!opt.json.empty()) {
+  if (!opt.json.empty() || !opt.html.empty()) {
     nlohmann::json out = decode::evaluation_json(evaluation);
     out["prompt_set"] = set.path;
     out["prompt_set_sha256"] = set.sha256;
@@ -162,7 +165,8 @@ int run_eval(const EvalOptions& opt) {
                      {"gdn", opt.gdn}};
     out["drafter"] = opt.oracle ? nlohmann::json("oracle") : nlohmann::json(opt.drafter);
     out["timing"] = decode::timing_json(stats);
-    io::write_text_atomically(opt.json, io::dump_json(out) + "\n");
+    if (!opt.json.empty()) io::write_text_atomically(opt.json, io::dump_json(out) + "\n");
+    if (!opt.html.empty()) io::write_text_atomically(opt.html, checks::html_eval_report(out));
   }
   if (!opt.metrics_out.empty()) write_vllm_metrics(opt, stats);
   return 0;
@@ -194,6 +198,8 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--json", opt->json, "Write the full result as JSON");
   cmd->add_flag("--record-drafts", opt->decode.record_drafts,
                 "With --json: each prompt's drafted tokens at every verify step");
+  cmd->add_option("--html", opt->html,
+                  "Write a self-contained HTML report: τ histogram, per-depth acceptance, prompts");
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "
                   "(Prometheus text; linear DFlash only)");

@@ -1,6 +1,7 @@
 #include "draftgate/golden/golden.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -130,6 +131,23 @@ Golden read_golden(const fs::path& path) {
     if (a < 0.0 || a > 1.0)
       throw Error(file, "golden /tau/per_position_acceptance holds " + io::json_excerpt(a) +
                             ", not a share between 0 and 1");
+  // tau.histogram {"1": n, …, "B": n}: the reports draw it beside the drafter's (optional).
+  if (doc.contains(nlohmann::json::json_pointer("/tau/histogram"))) {
+    const auto histogram = field<nlohmann::json>(doc, "/tau/histogram", file);
+    if (!histogram.is_object())
+      throw Error(file, "golden /tau/histogram must be an object {\"1\": steps, …}");
+    g.histogram.assign(static_cast<std::size_t>(g.block_size) + 1, 0);
+    for (const auto& [key, steps] : histogram.items()) {
+      std::size_t k = 0;
+      std::from_chars(key.data(), key.data() + key.size(), k);
+      const bool tau_key = k >= 1 && k < g.histogram.size() && key == std::to_string(k);
+      if (!tau_key || !steps.is_number_integer() || steps.get<std::int64_t>() < 0)
+        throw Error(file, "golden /tau/histogram/" + key.substr(0, 40) + " must be τ 1…" +
+                              std::to_string(g.block_size) + " with a step count, got " +
+                              io::json_excerpt(steps));
+      g.histogram[k] = steps.get<std::int64_t>();
+    }
+  }
   g.layout_prefix = field<std::string>(doc, "/target_layout/prefix", file);
   g.num_layers = field<std::int64_t>(doc, "/target_layout/num_layers", file);
   g.layer_types = field<std::vector<std::string>>(doc, "/target_layout/layer_types", file);

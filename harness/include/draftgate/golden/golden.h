@@ -46,6 +46,7 @@ struct Golden {
   double tau_macro = 0;
   double tau_pooled = 0;
   std::vector<double> per_position_acceptance;
+  std::vector<std::int64_t> histogram;  // [k] = steps with τ = k (index 0 unused); empty if absent
   std::string layout_prefix;
   std::int64_t num_layers = 0;
   std::vector<std::string> layer_types;
