@@ -66,14 +66,15 @@ struct Artifacts {
 class Engine {
  public:
   virtual ~Engine() = default;
-  // fc_excludes_target_layer with a step record: adds the per-slice evidence ("fed_slices") to
-  // `result` and a problem per fed fc-input slice that is not its declared tap (or is farther than
-  // `max_nmse` from it).
-  virtual void match_fed_features(const io::Checkpoint& target,
-                                  const std::filesystem::path& step_record,
-                                  const model::DrafterConfig& drafter, double max_nmse,
-                                  CheckResult& result,
-                                  std::vector<std::string>& problems) const = 0;
+  // fc_excludes_target_layer with a step record: adds the per-slice evidence ("fed_slices") and
+  // the positions judged to `result` and a problem per fed fc-input slice that is not its declared
+  // tap (or is farther than params' `max_nmse` from it), over the first `max_positions` positions
+  // (all when null). Returns the scope ("judged K of S positions").
+  virtual std::string match_fed_features(const io::Checkpoint& target,
+                                         const std::filesystem::path& step_record,
+                                         const model::DrafterConfig& drafter,
+                                         const nlohmann::json& params, CheckResult& result,
+                                         std::vector<std::string>& problems) const = 0;
 };
 
 // One declared parameter of a check. `name` may be dotted: "f32.max_noise_ratio" is the

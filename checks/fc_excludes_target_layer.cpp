@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "checks/check.h"
+#include "checks/record_scope.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
@@ -32,7 +33,8 @@ class FcExcludesTargetLayer : public Check {
     return {bool_param("allow_final_layer", false, "accept a tap on the target's final layer"),
             // Room for the recipe's uniform noise on fc inputs (std 0.05) and bf16 storage.
             number_param("max_nmse", 0.05, 0, 1e3,
-                         "how close a fed fc-input slice must be to its declared layer (NMSE)")};
+                         "how close a fed fc-input slice must be to its declared layer (NMSE)"),
+            max_positions_param()};
   }
 
   // The fed-feature comparison runs target forwards: only where the engine installed it.
@@ -89,13 +91,13 @@ class FcExcludesTargetLayer : public Check {
       problems.push_back("taps [" + format_ids(d.target_layer_ids) +
                          "] differ from the golden's [" + format_ids(a.golden->taps) + "] (" +
                          a.golden->path + ")");
+    std::string scope;  // of the fed-feature comparison, when it runs
     if (a.step_record && !target.metadata_only()) {
       if (a.engine == nullptr)
         throw Error(a.step_record->string(),
                     "comparing the fed fc input with the target's layers needs the model engine");
       r.thresholds["max_nmse"] = p["max_nmse"];  // of each fed slice to its declared layer
-      a.engine->match_fed_features(target, *a.step_record, d, p["max_nmse"].get<double>(), r,
-                                   problems);
+      scope = a.engine->match_fed_features(target, *a.step_record, d, p, r, problems);
     } else
       r.evidence["fed_features"] = a.step_record
                                        ? "not checked: the target is metadata-only (no weights)"
@@ -104,7 +106,8 @@ class FcExcludesTargetLayer : public Check {
         "taps [" + format_ids(d.target_layer_ids) + "] of " + std::to_string(l) +
         " target layers, final layer excluded, fc and hidden_norm as expected" +
         (r.measured.contains("fed_slices") ? ", fed features match their taps" : "");
-    return conclude(std::move(r), problems, pass);
+    return scope.empty() ? conclude(std::move(r), problems, pass)
+                         : conclude_judged(std::move(r), problems, pass, scope);
   }
 };
 

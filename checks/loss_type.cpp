@@ -7,6 +7,7 @@
 
 #include "checks/check.h"
 #include "checks/metrics.h"
+#include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
 #include "draftgate/format.h"
 #include "draftgate/train/recipe.h"
@@ -73,6 +74,8 @@ class LossType : public Check {
     const train::BlockTargets targets = train::recorded_block_targets(rec);
     CheckResult r;
     r.evidence["step_record"] = rec.path;
+    const auto anchors = static_cast<std::int64_t>(rec.anchors.size());
+    const std::string scope = judged_anchors(r, anchors, anchors, rec.anchors_in_step);
     std::vector<std::string> problems;
     for (const auto& [tensor, value] :
          {std::pair<std::string, at::Tensor>{"drafter_logits", rec.drafter_logits},
@@ -80,7 +83,7 @@ class LossType : public Check {
       if (value.defined())
         if (auto bad = metrics::non_finite_problem(tensor, value))
           problems.push_back(*bad + "; the loss cannot be recomputed from non-finite logits");
-    if (!problems.empty()) return conclude(std::move(r), problems, "");
+    if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
     const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
     const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
     // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
@@ -107,12 +110,16 @@ class LossType : public Check {
     r.measured["tolerance"] = tol;
     r.measured["recomputed_ce"] = ce;
     std::optional<double> kl;
+    std::string no_kl = "no teacher_logits";  // why the KL is n/a
     if (rec.teacher_logits.defined()) {
-      kl = train::weighted_kl(
-               logits, train::block_teacher_logits(rec.teacher_logits, rec.anchors, rec.block_size),
-               targets)
-               .item<double>();
-      r.measured["recomputed_kl"] = *kl;
+      if (const auto teacher = train::recorded_block_teacher_logits(rec, targets)) {
+        kl = train::weighted_kl(logits, *teacher, targets).item<double>();
+        r.measured["recomputed_kl"] = *kl;
+      } else {
+        no_kl = "teacher_logits recorded at " + std::to_string(rec.teacher_positions.size()) +
+                " of " + std::to_string(rec.input_ids.size()) +
+                " positions, not every block element's teacher position";
+      }
     }
     if (rec.weights.defined()) {
       const at::Tensor expect_w = targets.weight;
@@ -126,10 +133,18 @@ class LossType : public Check {
     const bool is_ce = close(ce), is_kl = kl && close(*kl);
     const std::string found = is_ce && is_kl ? "both" : is_ce ? "ce" : is_kl ? "kl" : "neither";
     r.measured["logged_loss_matches"] = found;
-    const std::string numbers =
-        "logged " + format_number(rec.logged_loss, 6) + ", recomputed CE " + format_number(ce, 6) +
-        (kl ? ", KL " + format_number(*kl, 6) : ", KL n/a (no teacher_logits)");
-    if (found == "neither")
+    const std::string numbers = "logged " + format_number(rec.logged_loss, 6) + ", recomputed CE " +
+                                format_number(ce, 6) +
+                                (kl ? ", KL " + format_number(*kl, 6) : ", KL n/a (" + no_kl + ")");
+    // A KL that cannot be recomputed cannot be ruled out: only the CE is judged then.
+    if (!kl && rec.teacher_logits.defined() && !is_ce && expected == "kl")
+      return skip(name(), "the logged loss is not the CE (" + numbers +
+                              ") and the expected KL cannot be recomputed; record teacher_logits "
+                              "at every position a block element reads (a + k - 1)");
+    if (found == "neither" && !kl && rec.teacher_logits.defined())
+      problems.push_back("the logged loss is not the decay-weighted CE the recipe requires (" +
+                         numbers + "); check the loss code, the weights and the labels");
+    else if (found == "neither")
       problems.push_back("the logged loss matches neither the decay-weighted CE nor the KL (" +
                          numbers + "); check the loss code, the weights and the labels");
     else if (found != "both" && found != expected && found != train::loss_name(rec.loss))
@@ -143,8 +158,8 @@ class LossType : public Check {
       problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
                          found + " (" + numbers + "); switch the trainer to " +
                          (expected == "ce" ? "hard cross-entropy" : "soft KL"));
-    return conclude(std::move(r), problems,
-                    "logged loss is the " + expected + " (" + numbers + ")");
+    return conclude_judged(std::move(r), problems,
+                           "logged loss is the " + expected + " (" + numbers + ")", scope);
   }
 };
 

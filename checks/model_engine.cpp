@@ -4,6 +4,7 @@
 #include "checks/model_engine.h"
 
 #include "checks/metrics.h"
+#include "checks/record_scope.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
@@ -15,21 +16,30 @@ namespace {
 
 class ModelEngine final : public Engine {
  public:
-  void match_fed_features(const io::Checkpoint& target, const std::filesystem::path& step_record,
-                          const model::DrafterConfig& drafter, double max_nmse, CheckResult& result,
-                          std::vector<std::string>& problems) const override;
+  std::string match_fed_features(const io::Checkpoint& target,
+                                 const std::filesystem::path& step_record,
+                                 const model::DrafterConfig& drafter, const nlohmann::json& params,
+                                 CheckResult& result,
+                                 std::vector<std::string>& problems) const override;
 };
 
 // Names the layer each fc_input slice came from and reports slices that are not their declared
 // tap.
-void ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
-                                     const std::filesystem::path& record,
-                                     const model::DrafterConfig& d, double max_nmse, CheckResult& r,
-                                     std::vector<std::string>& problems) const {
+std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
+                                            const std::filesystem::path& record,
+                                            const model::DrafterConfig& d,
+                                            const nlohmann::json& params, CheckResult& r,
+                                            std::vector<std::string>& problems) const {
   const train::StepRecord rec = train::read_step_record(record);
-  if (auto bad = metrics::non_finite_problem("fc_input", rec.fc_input)) {
+  const double max_nmse = params["max_nmse"].get<double>();
+  const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
+  const std::int64_t length = positions_to_recompute(params, recorded);
+  const std::string scope = judged(r, length, recorded);
+  const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
+  const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
+  if (auto bad = metrics::non_finite_problem("fc_input", fed)) {
     problems.push_back(*bad + "; the features a trainer feeds fc must be finite");
-    return;
+    return scope;
   }
   if (rec.target_layer_ids != d.target_layer_ids)
     problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
@@ -42,17 +52,17 @@ void ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
                               std::to_string(n) + " taps x " + std::to_string(h));
   std::vector<std::int64_t> all(layers);
   for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
-  const auto fwd = forward_with_progress("fc_excludes_target_layer", target, rec.input_ids, all,
+  const auto fwd = forward_with_progress("fc_excludes_target_layer", target, tokens, all,
                                          /*want_logits=*/false);
   // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output, then the
   // final layer's output after the final norm (what HF returns as hidden_states[-1]).
-  std::vector<at::Tensor> candidates = {target.embed(rec.input_ids).to(at::kFloat)};
+  std::vector<at::Tensor> candidates = {target.embed(tokens).to(at::kFloat)};
   for (auto l : all) candidates.push_back(fwd.taps.at(l));
   candidates.push_back(target.final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   r.measured["fed_slices"] = nlohmann::json::array();
   for (std::int64_t i = 0; i < n; ++i) {
-    const at::Tensor slice = rec.fc_input.narrow(1, i * h, h);
+    const at::Tensor slice = fed.narrow(1, i * h, h);
     std::int64_t best = -2;
     double best_nmse = 0, declared_nmse = 0;
     for (std::int64_t c = 0; c <= layers + 1; ++c) {
@@ -81,6 +91,7 @@ void ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
           (best >= layers - 1 ? ", the target's FINAL layer" : "") +
           "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
   }
+  return scope;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "checks/check.h"
 #include "checks/metrics.h"
+#include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
@@ -40,7 +41,9 @@ class TargetLogitsNoiseFree : public Check {
     // precision_factor × the ratio the trainer's precision explains); top-1 is judged where the
     // top-2 margin exceeds margin_factor × that precision's deviation at the position. Independent
     // PyTorch bf16 trainers (bf16 weights, autocast) measured 0.6–1.15× the explained ratio.
-    return precision_budget_params("max_noise_ratio", "noise / RMS", 2.0);
+    std::vector<Param> params = precision_budget_params("max_noise_ratio", "noise / RMS", 2.0);
+    params.push_back(max_positions_param());
+    return params;
   }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
@@ -54,21 +57,37 @@ class TargetLogitsNoiseFree : public Check {
     const double factor = p["precision_factor"].get<double>();
     const double min_top1 = p["min_top1"].get<double>();
 
+    // The leading positions recomputed: max_positions, and without labels nothing past the last
+    // recorded teacher row.
+    const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
+    std::int64_t length = positions_to_recompute(p, recorded);
+    if (!rec.labels.defined()) length = std::min(length, rec.teacher_positions.back() + 1);
+    const auto teacher_rows = static_cast<std::int64_t>(
+        std::lower_bound(rec.teacher_positions.begin(), rec.teacher_positions.end(), length) -
+        rec.teacher_positions.begin());
+    if (rec.teacher_logits.defined() && teacher_rows == 0)
+      return skip(name(), "max_positions " + std::to_string(length) +
+                              " leaves none of the recorded teacher positions (the first is " +
+                              std::to_string(rec.teacher_positions.front()) + ")");
+    const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
+
     const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
     const std::int64_t last = target.config().num_layers - 1;
-    const auto fwd = forward_with_progress(name(), target, rec.input_ids, {last});
-    const at::Tensor ref = fwd.logits;
+    const auto fwd = forward_with_progress(name(), target, tokens, {last});
+    const at::Tensor ref = fwd.logits;  // [length, V]
     CheckResult r;
     r.evidence["step_record"] = rec.path;
+    const std::string scope = rec.teacher_logits.defined() ? judged(r, teacher_rows, recorded)
+                                                           : judged(r, length, recorded);
     std::vector<std::string> problems;
     if (auto bad = metrics::non_finite_problem("the target's own logits (float32)", ref)) {
       problems.push_back(*bad + "; the target overflows on these ids, so no teacher can be judged");
-      return conclude(std::move(r), problems, "");
+      return conclude_judged(std::move(r), problems, "", scope);
     }
-    if (rec.teacher_logits.defined() && rec.teacher_logits.sizes() != ref.sizes())
-      throw Error(rec.path, "teacher_logits are " + format_shape(rec.teacher_logits.sizes().vec()) +
-                                " but the target gives " + format_shape(ref.sizes().vec()) +
-                                " for these ids");
+    if (rec.teacher_logits.defined() && rec.teacher_logits.size(1) != ref.size(1))
+      throw Error(rec.path, "teacher_logits have a vocabulary of " +
+                                std::to_string(rec.teacher_logits.size(1)) +
+                                " but the target gives " + std::to_string(ref.size(1)));
 
     // What the trainer's precision explains, measured on the same ids.
     const RecordedPrecision precision =
@@ -76,11 +95,19 @@ class TargetLogitsNoiseFree : public Check {
                            rec.teacher_dtype, "teacher_dtype");
     at::Tensor at_precision = ref;
     if (precision.engine_dtype() != at::kFloat)
-      at_precision = forward_with_progress(name(), sequence_target(ckpt, precision.engine_dtype()),
-                                           rec.input_ids, {})
-                         .logits;
+      at_precision =
+          forward_with_progress(name(), sequence_target(ckpt, precision.engine_dtype()), tokens, {})
+              .logits;
     const at::Tensor explained = precision.as_recorded(at_precision);
-    const double explained_ratio = metrics::noise_ratio(explained, ref);
+    // The recomputed rows the recorded teacher rows belong to.
+    const at::Tensor judged_rows =
+        at::tensor(std::vector<std::int64_t>(rec.teacher_positions.begin(),
+                                             rec.teacher_positions.begin() + teacher_rows),
+                   at::kLong);
+    const auto at_teacher = [&](const at::Tensor& t) {
+      return rec.teacher_logits.defined() ? t.index_select(0, judged_rows) : t;
+    };
+    const double explained_ratio = metrics::noise_ratio(at_teacher(explained), at_teacher(ref));
     const double budget = std::max(floor, factor * explained_ratio);
     // A flip needs the top-2 gap to close: rows whose gap the precision's deviation could close
     // are near-ties, not evidence.
@@ -90,14 +117,16 @@ class TargetLogitsNoiseFree : public Check {
     r.evidence["precision"] = precision.describe();
     r.measured["noise_ratio_explained_by_precision"] = explained_ratio;
     r.measured["noise_ratio_budget"] = budget;
-    r.measured["teacher_rms"] = metrics::rms(ref);
+    r.measured["teacher_rms"] = metrics::rms(at_teacher(ref));
 
     if (rec.teacher_logits.defined()) {
-      if (auto bad = metrics::non_finite_problem("teacher_logits", rec.teacher_logits)) {
+      const at::Tensor got = rec.teacher_logits.narrow(0, 0, teacher_rows);
+      if (auto bad = metrics::non_finite_problem("teacher_logits", got)) {
         problems.push_back(*bad + "; the trainer's teacher must be finite");
       } else {
-        judge_teacher(rec, target, fwd.taps.at(last), ref, budget, min_margin, min_top1, precision,
-                      r, problems);
+        judge_teacher(got, rec.teacher_positions, target, at_teacher(fwd.taps.at(last)),
+                      at_teacher(ref), budget, at_teacher(min_margin), min_top1, precision, r,
+                      problems);
       }
     }
     if (rec.labels.defined()) {
@@ -110,7 +139,11 @@ class TargetLogitsNoiseFree : public Check {
               .squeeze(-1) >
           train::block_teacher_logits(min_margin.unsqueeze(-1), rec.anchors, rec.block_size)
               .squeeze(-1);
-      const at::Tensor used = (targets.weight > 0) & decided;
+      // Only elements whose teacher position (a + k − 1) was recomputed.
+      const at::Tensor read_position =
+          at::tensor(rec.anchors, at::kLong).unsqueeze(1) +
+          (at::arange(rec.block_size, at::kLong) - 1).clamp_min(0).unsqueeze(0);
+      const at::Tensor used = (targets.weight > 0) & decided & (read_position < length);
       const double n = used.sum().item<double>();
       const double agree =
           n == 0 ? 1.0 : ((targets.labels == greedy) & used).sum().item<double>() / n;
@@ -124,25 +157,28 @@ class TargetLogitsNoiseFree : public Check {
             format_number(min_top1) +
             "); the labels must be argmax of the clean teacher at the same position");
     }
-    return conclude(std::move(r), problems,
-                    "the recorded teacher is the target's own output within what its precision "
-                    "explains (" +
-                        precision.describe() + ")");
+    return conclude_judged(std::move(r), problems,
+                           "the recorded teacher is the target's own output within what its "
+                           "precision explains (" +
+                               precision.describe() + ")",
+                           scope);
   }
 
  private:
-  static void judge_teacher(const train::StepRecord& rec, const model::SequenceTarget& target,
-                            const at::Tensor& h_last, const at::Tensor& ref, double budget,
-                            const at::Tensor& min_margin, double min_top1,
-                            const RecordedPrecision& precision, CheckResult& r,
+  // `got` are the recorded teacher rows at `positions` (their first rows), `h_last`, `ref` and
+  // `min_margin` the recomputation at those positions.
+  static void judge_teacher(const at::Tensor& got, const std::vector<std::int64_t>& positions,
+                            const model::SequenceTarget& target, const at::Tensor& h_last,
+                            const at::Tensor& ref, double budget, const at::Tensor& min_margin,
+                            double min_top1, const RecordedPrecision& precision, CheckResult& r,
                             std::vector<std::string>& problems) {
-    const at::Tensor& got = rec.teacher_logits;
     const double ratio = metrics::noise_ratio(got, ref);
     // Per position, evidence only: an independent bf16 implementation's error is not proportional
     // to draftgate's position by position (measured up to 6x at single positions).
     const at::Tensor rows = row_noise_ratio(got, ref);
-    const auto worst = rows.argmax().item<std::int64_t>();
-    const double worst_ratio = rows[worst].item<double>();
+    const auto worst_row = rows.argmax().item<std::int64_t>();
+    const std::int64_t worst = positions[worst_row];
+    const double worst_ratio = rows[worst_row].item<double>();
     const metrics::Top1 top1 = metrics::top1_agreement(got, ref, min_margin);
     r.measured["noise_ratio"] = ratio;
     r.measured["worst_position"] = {{"position", worst}, {"noise_ratio", worst_ratio}};
@@ -167,13 +203,13 @@ class TargetLogitsNoiseFree : public Check {
                         format_number(worst_ratio) + " of RMS there)";
     if (top1.first_disagreement)
       where += ", first top-1 flip outside near-ties at position " +
-               std::to_string(*top1.first_disagreement);
+               std::to_string(positions[*top1.first_disagreement]);
     problems.push_back("the recorded teacher logits deviate from the target's by noise of " +
                        format_number(ratio) + " of their RMS (budget " + format_number(budget) +
                        " for a teacher " + precision.describe() + "), top-1 agreement " +
                        format_number(top1.agreement) + " on " + std::to_string(top1.judged) +
-                       " positions outside near-ties (budget " + format_number(min_top1) + "), " +
-                       where +
+                       " judged positions outside near-ties (budget " + format_number(min_top1) +
+                       "), " + where +
                        "; remove noise from the teacher path (noise belongs on fc inputs only)");
   }
 };

@@ -3,8 +3,11 @@
 // positions strictly before the anchor, the block [anchor, MASK…] at positions a…a+B−1. Catches
 // training masks that leak (context through the anchor), causal blocks, and position offsets.
 
+#include <algorithm>
+
 #include "checks/check.h"
 #include "checks/metrics.h"
+#include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
@@ -17,11 +20,11 @@
 namespace draftgate::checks {
 namespace {
 
-// Inference-path logits [n, B−1, V] (float32) for the first n recorded anchors.
+// Inference-path logits [n, B−1, V] (float32) for the recorded anchors `which` (indices).
 at::Tensor inference_logits(const model::DFlashDrafter& drafter, const train::StepRecord& rec,
-                            std::int64_t n) {
+                            const std::vector<std::int64_t>& which) {
   std::vector<at::Tensor> out;
-  for (std::int64_t j = 0; j < n; ++j) {
+  for (std::int64_t j : which) {
     const std::int64_t anchor = rec.anchors[j];
     model::DrafterState state = drafter.new_state();
     if (anchor > 0) drafter.add_context(state, rec.fc_input.narrow(0, 0, anchor));
@@ -47,6 +50,7 @@ class TrainInferConsistency : public Check {
     std::vector<Param> params = precision_budget_params("max_rel_diff", "max |diff| / RMS", 3.0);
     params.insert(params.begin(),
                   integer_param("max_anchors", 32, 1, 1e6, "anchors compared at most"));
+    params.push_back(max_positions_param());  // anchors inside the first K positions only
     return params;
   }
 
@@ -80,22 +84,38 @@ class TrainInferConsistency : public Check {
                                 " but the target's is " + std::to_string(target.config().vocab));
     const double floor = p["max_rel_diff"].get<double>();
     const double min_top1 = p["min_top1"].get<double>();
-    const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(rec.anchors.size()),
-                                          p["max_anchors"].get<std::int64_t>());
+    // The first max_anchors recorded anchors inside the first max_positions positions.
+    const std::int64_t length =
+        positions_to_recompute(p, static_cast<std::int64_t>(rec.input_ids.size()));
+    std::vector<std::int64_t> which;
+    for (std::size_t j = 0; j < rec.anchors.size(); ++j)
+      if (rec.anchors[j] < length &&
+          static_cast<std::int64_t>(which.size()) < p["max_anchors"].get<std::int64_t>())
+        which.push_back(static_cast<std::int64_t>(j));
+    if (which.empty())
+      return skip(name(),
+                  "max_positions " + std::to_string(length) +
+                      " leaves none of the recorded anchors (the first is at " +
+                      std::to_string(*std::min_element(rec.anchors.begin(), rec.anchors.end())) +
+                      ")");
+    const auto n = static_cast<std::int64_t>(which.size());
     CheckResult r;
     r.evidence["step_record"] = rec.path;
+    const std::string scope =
+        judged_anchors(r, n, static_cast<std::int64_t>(rec.anchors.size()), rec.anchors_in_step);
     std::vector<std::string> problems;
-    const at::Tensor got = rec.drafter_logits.narrow(0, 0, n).narrow(1, 1, b - 1);
+    const at::Tensor got =
+        rec.drafter_logits.index_select(0, at::tensor(which, at::kLong)).narrow(1, 1, b - 1);
     for (const auto& [tensor, value] :
          {std::pair<std::string, at::Tensor>{"fc_input", rec.fc_input}, {"drafter_logits", got}})
       if (auto bad = metrics::non_finite_problem(tensor, value))
         problems.push_back(*bad + "; the trainer's drafter step must be finite");
-    if (!problems.empty()) return conclude(std::move(r), problems, "");
+    if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
 
-    const at::Tensor want = inference_logits(*drafter, rec, n);
+    const at::Tensor want = inference_logits(*drafter, rec, which);
     if (auto bad = metrics::non_finite_problem("the inference path's drafter logits", want)) {
       problems.push_back(*bad + "; the drafter checkpoint overflows on this record's features");
-      return conclude(std::move(r), problems, "");
+      return conclude_judged(std::move(r), problems, "", scope);
     }
     // What the drafter's precision explains, measured on the same features.
     const RecordedPrecision precision =
@@ -105,7 +125,7 @@ class TrainInferConsistency : public Check {
       at_precision =
           inference_logits(*model::DFlashDrafter::load(
                                drafter_ckpt, target_head(target_ckpt, precision.engine_dtype())),
-                           rec, n);
+                           rec, which);
     const at::Tensor explained = precision.as_recorded(at_precision);
     const double rms = std::max(metrics::rms(want), 1e-30);
     const double explained_rel = (explained - want).abs().max().item<double>() / rms;
@@ -123,7 +143,6 @@ class TrainInferConsistency : public Check {
     for (std::int64_t k = 0; k < b - 1; ++k)
       per_position.push_back(diff.select(1, k).max().item<double>() / rms);
     r.evidence["precision"] = precision.describe();
-    r.measured["anchors_compared"] = n;
     r.measured["max_rel_diff"] = rel;
     r.measured["max_rel_diff_explained_by_precision"] = explained_rel;
     r.measured["max_rel_diff_budget"] = budget;
@@ -131,7 +150,7 @@ class TrainInferConsistency : public Check {
     r.measured["top1_agreement"] = top1.agreement;
     r.measured["top1_judged"] = top1.judged;
     r.measured["top1_near_ties"] = top1.near_ties;
-    r.measured["worst"] = {{"anchor", rec.anchors[worst / (b - 1)]},
+    r.measured["worst"] = {{"anchor", rec.anchors[which[worst / (b - 1)]]},
                            {"block_position", worst % (b - 1) + 1}};
     if (rel > budget || top1.agreement < min_top1)
       problems.push_back(
@@ -139,15 +158,16 @@ class TrainInferConsistency : public Check {
           format_number(rel) + " of their RMS (budget " + format_number(budget) +
           " for drafter logits " + precision.describe() + "), top-1 agreement " +
           format_number(top1.agreement) + " outside near-ties (budget " + format_number(min_top1) +
-          "), worst at anchor " + std::to_string(rec.anchors[worst / (b - 1)]) +
+          "), worst at anchor " + std::to_string(rec.anchors[which[worst / (b - 1)]]) +
           " block position " + std::to_string(worst % (b - 1) + 1) +
           "; check the training mask (context strictly before the anchor, bidirectional block, "
           "no cross-block visibility), the block positions a…a+B−1, and that --drafter is the "
           "checkpoint the record was made with");
-    return conclude(std::move(r), problems,
-                    "training and inference agree on " + std::to_string(n) + " anchors (" +
-                        format_number(rel) + " of RMS, budget " + format_number(budget) + ", " +
-                        precision.describe() + ")");
+    return conclude_judged(std::move(r), problems,
+                           "training and inference agree (" + format_number(rel) +
+                               " of RMS, budget " + format_number(budget) + ", " +
+                               precision.describe() + ")",
+                           scope);
   }
 };
 

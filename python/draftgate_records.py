@@ -66,7 +66,7 @@ _STORE = {"f32": torch.float32, "bf16": torch.bfloat16}
 def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_logits=None, labels=None,
                       drafter_logits=None, weights=None, block_size, gamma, mask_token_id, target_layer_ids,
                       loss, logged_loss, step=None, teacher_dtype=None, drafter_dtype=None, store_dtype=None,
-                      overwrite=False):
+                      teacher_positions=None, anchor_subset=None, overwrite=False):
     """Writes one step record; ValueError (naming the argument) on inconsistent input.
 
     Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
@@ -74,6 +74,13 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     [N, B, V]. At least one of teacher_logits and labels. store_dtype: None keeps each float tensor's dtype
     (float16 and float64 are stored float32), "f32" or "bf16" stores them all so; weights are always float32.
     Tensor values are written as they are (NaN included: judging them is the checks' job).
+
+    Records that stay small (a 248k vocabulary makes every logits row about 0.5 MB in bf16):
+    teacher_positions (sorted, unique sequence positions) keeps the teacher logits of those positions only,
+    from teacher_logits [S, V] or already [len(teacher_positions), V]; anchor_subset (sorted, unique indices
+    into anchors) keeps those anchors only, with their labels, weights and drafter_logits, and records how
+    many anchors the step had (anchors_in_step). With anchor_subset, logged_loss must be the loss of the kept
+    anchors: the trainer's loss function on the kept rows, e.g. ``loss_fn(drafter_logits[:, idx], ...)``.
     """
     block_size = _integer("block_size", block_size)
     if block_size < 2:
@@ -88,6 +95,8 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
         raise ValueError("target_layer_ids is empty")
     if teacher_logits is None and labels is None:
         raise ValueError("record teacher_logits or labels (or both): what the loss was computed against")
+    if teacher_positions is not None and teacher_logits is None:
+        raise ValueError("teacher_positions needs teacher_logits")
     if store_dtype not in (None, "f32", "bf16"):
         raise ValueError(f'store_dtype must be None, "f32" or "bf16", got {store_dtype!r}')
 
@@ -100,6 +109,14 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     mask = _ints("loss_mask", loss_mask, 1, allow_bool=True)
     _expect_shape("loss_mask", mask, (s,))
     anchor_ids = _ints("anchors", anchors, 1)
+    anchors_in_step = None
+    if anchor_subset is not None:
+        keep = _subset("anchor_subset", anchor_subset, anchor_ids.shape[0])
+        anchors_in_step = anchor_ids.shape[0]
+        anchor_ids = anchor_ids[keep]
+        labels = None if labels is None else _ints("labels", labels, 2)[keep]
+        weights = None if weights is None else _floats("weights", weights, 2)[keep]
+        drafter_logits = None if drafter_logits is None else _floats("drafter_logits", drafter_logits, 3)[keep]
     n = anchor_ids.shape[0]
     outside = (anchor_ids < 0) | (anchor_ids >= s)
     if outside.any():
@@ -113,8 +130,18 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     tensors = {"input_ids": ids, "loss_mask": mask, "anchors": anchor_ids}
     if teacher_logits is not None:
         teacher = _floats("teacher_logits", teacher_logits, 2)
-        if teacher.shape[0] != s:
-            raise ValueError(f"teacher_logits has {teacher.shape[0]} rows for {s} input_ids")
+        if teacher_positions is not None:
+            rows = _subset("teacher_positions", teacher_positions, s)
+            if teacher.shape[0] == s:
+                teacher = teacher[rows]
+            elif teacher.shape[0] != rows.shape[0]:
+                raise ValueError(f"teacher_logits has {teacher.shape[0]} rows: expected {s} (every position) or "
+                                 f"{rows.shape[0]} (one per teacher_positions entry)")
+            if rows.shape[0] < s:
+                tensors["teacher_positions"] = rows
+        elif teacher.shape[0] != s:
+            raise ValueError(f"teacher_logits has {teacher.shape[0]} rows for {s} input_ids "
+                             "(pass teacher_positions for a subset)")
         vocab = teacher.shape[1]
     if drafter_logits is not None:
         drafter = _floats("drafter_logits", drafter_logits, 3)
@@ -156,6 +183,8 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     }
     if step is not None:
         metadata["step"] = str(_integer("step", step))
+    if anchors_in_step is not None:
+        metadata["anchors_in_step"] = str(anchors_in_step)
     for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
                                  ("drafter_dtype", drafter_dtype, drafter_logits)):
         precision = _precision(key, claimed, tensor)
@@ -293,6 +322,19 @@ def _floats(name, value, rank):
     t = _unbatched(name, value, rank)
     if not t.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    return t
+
+
+def _subset(name, value, size):
+    """Sorted, unique indices in [0, size), at least one."""
+    value = value if isinstance(value, torch.Tensor) else list(value)
+    if len(value) == 0:
+        raise ValueError(f"{name} is empty")
+    t = _ints(name, value, 1)
+    if ((t < 0) | (t >= size)).any():
+        raise ValueError(f"{name} holds {int(t[(t < 0) | (t >= size)][0])}, outside 0..{size - 1}")
+    if t.numel() > 1 and not bool((t[1:] > t[:-1]).all()):
+        raise ValueError(f"{name} must be strictly increasing (sorted, no repeats)")
     return t
 
 

@@ -808,6 +808,14 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "train_infer_consistency", "input_ids is empty"),
         record_case(
+            "record_teacher_positions_unsorted",
+            [](train::StepRecord& r) {
+              r.teacher_logits = r.teacher_logits.narrow(0, 0, 3);
+              r.teacher_positions = {5, 2, 7};
+            },
+            "target_logits_noise_free",
+            "tensor \"teacher_positions\" must be strictly increasing (sorted, no repeats)"),
+        record_case(
             "record_zero_anchors",
             [](train::StepRecord& r) {
               r.anchors.clear();
@@ -1082,6 +1090,12 @@ INSTANTIATE_TEST_SUITE_P(
                    "train_infer_consistency.max_anchors = 2.5: expected an integer"),
         param_case("anchors_zero", "--param train_infer_consistency.max_anchors=0",
                    "train_infer_consistency.max_anchors = 0"),
+        param_case("max_positions_zero", "--param target_logits_noise_free.max_positions=0",
+                   "target_logits_noise_free.max_positions = 0: expected an integer in [1, "),
+        param_case("max_positions_fractional", "--param fc_excludes_target_layer.max_positions=8.5",
+                   "fc_excludes_target_layer.max_positions = 8.5: expected an integer"),
+        param_case("max_positions_negative", "--param train_infer_consistency.max_positions=-4",
+                   "train_infer_consistency.max_positions = -4"),
         param_case("allow_final_layer_as_a_number",
                    "--param fc_excludes_target_layer.allow_final_layer=1",
                    "allow_final_layer = 1: expected true or false"),

@@ -153,6 +153,81 @@ class StepRecordTest(unittest.TestCase):
                 self.assertAlmostEqual(result["measured"]["recomputed_ce"], loss, places=6)
 
 
+class SmallRecordTest(unittest.TestCase):
+    """Records that stay small: teacher logits for every 4th position and every other anchor, written through
+    teacher_positions / anchor_subset, read back and judged on what they hold."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "record.safetensors")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_subsets_are_written_with_their_positions_and_the_step_s_anchor_count(self):
+        args = record_args()
+        dg.write_step_record(self.path, **args, teacher_positions=[1, 5, 6], anchor_subset=[1])
+        tensors, metadata = td.read_safetensors(self.path)
+        self.assertTrue(torch.equal(tensors["teacher_positions"], torch.tensor([1, 5, 6])))
+        self.assertTrue(torch.equal(tensors["teacher_logits"], args["teacher_logits"][0][[1, 5, 6]]))
+        self.assertTrue(torch.equal(tensors["anchors"], torch.tensor([9])))
+        self.assertTrue(torch.equal(tensors["drafter_logits"], args["drafter_logits"][0][[1]]))
+        self.assertTrue(torch.equal(tensors["labels"], args["labels"][0][[1]]))
+        self.assertEqual(metadata["anchors_in_step"], "2")
+        # Rows already selected are taken as they are; every position needs no teacher_positions.
+        dg.write_step_record(self.path, **record_args(teacher_logits=args["teacher_logits"][0][[1, 5, 6]]),
+                             teacher_positions=torch.tensor([1, 5, 6]), overwrite=True)
+        self.assertTrue(torch.equal(td.read_safetensors(self.path)[0]["teacher_logits"],
+                                    args["teacher_logits"][0][[1, 5, 6]]))
+        dg.write_step_record(self.path, **args, teacher_positions=range(S), overwrite=True)
+        self.assertNotIn("teacher_positions", td.read_safetensors(self.path)[0])
+
+    def test_bad_subsets_are_named(self):
+        for change, message in (
+                (dict(teacher_positions=[3, 1]), "teacher_positions must be strictly increasing"),
+                (dict(teacher_positions=[1, 1]), "teacher_positions must be strictly increasing"),
+                (dict(teacher_positions=[0, S]), f"teacher_positions holds {S}, outside 0..{S - 1}"),
+                (dict(teacher_positions=[]), "teacher_positions is empty"),
+                (dict(teacher_positions=[0, 1], teacher_logits=torch.randn(3, V)), "teacher_logits has 3 rows"),
+                (dict(teacher_positions=[0], teacher_logits=None), "teacher_positions needs teacher_logits"),
+                (dict(anchor_subset=[1, 0]), "anchor_subset must be strictly increasing"),
+                (dict(anchor_subset=[2]), "anchor_subset holds 2, outside 0..1")):
+            with self.subTest(message), self.assertRaises(ValueError) as caught:
+                dg.write_step_record(self.path, **record_args(**change))
+            self.assertIn(message, str(caught.exception))
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_the_checks_judge_the_subset_pass_the_reference_and_fail_teacher_noise(self):
+        import train_and_record as tr
+        checks = "target_logits_noise_free,loss_type,train_infer_consistency,fc_excludes_target_layer"
+        for run, code in (("f32", 0), ("teacher-noise.f32", 1)):
+            entry = tr.train_and_record("qwen3", run, self.dir.name, subset=True)[0]
+            s = td.read_safetensors(entry["step_record"])[0]["input_ids"].shape[0]
+            kept = len(range(0, s, tr.SUBSET_STRIDE))
+            report = os.path.join(self.dir.name, run + ".json")
+            done = subprocess.run([DRAFTGATE, "check", "--target", entry["target"], "--drafter", entry["drafter"],
+                                   "--step-record", entry["step_record"], "--only", checks, "--report", report],
+                                  capture_output=True, text=True)
+            with self.subTest(run):
+                self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+                with open(report) as f:
+                    results = {r["check"]: r for r in json.load(f)["results"]}
+                teacher = results["target_logits_noise_free"]
+                self.assertIn(f"judged {kept} of {s} positions", teacher["message"])
+                self.assertEqual(teacher["measured"]["positions_judged"], kept)
+                for check in ("loss_type", "train_infer_consistency"):
+                    self.assertIn(f"of {tr.ANCHORS // 2} anchors (recorded of the step's {tr.ANCHORS})",
+                                  results[check]["message"])
+                    self.assertEqual(results[check]["status"], "pass", results[check]["message"])
+                self.assertEqual(results["fc_excludes_target_layer"]["status"], "pass")
+                if code:  # the noise is found on the recorded rows, not only through the labels
+                    self.assertEqual(teacher["status"], "fail")
+                    self.assertIn("deviate from the target's by noise", teacher["message"])
+                    self.assertGreater(teacher["measured"]["noise_ratio"], teacher["measured"]["noise_ratio_budget"])
+                else:
+                    self.assertEqual(teacher["status"], "pass", teacher["message"])
+
+
 class ReferenceDumpTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()

@@ -33,6 +33,7 @@ GAMMA = 4.0
 SEQUENCE_LENGTH = 128
 ANCHORS = 16
 TRAIN_STEPS = 2  # optimizer steps before the recorded one
+SUBSET_STRIDE = 4  # records with subset=True keep the teacher logits of every 4th position
 # Of the teacher logits' RMS: above the bf16 detection limit on qwen3, 0.058 (2 x the 0.029 spread a bf16 forward
 # explains there, README "Precision"); 5% is below that limit and a bf16 qwen3 record with it passes.
 TEACHER_NOISE = 0.10
@@ -140,8 +141,10 @@ def drafter_step(target, drafter, input_ids, loss_mask, anchors, bug, fill_label
     return record, loss
 
 
-def train_and_record(family, run, out_dir):
-    """Trains one run, writes its drafter and its records; returns one manifest entry per record."""
+def train_and_record(family, run, out_dir, subset=False):
+    """Trains one run, writes its drafter and its records; returns one manifest entry per record. subset: the
+    records keep the teacher logits of every SUBSET_STRIDE-th position and every other anchor (the loss logged
+    over the kept anchors), as a trainer keeping records small would."""
     bug, precision, fill_label = runs()[run]
     target_dir, drafter_dir = (os.path.join(REPO, p) for p in FAMILIES[family])
     torch.manual_seed(0)
@@ -169,10 +172,17 @@ def train_and_record(family, run, out_dir):
     drafter.save(os.path.join(run_dir, "drafter"), config)
     entries = []
     computed = "f32" if precision == "f32" else "bf16"
+    extra = {}
+    if subset:
+        kept = torch.arange(0, record["anchors"].shape[0], 2)
+        extra = dict(teacher_positions=range(0, record["input_ids"].shape[0], SUBSET_STRIDE), anchor_subset=kept)
+        if record["loss"] == "ce":
+            record["logged_loss"] = td.weighted_ce(record["drafter_logits"][kept], record["labels"][kept],
+                                                   record["weights"][kept]).item()
     for store in STORES[precision]:
         path = os.path.join(run_dir, f"record-store-{store}.safetensors")
         draftgate_records.write_step_record(
-            path, **record, block_size=drafter.block_size, gamma=GAMMA, mask_token_id=drafter.mask_token_id,
+            path, **record, **extra, block_size=drafter.block_size, gamma=GAMMA, mask_token_id=drafter.mask_token_id,
             target_layer_ids=drafter.target_layer_ids, step=TRAIN_STEPS, teacher_dtype=computed,
             drafter_dtype=computed, store_dtype=store)
         entries.append({"name": f"{family}/{run}/store-{store}", "family": family, "run": run, "bug": bug,

@@ -65,6 +65,26 @@ TEST(StepRecord, IgnoreIndexLabelsWhereTheWeightIsZeroAreIgnoredAndDeclaredPreci
                    back.logged_loss);
 }
 
+TEST(StepRecord, ATeacherSubsetAndAnAnchorSubsetRoundTrip) {
+  StepRecord written = testing::training_step(LossType::kHardCrossEntropy);
+  written.teacher_positions = {0, 3, 8, 15};
+  written.teacher_logits =
+      written.teacher_logits.index_select(0, at::tensor(written.teacher_positions, at::kLong));
+  written.anchors_in_step = 512;
+  const fs::path path = testing::fresh_dir("teacher_subset") / "step.safetensors";
+  write_step_record(path, written);
+  const StepRecord back = read_step_record(path);
+  EXPECT_EQ(back.teacher_positions, written.teacher_positions);
+  EXPECT_TRUE(at::equal(back.teacher_logits, written.teacher_logits));
+  EXPECT_EQ(back.anchors_in_step, 512);
+  // Every position: no teacher_positions stored, 0…S−1 on reading.
+  const fs::path whole = path.parent_path() / "whole.safetensors";
+  write_step_record(whole, testing::training_step(LossType::kHardCrossEntropy));
+  EXPECT_EQ(io::SafetensorsFile::open(whole)->header().find("teacher_positions"), nullptr);
+  EXPECT_EQ(read_step_record(whole).teacher_positions.size(), 16u);
+  EXPECT_EQ(read_step_record(whole).teacher_positions.back(), 15);
+}
+
 struct BadRecord {
   std::string label;
   std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)> edit;
@@ -100,6 +120,14 @@ void drop(io::NamedTensors& t, const std::string& name) {
 void replace(io::NamedTensors& t, const std::string& name, const at::Tensor& value) {
   for (auto& p : t)
     if (p.first == name) p.second = value;
+}
+
+// Keeps the teacher rows of `positions` (any order: the catalogue also writes malformed ones).
+void subset_teacher(io::NamedTensors& t, const std::vector<std::int64_t>& positions) {
+  const at::Tensor index = at::tensor(positions, at::kLong);
+  for (auto& p : t)
+    if (p.first == "teacher_logits") p.second = p.second.index_select(0, index.clamp_max(15));
+  t.emplace_back("teacher_positions", index);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -175,6 +203,51 @@ INSTANTIATE_TEST_SUITE_P(
                     replace(tensors, "drafter_logits", at::zeros({0, 8, 256}, at::kFloat));
                   },
                   "anchors is empty: the record holds no block to check"},
+        // A teacher for a subset of positions: one sorted, unique position per row.
+        BadRecord{"teacher_positions_unsorted",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 9, 4});
+                  },
+                  "tensor \"teacher_positions\" must be strictly increasing (sorted, no repeats): "
+                  "entry 2 is 4 after 9"},
+        BadRecord{"teacher_positions_duplicate",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 4});
+                  },
+                  "tensor \"teacher_positions\" must be strictly increasing"},
+        BadRecord{"teacher_positions_out_of_range",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 16});
+                  },
+                  "tensor \"teacher_positions\" holds position 16, outside the sequence (0..15)"},
+        BadRecord{"teacher_positions_length",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 7});
+                    replace(tensors, "teacher_positions",
+                            at::tensor(std::vector<std::int64_t>{1, 4}, at::kLong));
+                  },
+                  "tensor \"teacher_positions\" has 2 entries for 3 teacher_logits rows"},
+        BadRecord{"teacher_positions_float",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 7});
+                    replace(tensors, "teacher_positions", at::zeros({3}, at::kFloat));
+                  },
+                  "tensor \"teacher_positions\" has dtype F32"},
+        BadRecord{"teacher_subset_without_positions",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 7});
+                    drop(tensors, "teacher_positions");
+                  },
+                  "teacher_logits has 3 rows for 16 input_ids"},
+        BadRecord{"teacher_positions_without_teacher",
+                  [](auto& tensors, auto&) {
+                    subset_teacher(tensors, {1, 4, 7});
+                    drop(tensors, "teacher_logits");
+                  },
+                  "tensor \"teacher_positions\" is recorded without teacher_logits"},
+        BadRecord{"anchors_in_step_too_few",
+                  [](auto&, auto& meta) { meta["anchors_in_step"] = "2"; },
+                  "__metadata__ \"anchors_in_step\" = 2 is fewer than the 3 anchors recorded"},
         BadRecord{"unknown_precision", [](auto&, auto& meta) { meta["teacher_dtype"] = "fp8"; },
                   "__metadata__ \"teacher_dtype\" = \"fp8\" is not f32, bf16 or f16"},
         BadRecord{"negative_mask_token", [](auto&, auto& meta) { meta["mask_token_id"] = "-1"; },

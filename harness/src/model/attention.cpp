@@ -1,10 +1,29 @@
 #include "draftgate/model/attention.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
+#include <vector>
 
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
+namespace {
+std::atomic<std::int64_t> score_elements{kDefaultAttentionScoreElements};
+}  // namespace
+
+std::int64_t set_attention_score_elements(std::int64_t elements) {
+  if (elements < 1) throw std::invalid_argument("attention score elements must be positive");
+  return score_elements.exchange(elements);
+}
+
+std::int64_t attention_score_elements() { return score_elements.load(); }
+
+std::int64_t attention_query_chunk(std::int64_t heads, std::int64_t keys,
+                                   std::int64_t max_elements) {
+  return std::max<std::int64_t>(1, max_elements / std::max<std::int64_t>(1, heads * keys));
+}
 
 Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::string& p) : c_(c) {
   const std::int64_t q_width = c.num_heads * c.head_dim * (c.attn_output_gate ? 2 : 1);
@@ -40,23 +59,37 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
   const std::int64_t group = nh / nkv, rows = cache.rows(), committed = rows - t_len;
-  const at::Tensor qg =
-      q.view({t_len, nkv, group, d}).permute({1, 2, 0, 3}).reshape({nkv, group * t_len, d});
-  at::Tensor scores =
-      at::matmul(qg, cache.keys().transpose(1, 2)) * (1.0 / std::sqrt(static_cast<double>(d)));
-  scores = scores.view({nkv, group, t_len, rows});
-  if (t_len > 1 || visible.defined()) {
-    at::Tensor mask =
-        visible.defined() ? visible : at::ones({t_len, t_len}, x.options().dtype(at::kBool)).tril();
-    if (mask.size(1) != rows)  // only the appended rows given: earlier rows are visible to all
-      mask = at::cat({at::ones({t_len, committed}, mask.options()), mask}, 1);
-    scores = scores.masked_fill(mask.logical_not(), -INFINITY);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const at::Tensor keys_t = cache.keys().transpose(1, 2);
+  const at::Tensor q4 = q.view({t_len, nkv, group, d});
+  // Which rows each query sees; only the appended rows given: earlier rows are visible to all.
+  const bool masked = t_len > 1 || visible.defined();
+  const std::int64_t chunk = attention_query_chunk(nh, rows, attention_score_elements());
+  std::vector<at::Tensor> outs;
+  for (std::int64_t q0 = 0; q0 < t_len; q0 += chunk) {
+    const std::int64_t n = std::min(chunk, t_len - q0);
+    const at::Tensor qg = q4.narrow(0, q0, n).permute({1, 2, 0, 3}).reshape({nkv, group * n, d});
+    at::Tensor scores = (at::matmul(qg, keys_t) * scale).view({nkv, group, n, rows});
+    if (masked) {
+      at::Tensor mask;
+      if (!visible.defined()) {  // causal chain: query i sees rows up to committed + i
+        const at::Tensor query_row =
+            at::arange(committed + q0, committed + q0 + n, x.options().dtype(at::kLong));
+        mask = at::arange(rows, query_row.options()).unsqueeze(0) <= query_row.unsqueeze(1);
+      } else {
+        mask = visible.narrow(0, q0, n);
+        if (mask.size(1) != rows)
+          mask = at::cat({at::ones({n, committed}, mask.options()), mask}, 1);
+      }
+      scores = scores.masked_fill(mask.logical_not(), -INFINITY);
+    }
+    const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(x.scalar_type());
+    outs.push_back(at::matmul(probs.view({nkv, group * n, rows}), cache.values())
+                       .view({nkv, group, n, d})
+                       .permute({2, 0, 1, 3})
+                       .reshape({n, nh * d}));
   }
-  const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(x.scalar_type());
-  const at::Tensor out = at::matmul(probs.view({nkv, group * t_len, rows}), cache.values())
-                             .view({nkv, group, t_len, d})
-                             .permute({2, 0, 1, 3})
-                             .reshape({t_len, nh * d});
+  const at::Tensor out = outs.size() == 1 ? outs.front() : at::cat(outs, 0);
   return dense(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
 }
 

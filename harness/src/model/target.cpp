@@ -9,6 +9,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/io/tensor_view.h"
+#include "draftgate/model/attention.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
@@ -240,10 +241,12 @@ void require_sequence_fits(const TargetConfig& c, std::int64_t positions,
                     " positions exceeds the target's max_position_embeddings " +
                     std::to_string(c.max_positions),
                 "shorten the prompt or max_new_tokens");
-  // Attention scores in float32 (scores, mask fill, softmax, a copy) per query head, and the
-  // logits: what one extension allocates beyond the weights.
-  const double bytes = 16.0 * static_cast<double>(c.num_heads) *
-                           static_cast<double>(new_positions) * static_cast<double>(positions) +
+  // Attention scores in float32 (scores, mask fill, softmax, a copy) per query head for one chunk
+  // of queries (attention.h), and the logits: what one extension allocates beyond the weights.
+  const std::int64_t queries = std::min(
+      new_positions, attention_query_chunk(c.num_heads, positions, attention_score_elements()));
+  const double bytes = 16.0 * static_cast<double>(c.num_heads) * static_cast<double>(queries) *
+                           static_cast<double>(positions) +
                        8.0 * static_cast<double>(new_positions) * static_cast<double>(c.vocab);
   // /proc/meminfo is read only for an extension big enough to matter (not once per decode step).
   if (bytes < 256.0 * (1 << 20)) return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "draftgate/error.h"
@@ -127,6 +128,25 @@ void check_labels(const std::string& f, const StepRecord& rec) {
                        ", outside the logits' vocabulary of " + std::to_string(*vocab));
 }
 
+// teacher_positions: one per teacher_logits row, strictly increasing, inside the sequence.
+void check_teacher_positions(const std::string& f, const std::vector<std::int64_t>& positions,
+                             std::int64_t rows, std::int64_t s) {
+  const std::string key = "tensor \"teacher_positions\" ";
+  if (static_cast<std::int64_t>(positions.size()) != rows)
+    throw Error(f, key + "has " + std::to_string(positions.size()) + " entries for " +
+                       std::to_string(rows) + " teacher_logits rows");
+  if (positions.empty()) throw Error(f, key + "is empty: the record holds no teacher row");
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] < 0 || positions[i] >= s)
+      throw Error(f, key + "holds position " + std::to_string(positions[i]) +
+                         ", outside the sequence (0.." + std::to_string(s - 1) + ")");
+    if (i > 0 && positions[i] <= positions[i - 1])
+      throw Error(f, key + "must be strictly increasing (sorted, no repeats): entry " +
+                         std::to_string(i) + " is " + std::to_string(positions[i]) + " after " +
+                         std::to_string(positions[i - 1]));
+  }
+}
+
 }  // namespace
 
 const char* precision_name(ComputePrecision precision) {
@@ -139,6 +159,28 @@ const char* precision_name(ComputePrecision precision) {
       return "f16";
   }
   return "f32";
+}
+
+std::optional<at::Tensor> recorded_block_teacher_logits(const StepRecord& rec,
+                                                        const BlockTargets& targets) {
+  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
+  std::vector<std::int64_t> row_of(s, -1);  // position -> teacher_logits row
+  for (std::size_t i = 0; i < rec.teacher_positions.size(); ++i)
+    row_of[rec.teacher_positions[i]] = static_cast<std::int64_t>(i);
+  const at::Tensor weight = targets.weight.contiguous();
+  const float* w = weight.data_ptr<float>();
+  std::vector<std::int64_t> rows;
+  for (std::size_t j = 0; j < rec.anchors.size(); ++j)
+    for (std::int64_t k = 0; k < rec.block_size; ++k) {
+      // The row train::block_teacher_logits reads for this element.
+      const std::int64_t row =
+          row_of[std::min(s - 1, rec.anchors[j] + std::max<std::int64_t>(k - 1, 0))];
+      if (row < 0 && w[j * rec.block_size + k] > 0) return std::nullopt;
+      rows.push_back(std::max<std::int64_t>(row, 0));
+    }
+  return rec.teacher_logits.index_select(0, at::tensor(rows, at::kLong))
+      .view({static_cast<std::int64_t>(rec.anchors.size()), rec.block_size,
+             rec.teacher_logits.size(1)});
 }
 
 BlockTargets recorded_block_targets(const StepRecord& rec) {
@@ -196,6 +238,7 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   rec.labels = r.tensor("labels", 2, at::kLong, false);
   rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
   rec.weights = r.tensor("weights", 2, at::kFloat, false);
+  const at::Tensor teacher_positions = r.tensor("teacher_positions", 1, at::kLong, false);
   if (!rec.teacher_logits.defined() && !rec.labels.defined())
     throw Error(f, "neither teacher_logits nor labels is recorded",
                 "record what the loss was computed against");
@@ -228,9 +271,26 @@ StepRecord read_step_record(const std::filesystem::path& path) {
     if (t < 0) throw Error(f, "input_ids holds a negative token id");
   expect_shape(f, "labels", rec.labels, {n, b});
   expect_shape(f, "weights", rec.weights, {n, b});
-  if (rec.teacher_logits.defined() && rec.teacher_logits.size(0) != s)
-    throw Error(f, "teacher_logits has " + std::to_string(rec.teacher_logits.size(0)) +
-                       " rows for " + std::to_string(s) + " input_ids");
+  if (teacher_positions.defined()) {
+    if (!rec.teacher_logits.defined())
+      throw Error(f, "tensor \"teacher_positions\" is recorded without teacher_logits");
+    rec.teacher_positions = to_vector(teacher_positions);
+    check_teacher_positions(f, rec.teacher_positions, rec.teacher_logits.size(0), s);
+  } else if (rec.teacher_logits.defined()) {
+    if (rec.teacher_logits.size(0) != s)
+      throw Error(f,
+                  "teacher_logits has " + std::to_string(rec.teacher_logits.size(0)) +
+                      " rows for " + std::to_string(s) + " input_ids",
+                  "record teacher_positions when the teacher covers a subset of positions");
+    rec.teacher_positions.resize(s);
+    std::iota(rec.teacher_positions.begin(), rec.teacher_positions.end(), 0);
+  }
+  if (r.optional_meta("anchors_in_step")) {
+    rec.anchors_in_step = r.meta_int("anchors_in_step");
+    if (*rec.anchors_in_step < n)
+      throw Error(f, "__metadata__ \"anchors_in_step\" = " + std::to_string(*rec.anchors_in_step) +
+                         " is fewer than the " + std::to_string(n) + " anchors recorded");
+  }
   if (rec.drafter_logits.defined()) {
     const std::int64_t v = rec.drafter_logits.size(2);
     expect_shape(f, "drafter_logits", rec.drafter_logits, {n, b, v});
@@ -258,6 +318,10 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
         {"drafter_logits", rec.drafter_logits},
         {"weights", rec.weights}})
     if (t.defined()) tensors.emplace_back(name, t);
+  // teacher_positions only for a subset (a row per position needs none).
+  if (rec.teacher_logits.defined() &&
+      static_cast<std::size_t>(rec.teacher_logits.size(0)) != rec.input_ids.size())
+    tensors.emplace_back("teacher_positions", ids(rec.teacher_positions));
   std::ostringstream loss;
   loss.precision(17);
   loss << rec.logged_loss;
@@ -272,6 +336,7 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
                                              {"loss", loss_name(rec.loss)},
                                              {"logged_loss", loss.str()}};
   if (rec.step) meta["step"] = std::to_string(*rec.step);
+  if (rec.anchors_in_step) meta["anchors_in_step"] = std::to_string(*rec.anchors_in_step);
   if (rec.teacher_dtype) meta["teacher_dtype"] = precision_name(*rec.teacher_dtype);
   if (rec.drafter_dtype) meta["drafter_dtype"] = precision_name(*rec.drafter_dtype);
   io::write_tensors(path, tensors, meta);

@@ -14,6 +14,18 @@
 
 namespace draftgate::model {
 
+// Attention over S positions never holds S × S × heads scores at once: the queries run in chunks
+// whose scores [heads, queries, keys] stay within this many elements (each chunk allocates a few
+// such buffers: scores, mask fill, the float32 softmax). A chunk is at least one query. Every query
+// row is computed exactly as without chunking (same keys, same mask values, same row-wise softmax).
+inline constexpr std::int64_t kDefaultAttentionScoreElements = std::int64_t{1} << 24;  // 64 MiB f32
+// The process-wide limit (set once at start, or by a test); returns the previous one.
+std::int64_t set_attention_score_elements(std::int64_t elements);
+std::int64_t attention_score_elements();
+// Queries per chunk for `heads` query heads over `keys` keys under `max_elements`.
+std::int64_t attention_query_chunk(std::int64_t heads, std::int64_t keys,
+                                   std::int64_t max_elements);
+
 class Attention {
  public:
   Attention(const TargetConfig& config, const WeightLoader& weights, const std::string& prefix);

@@ -12,11 +12,15 @@
 //   p+1)   optional* labels          I64 [N, B]       the labels used (k = 0 ignored) optional*
 //   drafter_logits  F32|BF16 [N, B, V] the drafter's block logits at this step optional weights F32
 //   [N, B]       the per-element loss weights used                                optional
+//   teacher_positions I64 [P]     the sequence positions of the teacher_logits rows (sorted,
+//                                  unique); absent = every position (P = S)    optional
 //   (* at least one of teacher_logits and labels)
 // __metadata__: schema = "draftgate.step_record/1", block_size, gamma, mask_token_id,
 // target_layer_ids ("1,9,17"), loss ("ce" | "kl"), logged_loss (decimal), step (optional),
 // teacher_dtype / drafter_dtype (optional, "f32" | "bf16" | "f16": the precision the trainer
 // COMPUTED the teacher / drafter logits in — storage alone does not say).
+// anchors_in_step (optional integer >= N): the step used that many anchors and the record holds N
+// of them (logged_loss is then the loss over the recorded anchors).
 // labels may hold negative ids (PyTorch's ignore_index -100) where the loss weight is 0.
 
 #include <ATen/ATen.h>
@@ -44,7 +48,10 @@ struct StepRecord {
   std::vector<std::int64_t> loss_mask;
   std::vector<std::int64_t> anchors;
   at::Tensor fc_input;        // float32 [S, F]
-  at::Tensor teacher_logits;  // float32 [S, V] or undefined
+  at::Tensor teacher_logits;  // float32 [P, V] or undefined
+  // The sequence position of each teacher_logits row: strictly increasing, inside the sequence;
+  // 0…S−1 when the record holds a row per position (and stores no teacher_positions).
+  std::vector<std::int64_t> teacher_positions;
   at::Tensor labels;          // int64 [N, B] or undefined
   at::Tensor drafter_logits;  // float32 [N, B, V] or undefined
   at::Tensor weights;         // float32 [N, B] or undefined
@@ -55,6 +62,7 @@ struct StepRecord {
   LossType loss = LossType::kHardCrossEntropy;
   double logged_loss = 0;
   std::optional<std::int64_t> step;
+  std::optional<std::int64_t> anchors_in_step;       // the step's anchors when more than recorded
   std::map<std::string, std::string> stored_dtypes;  // tensor -> dtype as stored ("F32", "BF16")
   std::optional<ComputePrecision> teacher_dtype;     // as the trainer declared it
   std::optional<ComputePrecision> drafter_dtype;
@@ -69,6 +77,13 @@ struct StepRecord {
 // The recipe's block targets for the record, with the recorded labels where there are some: a
 // negative recorded label (ignore_index) is an ignored element, weight 0.
 BlockTargets recorded_block_targets(const StepRecord& record);
+
+// The recorded teacher logits of every block element, [N, B, V] (train::block_teacher_logits over
+// the recorded rows), when the record holds the row of every element that carries loss;
+// std::nullopt when a subset of positions leaves one out. Elements of weight 0 take any recorded
+// row.
+std::optional<at::Tensor> recorded_block_teacher_logits(const StepRecord& record,
+                                                        const BlockTargets& targets);
 
 // Validates everything listed above; draftgate::Error naming the file and the problem.
 StepRecord read_step_record(const std::filesystem::path& path);
