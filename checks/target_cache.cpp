@@ -1,5 +1,6 @@
 #include "checks/target_cache.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -40,6 +41,14 @@ struct Cache {
   using Key = std::tuple<at::ScalarType, model::GdnAlgorithm, std::string, bool>;
   std::map<Key, std::unique_ptr<model::SequenceTarget>> sequence;
   std::map<at::ScalarType, std::unique_ptr<model::TargetModel>> heads;
+  // The last streamed forward, with its logits and taps: a streamed forward reads the whole
+  // checkpoint, and fc_excludes_target_layer and target_logits_noise_free ask for the same float32
+  // forward over the same ids (fc first: it taps every layer).
+  struct LastForward {
+    const model::SequenceTarget* target = nullptr;
+    std::vector<std::int64_t> tokens;
+    model::ForwardResult result;
+  } last;
 
   // Drops what belongs to another checkpoint.
   void select(const io::Checkpoint& ckpt) {
@@ -47,6 +56,7 @@ struct Cache {
     if (id == checkpoint) return;
     sequence.clear();
     heads.clear();
+    last = {};
     checkpoint = std::move(id);
   }
 };
@@ -105,9 +115,32 @@ model::ForwardResult forward_with_progress(const std::string& check,
                                            const std::vector<std::int64_t>& tokens,
                                            const std::vector<std::int64_t>& taps,
                                            bool want_logits) {
+  Cache& c = cache();
+  {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    const auto& last = c.last;
+    const bool same = last.target == &target && last.tokens == tokens &&
+                      std::all_of(taps.begin(), taps.end(),
+                                  [&](std::int64_t t) { return last.result.taps.count(t) > 0; });
+    if (same) {
+      model::ForwardResult r;
+      if (want_logits) r.logits = last.result.logits;
+      for (auto t : taps) r.taps[t] = last.result.taps.at(t);
+      return r;
+    }
+  }
   Progress progress("check " + check, "layer", target.config().num_layers);
-  return target.forward(tokens, taps, want_logits,
-                        [&](std::int64_t done, std::int64_t) { progress.update(done); });
+  // A streamed target computes the logits in any case (one more pass over lm_head) so that the
+  // result serves the next check too.
+  model::ForwardResult r =
+      target.forward(tokens, taps, want_logits || target.streamed(),
+                     [&](std::int64_t done, std::int64_t) { progress.update(done); });
+  if (target.streamed()) {
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    c.last = {&target, tokens, r};
+  }
+  if (!want_logits) r.logits = at::Tensor();
+  return r;
 }
 
 }  // namespace draftgate::checks

@@ -1,5 +1,6 @@
 // peak_rss REPORT CMD ARGS...: runs CMD (its stdout and stderr untouched) and writes "<exit code>
-// <peak RSS in KiB>" of that process alone to the file REPORT. A tiny launcher of its own, because
+// <peak RSS in KiB> <user CPU s> <system CPU s> <bytes read from storage>" of that process alone to
+// the file REPORT. A tiny launcher of its own, because
 // a process spawned straight from a big one (a test linking libtorch) inherits its parent's RSS
 // high-water mark across exec.
 #include <sys/resource.h>
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
   wait4(pid, &status, 0, &usage);
   std::FILE* report = std::fopen(argv[1], "w");
   if (report == nullptr) return 2;
-  std::fprintf(report, "%d %ld\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6;
+  };
+  std::fprintf(report, "%d %ld %.3f %.3f %ld\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+               usage.ru_maxrss, seconds(usage.ru_utime), seconds(usage.ru_stime),
+               usage.ru_inblock * 512L);
   return std::fclose(report) == 0 ? 0 : 2;
 }

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "draftgate/io/tensor_view.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/target.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 
@@ -103,6 +105,35 @@ TEST(Checkpoint, DuplicateTensorAcrossShardsWithoutIndex) {
   write_json(dir / "config.json", {{"num_hidden_layers", 1}});
   EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
               HasSubstr("tensor \"x\" also appears in a.safetensors"));
+}
+
+// A checkpoint larger than memory is written from one random block per distribution: every tensor
+// bigger than the block repeats it with that period, the rows of a matrix are all distinct, and the
+// model computes finite, varied logits (no argmax ties that would make verdicts vacuous).
+TEST(RandomCheckpoint, RepeatedBlockIsPeriodicWithDistinctRowsAndFiniteLogits) {
+  const fs::path dir = testing::fresh_dir("repeat_block");
+  model::RandomTargetSpec s;
+  s.family = model::Family::kQwen3_5, s.layout = model::TargetLayout::kTextResave;
+  s.repeat_block = 1009;  // prime, above every row length (64, 128)
+  model::write_random_target(dir / "target", s);
+  const auto ckpt = Checkpoint::open(dir / "target");
+  const at::Tensor up =
+      load_tensor(ckpt, "model.language_model.layers.0.mlp.up_proj.weight").to(at::kFloat);
+  ASSERT_EQ(up.sizes(), (std::vector<std::int64_t>{128, 64}));
+  const at::Tensor flat = up.flatten();
+  EXPECT_TRUE(
+      at::equal(flat.narrow(0, 0, flat.numel() - 1009), flat.narrow(0, 1009, flat.numel() - 1009)));
+  EXPECT_EQ(std::get<0>(at::unique_dim(up, 0)).size(0), 128) << "repeated rows";
+  EXPECT_FALSE(at::equal(
+      up, load_tensor(ckpt, "model.language_model.layers.1.mlp.up_proj.weight").to(at::kFloat)))
+      << "two layers alike";
+  EXPECT_NEAR(flat.std().item<double>(), 1.0 / 8, 0.02);  // 1/sqrt(in)
+  model::TargetOptions o;
+  o.dtype = at::kFloat;
+  const auto target = model::TargetModel::load(ckpt, o);
+  const at::Tensor logits = target->forward({1, 2, 3, 4, 5, 6, 7, 8}, {}).logits;
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+  EXPECT_GT(std::get<0>(at::_unique(logits.argmax(-1))).size(0), 4) << "degenerate argmax";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "checks/check.h"
 #include "checks/model_engine.h"
+#include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/memory_budget.h"
@@ -164,6 +165,34 @@ TEST(MemoryBudget, StepRecordChecksAgreeStreamed) {
     EXPECT_EQ(streamed.status, in_memory.status) << check << ": " << streamed.message;
     EXPECT_EQ(streamed.measured, in_memory.measured) << check;
   }
+}
+
+// A streamed forward reads the whole checkpoint: the next check on the same sequence gets the last
+// one's result (fc_excludes_target_layer taps every layer, then target_logits_noise_free asks for
+// the last tap and the logits), the same bits as a fresh forward; another sequence is recomputed.
+TEST(MemoryBudget, TheNextCheckReusesTheLastStreamedForward) {
+  const ScopedBudget budget("1");
+  const io::Checkpoint ckpt = io::Checkpoint::open(testing::training_step_models() / "target");
+  const SequenceTarget& target = checks::sequence_target(ckpt, at::kFloat);
+  ASSERT_TRUE(target.streamed());
+  const std::int64_t last = target.config().num_layers - 1;
+  std::vector<std::int64_t> all(target.config().num_layers);
+  for (std::int64_t l = 0; l <= last; ++l) all[l] = l;
+  const std::vector<std::int64_t> ids = {5, 9, 2, 7, 1, 3};
+  const ForwardResult first =
+      checks::forward_with_progress("fc", target, ids, all, /*want_logits=*/false);
+  EXPECT_FALSE(first.logits.defined()) << "not asked for";
+  const ForwardResult second = checks::forward_with_progress("noise", target, ids, {last});
+  EXPECT_EQ(second.taps.at(last).data_ptr(), first.taps.at(last).data_ptr()) << "recomputed";
+  EXPECT_EQ(second.taps.size(), 1u);
+  const ForwardResult fresh = target.forward(ids, {last});
+  EXPECT_TRUE(at::equal(second.logits, fresh.logits));
+  EXPECT_TRUE(at::equal(second.taps.at(last), fresh.taps.at(last)));
+
+  const std::vector<std::int64_t> other = {5, 9, 2, 7, 1, 4};
+  const ForwardResult third = checks::forward_with_progress("noise", target, other, {last});
+  EXPECT_TRUE(at::equal(third.logits, target.forward(other, {}).logits));
+  EXPECT_FALSE(at::equal(third.logits, fresh.logits));
 }
 
 }  // namespace

@@ -257,33 +257,43 @@ void SafetensorsFile::release(const TensorInfo& info, std::uint64_t from, std::u
 
 void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  std::vector<const TensorBytes*> order;
-  for (const auto& t : tensors) order.push_back(&t);
-  std::sort(order.begin(), order.end(),
-            [](const TensorBytes* a, const TensorBytes* b) { return a->name < b->name; });
+  std::vector<TensorWriter> writers;
+  writers.reserve(tensors.size());
+  for (const auto& t : tensors)
+    writers.push_back(
+        {t.name, t.dtype, t.shape, t.bytes.size(), [bytes = t.bytes](std::ostream& out) {
+           out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+         }});
+  write_safetensors(path, std::move(writers), metadata);
+}
+
+void write_safetensors(const fs::path& path, std::vector<TensorWriter> tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorWriter& a, const TensorWriter& b) { return a.name < b.name; });
 
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const TensorBytes& t = *order[i];
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorWriter& t = tensors[i];
     if (t.name.empty() || t.name == "__metadata__")
       throw Error(path.string(), "invalid tensor name \"" + t.name + "\"");
-    if (i > 0 && order[i - 1]->name == t.name)
+    if (i > 0 && tensors[i - 1].name == t.name)
       throw Error(path.string(), "duplicate tensor name \"" + t.name + "\"");
     std::uint64_t numel = 1;
     for (auto d : t.shape) {
       if (d < 0) throw Error(path.string(), "tensor \"" + t.name + "\" has a negative dimension");
       numel *= static_cast<std::uint64_t>(d);
     }
-    if (numel * dtype_size(t.dtype) != t.bytes.size())
-      throw Error(path.string(), "tensor \"" + t.name + "\" has " + std::to_string(t.bytes.size()) +
+    if (numel * dtype_size(t.dtype) != t.nbytes)
+      throw Error(path.string(), "tensor \"" + t.name + "\" has " + std::to_string(t.nbytes) +
                                      " bytes, shape needs " +
                                      std::to_string(numel * dtype_size(t.dtype)));
     header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))},
                       {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
+                      {"data_offsets", {offset, offset + t.nbytes}}};
+    offset += t.nbytes;
   }
   std::string text = dump_json(header, -1);
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -297,8 +307,12 @@ void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& ten
     }
     out.write(reinterpret_cast<const char*>(len_bytes), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const TensorBytes* t : order)
-      out.write(t->bytes.data(), static_cast<std::streamsize>(t->bytes.size()));
+    for (const TensorWriter& t : tensors) {
+      const auto before = out.tellp();
+      t.write(out);
+      if (out && static_cast<std::uint64_t>(out.tellp() - before) != t.nbytes)
+        throw Error(path.string(), "tensor \"" + t.name + "\" wrote the wrong number of bytes");
+    }
   });
 }
 

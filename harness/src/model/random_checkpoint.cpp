@@ -3,11 +3,15 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
+#include "draftgate/io/safetensors.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/memory_budget.h"
 
@@ -24,30 +28,49 @@ void create_output_directory(const fs::path& dir) {
 }
 
 // Generates the named tensors of a random checkpoint — or, when sizing, only counts their elements,
-// so a spec too large for this machine is refused before anything is allocated.
+// so a spec too large for this machine is refused before anything is allocated; or, with a
+// repeated block, describes each tensor as a window of its distribution's block for writing.
 class Maker {
  public:
-  Maker(at::ScalarType dtype, std::uint64_t seed, bool sizing = false)
-      : dtype_(dtype), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), sizing_(sizing) {}
+  enum class Mode { kGenerate, kSize, kRepeat };
+  Maker(at::ScalarType dtype, std::uint64_t seed, Mode mode = Mode::kGenerate,
+        std::int64_t block = 0)
+      : dtype_(dtype),
+        gen_(at::make_generator<at::CPUGeneratorImpl>(seed)),
+        mode_(mode),
+        block_(block) {}
 
   // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
   void linear(const std::string& name, std::int64_t out, std::int64_t in) {
     normal(name, {out, in}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
   }
   void normal(const std::string& name, std::vector<std::int64_t> shape, double mean, double std) {
-    if (sizing_) {
-      double n = 1;
-      for (std::int64_t d : shape) n *= static_cast<double>(d);
-      elements_ += n;
-      return;
+    double n = 1;
+    for (std::int64_t d : shape) n *= static_cast<double>(d);
+    switch (mode_) {
+      case Mode::kSize:
+        elements_ += n;
+        return;
+      case Mode::kGenerate:
+        add(name, at::normal(mean, std, shape, gen_));
+        return;
+      case Mode::kRepeat:
+        elements_ += n;
+        repeated(name, shape, static_cast<std::uint64_t>(n), block_for(mean, std));
+        return;
     }
-    add(name, at::normal(mean, std, shape, gen_));
   }
   void add(const std::string& name, const at::Tensor& t) {
     elements_ += static_cast<double>(t.numel());
-    if (!sizing_) tensors_.emplace_back(name, t.to(dtype_));
+    if (mode_ == Mode::kSize) return;
+    const at::Tensor kept = t.to(dtype_).contiguous();
+    writers_.push_back({name, io::safetensors_dtype(dtype_), kept.sizes().vec(), kept.nbytes(),
+                        [kept](std::ostream& out) {
+                          out.write(static_cast<const char*>(kept.data_ptr()),
+                                    static_cast<std::streamsize>(kept.nbytes()));
+                        }});
   }
-  const io::NamedTensors& tensors() const { return tensors_; }
+  const std::vector<io::TensorWriter>& writers() const { return writers_; }
   double elements() const { return elements_; }
 
   // RMSNorm weight: plain w near 1 (Qwen3) or (1+w) with w near 0 (Qwen3.5).
@@ -56,11 +79,40 @@ class Maker {
   }
 
  private:
+  // The block of one distribution at the stored dtype, twice over so that any window of up to one
+  // block is contiguous.
+  std::shared_ptr<const at::Tensor> block_for(double mean, double std) {
+    auto& slot = blocks_[{mean, std}];
+    if (!slot) {
+      const at::Tensor b = at::normal(mean, std, {block_}, gen_).to(dtype_);
+      slot = std::make_shared<const at::Tensor>(at::cat({b, b}));
+    }
+    return slot;
+  }
+  void repeated(const std::string& name, const std::vector<std::int64_t>& shape, std::uint64_t n,
+                std::shared_ptr<const at::Tensor> block) {
+    const auto period = static_cast<std::uint64_t>(block_);
+    const std::uint64_t start = std::hash<std::string>{}(name) % period;
+    const std::size_t item = c10::elementSize(dtype_);
+    writers_.push_back({name, io::safetensors_dtype(dtype_), shape, n * item,
+                        [block, start, n, period, item](std::ostream& out) {
+                          const char* base = static_cast<const char*>(block->data_ptr());
+                          for (std::uint64_t done = 0; done < n;) {
+                            const std::uint64_t count = std::min(n - done, period);
+                            out.write(base + ((start + done) % period) * item,
+                                      static_cast<std::streamsize>(count * item));
+                            done += count;
+                          }
+                        }});
+  }
+
   at::ScalarType dtype_;
   at::Generator gen_;
-  bool sizing_;
+  Mode mode_;
+  std::int64_t block_;
   double elements_ = 0;
-  io::NamedTensors tensors_;
+  std::vector<io::TensorWriter> writers_;
+  std::map<std::pair<double, double>, std::shared_ptr<const at::Tensor>> blocks_;
 };
 
 // Generation holds every tensor in memory once at float32 and once at the stored dtype.
@@ -259,18 +311,21 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
         throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
       break;
   }
-  Maker sizer(s.dtype, s.seed, /*sizing=*/true);
-  target_weights(sizer, s);
-  require_generation_fits(dir, sizer, s.dtype);
-  Maker m(s.dtype, s.seed);
+  const bool repeat = s.repeat_block > 0;  // written as generated: nothing held but the blocks
+  if (!repeat) {
+    Maker sizer(s.dtype, s.seed, Maker::Mode::kSize);
+    target_weights(sizer, s);
+    require_generation_fits(dir, sizer, s.dtype);
+  }
+  Maker m(s.dtype, s.seed, repeat ? Maker::Mode::kRepeat : Maker::Mode::kGenerate, s.repeat_block);
   target_weights(m, s);
   create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
-  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
+  io::write_safetensors(dir / "model.safetensors", m.writers(), {{"format", "pt"}});
 }
 
 void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
-  Maker sizer(s.dtype, s.seed, /*sizing=*/true);
+  Maker sizer(s.dtype, s.seed, Maker::Mode::kSize);
   drafter_weights(sizer, s);
   require_generation_fits(dir, sizer, s.dtype);
   Maker m(s.dtype, s.seed);
@@ -309,7 +364,7 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
   }
   create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", config.dump(2) + "\n");
-  io::write_tensors(dir / "model.safetensors", m.tensors(), {{"format", "pt"}});
+  io::write_safetensors(dir / "model.safetensors", m.writers(), {{"format", "pt"}});
 }
 
 }  // namespace draftgate::model

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,6 +103,20 @@ struct TensorBytes {
 // order and the header is space-padded so the data buffer starts 8-byte aligned. Throws
 // draftgate::Error on bad input.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorBytes>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// A tensor whose bytes are produced while the file is written, for files larger than memory:
+// `write` must put exactly `nbytes` bytes on the stream.
+struct TensorWriter {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t nbytes = 0;
+  std::function<void(std::ostream&)> write;
+};
+
+// write_safetensors for generated tensors (same layout, same checks).
+void write_safetensors(const std::filesystem::path& path, std::vector<TensorWriter> tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace draftgate::io

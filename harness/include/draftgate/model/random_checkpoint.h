@@ -40,6 +40,13 @@ struct RandomTargetSpec {
   bool tied = false;
   at::ScalarType dtype = at::kBFloat16;
   std::uint64_t seed = 0;
+  // 0: every value drawn independently (the whole checkpoint is generated in memory). N > 0: for
+  // checkpoints larger than memory — one block of N values is drawn per distribution, and each
+  // tensor is the cyclic sequence of its distribution's block, starting at an offset that depends
+  // on the tensor's name, written while the file is. With N prime and above every row length, the
+  // rows of a matrix are distinct shifts of one random sequence (a slice of a random circulant:
+  // full rank), so activations stay finite and as varied as with independent values.
+  std::int64_t repeat_block = 0;
 };
 
 void write_random_target(const std::filesystem::path& dir, const RandomTargetSpec& spec);
