@@ -171,8 +171,9 @@ TEST(MemoryBudget, StepRecordChecksAgreeStreamed) {
 // one's result (fc_excludes_target_layer taps every layer, then target_logits_noise_free asks for
 // the last tap and the logits), the same bits as a fresh forward; another sequence is recomputed.
 TEST(MemoryBudget, TheNextCheckReusesTheLastStreamedForward) {
-  const ScopedBudget budget("1");
+  // Generated before the budget shrinks (generation itself is held to the budget).
   const io::Checkpoint ckpt = io::Checkpoint::open(testing::training_step_models() / "target");
+  const ScopedBudget budget("1");
   const SequenceTarget& target = checks::sequence_target(ckpt, at::kFloat);
   ASSERT_TRUE(target.streamed());
   const std::int64_t last = target.config().num_layers - 1;
