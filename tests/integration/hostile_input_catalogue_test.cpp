@@ -473,6 +473,13 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "--junit"),
         output_case(
+            "html_over_the_golden",
+            [](const fs::path& dir) {
+              const fs::path g = golden_copy(dir);
+              return structural("--golden " + g.string() + " --html " + g.string());
+            },
+            "--html"),
+        output_case(
             "report_over_the_suite",
             [](const fs::path& dir) {
               write(dir / "s.json", minimal_suite({{{"check", "layer_path"}}}));
@@ -1099,6 +1106,22 @@ INSTANTIATE_TEST_SUITE_P(
         param_case("allow_final_layer_as_a_number",
                    "--param fc_excludes_target_layer.allow_final_layer=1",
                    "allow_final_layer = 1: expected true or false"),
+        param_case("min_tau_device_unknown", "--param min_tau.device=\"tpu\"",
+                   "min_tau.device = \"tpu\": expected one of cpu, cuda"),
+        drafter_text_case(
+            "dflash2_without_its_keys",
+            [](json c) {
+              c["architectures"] = {"DFlash2DraftModel"};
+              return c.dump();
+            },
+            "DFlash2DraftModel needs dflash_config.conv_kernel_size"),
+        drafter_text_case(
+            "dflash2_keys_without_the_architecture",
+            [](json c) {
+              c["conv_group_size"] = 7;
+              return c.dump();
+            },
+            "conv_group_size is a DFlash2 key but architectures does not name DFlash2DraftModel"),
         param_case("rope_ratio_below_one", "--param drafter_config.rope_theta_max_ratio=0.5",
                    "drafter_config.rope_theta_max_ratio = 0.5: expected a number in [1, "),
         param_case("prefix_as_a_number", "--param layer_path.expected_prefix=3",
