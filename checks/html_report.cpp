@@ -317,7 +317,7 @@ std::string html_eval_report(const nlohmann::json& evaluation) {
   body << "<h1>draftgate eval</h1>\n";
   if (summary.contains("tau_macro") && summary.contains("tau_pooled"))
     body << "<p class=\"summary\">τ macro " << value_html(summary["tau_macro"]) << ", pooled "
-         << value_html(summary["tau_pooled"]) << " (accepted drafts + 1 per verify step)</p>\n";
+         << value_html(summary["tau_pooled"]) << " (tokens committed per verify step)</p>\n";
   body << "<div class=\"charts\">" << tau_charts(m, "eval") << "</div>\n<div class=\"tables\">"
        << kv_table("results", summary) << "</div>\n";
   if (per_prompt.is_array() && !per_prompt.empty()) {

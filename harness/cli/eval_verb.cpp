@@ -134,7 +134,7 @@ int run_eval(const EvalOptions& opt) {
   print_row("decoding", decoding_settings(opt, mode, b, *target));
   if (dflash) print_row("drafter layers", model::describe_causality(dflash->config()));
   print_row("tau", "macro " + fixed(stats.tau_macro) + "   pooled " + fixed(stats.tau_pooled) +
-                       "   (accepted drafts + 1 per verify step)");
+                       "   (tokens committed per verify step)");
   std::string hist;
   for (std::size_t k = 1; k < stats.histogram.size(); ++k)
     if (stats.histogram[k] > 0)

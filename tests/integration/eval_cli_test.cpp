@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -44,11 +45,11 @@ const Setup& setup() {
   return s;
 }
 
-nlohmann::json eval_json(const std::string& flags, const std::string& name) {
+nlohmann::json eval_json(const std::string& flags, const std::string& name, int max_new = 24) {
   const fs::path out = setup().dir / (name + ".json");
   const auto r = run_draftgate("eval --target " + setup().target.string() + " --prompts " +
-                               setup().prompts.string() + " --max-new 24 " + flags + " --json " +
-                               out.string());
+                               setup().prompts.string() + " --max-new " + std::to_string(max_new) +
+                               " " + flags + " --json " + out.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(std::ifstream(out));
 }
@@ -110,11 +111,44 @@ TEST(EvalCli, StatesEachDrafterLayersCausalityAndTheReading) {
 TEST(EvalCli, OracleGivesTauEqualToTheBlockSize) {
   // float32: bf16 logits are bf16-quantised (as in transformers), so exact ties can flip a greedy
   // token between block verification and token-by-token decoding and knock the oracle out of step.
-  const auto j = eval_json("--oracle --block-size 6 --dtype f32", "oracle");
+  // 25 new tokens: the prefill's, then four full blocks of 6.
+  const auto j = eval_json("--oracle --block-size 6 --dtype f32", "oracle", 25);
   EXPECT_DOUBLE_EQ(j["tau_macro"].get<double>(), 6.0);
   EXPECT_DOUBLE_EQ(j["tau_pooled"].get<double>(), 6.0);
   EXPECT_EQ(j["drafter"], "oracle");
   EXPECT_EQ(j["histogram"]["6"], j["steps"]);
+}
+
+TEST(EvalCli, TheLastStepCountsWhatItCommitsAsTheReference) {
+  // 24 new tokens: after three full blocks 5 are still wanted, so the last block has 6 rows (the
+  // anchor + 5 drafts) and the step commits 5 — the z-lab reference records 5, not 6.
+  const auto j = eval_json("--oracle --block-size 6 --dtype f32 --record-drafts", "oracle_tail");
+  for (const auto& p : j["per_prompt"]) {
+    EXPECT_EQ(p["acceptance"], nlohmann::json({6, 6, 6, 5})) << p["id"];
+    EXPECT_EQ(p["generated_tokens"], 24) << p["id"];
+  }
+  // 23 new tokens: the last block is shortened to the anchor + 4 drafts.
+  const auto k =
+      eval_json("--oracle --block-size 6 --dtype f32 --record-drafts", "oracle_short", 23);
+  for (const auto& p : k["per_prompt"]) {
+    EXPECT_EQ(p["acceptance"], nlohmann::json({6, 6, 6, 4})) << p["id"];
+    EXPECT_EQ(p["drafts"].back().size(), 4u) << p["id"];
+    EXPECT_EQ(p["drafted"], 3 * 5 + 4) << p["id"];
+  }
+  EXPECT_DOUBLE_EQ(k["tau_pooled"].get<double>(), 22.0 / 4.0);
+  // An EOS inside the second block's accepted drafts: the step counts up to and including it.
+  const auto& first = j["per_prompt"][0];
+  const auto out = first["output_ids"].get<std::vector<std::int64_t>>();
+  std::size_t eos_at = 7;  // step 2 commits outputs 7..12
+  while (eos_at < 12 && std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(eos_at),
+                                  out[eos_at]) != out.begin() + static_cast<std::ptrdiff_t>(eos_at))
+    ++eos_at;
+  ASSERT_LT(eos_at, 12u) << "no fresh token in the second block to stop at";
+  const auto e = eval_json(
+      "--oracle --block-size 6 --dtype f32 --eos " + std::to_string(out[eos_at]), "oracle_eos");
+  const auto& stopped = e["per_prompt"][0];
+  EXPECT_EQ(stopped["acceptance"], nlohmann::json({6, static_cast<int>(eos_at) - 6}));
+  EXPECT_EQ(stopped["generated_tokens"], eos_at + 1);
 }
 
 TEST(EvalCli, DeterministicAcrossRunsAndThreadCounts) {

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -112,6 +113,17 @@ TEST(GoldenCli, RecordsRefusesToOverwriteAndMinTauReadsIt) {
   r = run_draftgate(check + (dir / "old_schema.json").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("golden schema \"draftgate.golden/0\""));
+
+  // τ counted the older way (accepted + 1 even past the end) is not comparable: re-record.
+  edited = doc;
+  edited["decoding"]["tau_definition"] =
+      "accepted drafts + 1 per verify step; macro = mean of per-prompt means";
+  std::ofstream(dir / "old_count.json") << edited.dump();
+  r = run_draftgate(check + (dir / "old_count.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("old_count.json: golden τ was counted as \"accepted drafts + 1"));
+  EXPECT_THAT(r.err, HasSubstr("--force"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 // Decoding keeps the whole target in memory: the default dtype is f32 when it fits half the memory

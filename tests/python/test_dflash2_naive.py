@@ -30,6 +30,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TARGET = os.path.join(ROOT, "fixtures", "trained", "qwen3-target")
 PROMPTS = [[0, 2, 57, 11, 17, 38, 37, 15, 25, 1], [0, 2, 42, 61, 11, 60, 37, 58, 1], [5, 9, 33, 2]]
 MAX_NEW = 24
+SHORTENED = []  # per shortened last block: whether its draft differs from the full block's first rows
 
 
 class NaiveDflash2:
@@ -91,9 +92,9 @@ class NaiveDflash2:
                 v &= k - q < self.window
         return v
 
-    def draft(self, features, anchor):
-        """(logits [B-1, V], B-1 draft tokens) of the block [anchor, MASK...] after context features [s, taps*H]."""
-        w, s, b = self.w, features.shape[0], self.block
+    def draft(self, features, anchor, b):
+        """(logits [b-1, V], b-1 draft tokens) of the block [anchor, MASK x (b-1)] after context features [s, taps*H]."""
+        w, s = self.w, features.shape[0]
         ctx = self.norm(F.linear(features, w["fc.weight"]), "hidden_norm.weight")
         ids = torch.tensor([anchor] + [self.mask] * (b - 1))
         h = self.target.embed[ids].float() * self.scale
@@ -132,23 +133,29 @@ class NaiveDflash2:
 
 
 def naive_speculative(target, drafter, prompt):
-    """Greedy speculative decoding as draftgate's loop runs it: full blocks, the longest accepted prefix plus the
-    target's bonus token per step, stop at MAX_NEW. Everything recomputed from the committed tokens each step."""
+    """Greedy speculative decoding as the reference's dflash_generate (@10129599) runs it: the longest accepted
+    prefix plus the target's bonus token per step; the block shortened to min(B, remaining + 1) rows and a step's
+    acceptance = the tokens it produced (capped at MAX_NEW). Everything recomputed from the committed tokens."""
     logits, _, _ = target.forward(torch.tensor(prompt))
     output, drafts, acceptance = [int(logits[-1].argmax())], [], []
     while len(output) < MAX_NEW:
         committed = prompt + output[:-1]  # every position before the anchor
         _, hidden, _ = target.forward(torch.tensor(committed))
         features = torch.cat([hidden[t + 1] for t in drafter.taps], -1).float()
-        _, tokens = drafter.draft(features, output[-1])
+        remaining = MAX_NEW - len(output)
+        rows = min(drafter.block, remaining + 1)
+        _, tokens = drafter.draft(features, output[-1], rows)
+        if rows < drafter.block:  # a shortened block; does it draft differently from a cut full block?
+            SHORTENED.append(tokens != drafter.draft(features, output[-1], drafter.block)[1][:rows - 1])
         drafts.append(tokens)
         verify, _, _ = target.forward(torch.tensor(prompt + output + tokens))
         greedy = verify[len(prompt) + len(output) - 1:].argmax(-1).tolist()
         accepted = 0
         while accepted < len(tokens) and tokens[accepted] == greedy[accepted]:
             accepted += 1
-        acceptance.append(accepted + 1)
-        output += (tokens[:accepted] + [greedy[accepted]])[:MAX_NEW - len(output)]
+        produced = min(accepted + 1, remaining)
+        acceptance.append(produced)
+        output += (tokens[:accepted] + [greedy[accepted]])[:produced]
     return output, drafts, acceptance
 
 
@@ -229,7 +236,10 @@ def main():
                 failures.append(f"p{i}: output naive {output}, draftgate {got['output_ids']}")
             if output != greedy(target, prompt):
                 failures.append(f"p{i}: speculative output differs from plain greedy decoding")
-    print(f"{len(PROMPTS)} prompts, {steps} draft steps, {accepted} drafts accepted")
+    print(f"{len(PROMPTS)} prompts, {steps} draft steps, {accepted} drafts accepted, {len(SHORTENED)} shortened "
+          f"blocks, {sum(SHORTENED)} drafting differently from a cut full block")
+    if not any(SHORTENED):
+        failures.append("no shortened last block drafted differently: the test does not exercise the shortening")
     for line in failures:
         print("FAIL:", line)
     return 1 if failures else 0

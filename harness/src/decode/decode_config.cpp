@@ -5,17 +5,26 @@
 
 namespace draftgate::decode {
 
+std::string tau_definition(const std::string& mode) {
+  const std::string per_step =
+      mode == "ddtree"
+          ? "accepted nodes + 1 per verify step"
+          : "tokens committed per verify step (accepted drafts + bonus; the last block shortened "
+            "to the tokens still wanted, cut at max_new_tokens and after an EOS id: z-lab "
+            "dflash_generate @10129599)";
+  return per_step + "; macro = mean of per-prompt means";
+}
+
 nlohmann::json decoding_json(const DecodeConfig& config, const std::string& mode,
                              std::int64_t block_size) {
-  return {
-      {"mode", mode},
-      {"block_size", block_size},
-      {"tree_budget", config.tree_budget},
-      {"tree_top_k", config.tree_top_k},
-      {"max_new_tokens", config.max_new_tokens},
-      {"eos_ids", config.eos_ids},
-      {"temperature", 0},
-      {"tau_definition", "accepted drafts + 1 per verify step; macro = mean of per-prompt means"}};
+  return {{"mode", mode},
+          {"block_size", block_size},
+          {"tree_budget", config.tree_budget},
+          {"tree_top_k", config.tree_top_k},
+          {"max_new_tokens", config.max_new_tokens},
+          {"eos_ids", config.eos_ids},
+          {"temperature", 0},
+          {"tau_definition", tau_definition(mode)}};
 }
 
 void validate_decode_config(const DecodeConfig& c, const std::string& source) {

@@ -36,8 +36,8 @@ class DFlashBlockDrafter : public BlockDrafter {
     drafter_.add_context(state_, drafter_.features(f, rows));
   }
   at::Tensor draft(std::int64_t anchor) override { return drafter_.draft(state_, anchor); }
-  std::vector<std::int64_t> propose(std::int64_t anchor) override {
-    return drafter_.propose(state_, anchor).tokens;
+  std::vector<std::int64_t> propose(std::int64_t anchor, std::int64_t rows) override {
+    return drafter_.propose(state_, anchor, rows).tokens;
   }
   std::optional<std::string> tree_refusal() const override {
     if (!drafter_.is_dflash2()) return std::nullopt;
@@ -86,8 +86,8 @@ class OracleBlockDrafter : public BlockDrafter {
 
 }  // namespace
 
-std::vector<std::int64_t> BlockDrafter::propose(std::int64_t anchor) {
-  return argmax_rows(draft(anchor));
+std::vector<std::int64_t> BlockDrafter::propose(std::int64_t anchor, std::int64_t rows) {
+  return argmax_rows(draft(anchor).narrow(0, 0, rows - 1));
 }
 
 std::unique_ptr<BlockDrafter> dflash_block_drafter(const model::DFlashDrafter& drafter) {
@@ -156,7 +156,8 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
         parents.push_back(tree.parents[i] + 1);
       }
     } else {
-      const auto drafts = drafter.propose(bonus);
+      const auto remaining = config.max_new_tokens - static_cast<std::int64_t>(run.output.size());
+      const auto drafts = drafter.propose(bonus, std::min(b, remaining + 1));
       tokens.insert(tokens.end(), drafts.begin(), drafts.end());
       for (std::size_t i = 0; i < tokens.size(); ++i)
         parents.push_back(static_cast<std::int64_t>(i) - 1);
@@ -175,18 +176,23 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
     run.target_forwards += 1;
 
     const auto accepted = static_cast<std::int64_t>(path.size()) - 1;
-    run.acceptance.push_back(accepted + 1);
-    for (std::int64_t d = 1; d <= accepted; ++d) run.accepted_at_depth[d] += 1;
     bonus = posterior[path.back()];
     std::vector<std::int64_t> committed;
     for (std::size_t i = 1; i < path.size(); ++i) committed.push_back(tokens[path[i]]);
     committed.push_back(bonus);
+    std::int64_t produced = 0;
     for (auto token : committed) {
       if (static_cast<std::int64_t>(run.output.size()) >= config.max_new_tokens ||
           is_eos(run.output.back()))
         break;
       run.output.push_back(token);
+      ++produced;
     }
+    // This step's τ; depth d counts as accepted when the step committed more than d tokens, so the
+    // per-depth counts sum to τ − 1 (as an engine's per-position counters sum to its accepted).
+    const std::int64_t tau = config.tree_budget > 0 ? accepted + 1 : produced;
+    run.acceptance.push_back(tau);
+    for (std::int64_t d = 1; d < tau; ++d) run.accepted_at_depth[d] += 1;
     t = Clock::now();
     drafter.add_context(verify, path);
     run.drafter_seconds += since(t);

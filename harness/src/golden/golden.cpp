@@ -82,6 +82,12 @@ Golden read_golden(const fs::path& path) {
   g.mode = field<std::string>(doc, "/decoding/mode", file);
   if (g.mode != "dflash" && g.mode != "ddtree")
     throw Error(file, "golden decoding mode \"" + g.mode + "\" is not dflash or ddtree");
+  const auto counted = field<std::string>(doc, "/decoding/tau_definition", file);
+  if (counted != decode::tau_definition(g.mode))
+    throw Error(file,
+                "golden τ was counted as \"" + counted + "\", this draftgate counts \"" +
+                    decode::tau_definition(g.mode) + "\"",
+                "re-record it with this draftgate: draftgate golden record ... --force");
   g.block_size = field<std::int64_t>(doc, "/decoding/block_size", file);
   decode::validate_block_size(g.block_size, file + ": /decoding/block_size");
   g.dtype = field<std::string>(doc, "/decoding/dtype", file);

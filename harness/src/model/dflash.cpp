@@ -151,9 +151,12 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   return propose(state, anchor).logits;
 }
 
-BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor) const {
+BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
+                                  std::int64_t rows) const {
   c10::InferenceMode inference(!autograd_);
-  const std::int64_t b = config_.block_size, s = state.context;
+  if (rows < 0 || rows == 1 || rows > config_.block_size)
+    throw std::invalid_argument("a draft block has 2..block_size rows");
+  const std::int64_t b = rows == 0 ? config_.block_size : rows, s = state.context;
   std::vector<std::int64_t> ids(b, config_.mask_token_id);
   ids[0] = anchor;
   at::Tensor h =

@@ -1,5 +1,6 @@
 #pragma once
-// Acceptance-length statistics. τ of a verify step = accepted drafts + 1 (the bonus token). τ macro
+// Acceptance-length statistics. τ of a verify step = the tokens it committed: accepted drafts + 1
+// (the bonus token), fewer at a sequence end (speculative.h). τ macro
 // = mean over prompts of each prompt's mean (the reference benchmark's convention); τ pooled =
 // committed tokens / verify steps over the whole set.
 

@@ -24,6 +24,9 @@ struct DecodeConfig {
   bool record_drafts = false;  // keep each step's drafted tokens (PromptRun::drafts); not recorded
 };
 
+// How a verify step's acceptance is counted in `mode` (speculative.h), as recorded in reports and
+// goldens: τ from another definition is not comparable.
+std::string tau_definition(const std::string& mode);
 // The decoding configuration as recorded in reports and goldens ("mode": dflash | ddtree | oracle).
 nlohmann::json decoding_json(const DecodeConfig& config, const std::string& mode,
                              std::int64_t block_size);

@@ -76,8 +76,10 @@ class DFlashDrafter {
   at::Tensor features(const ForwardResult& r, const std::vector<std::int64_t>& rows) const;
   // Adds context features [n, taps × target hidden] of the next n committed positions.
   void add_context(DrafterState& state, const at::Tensor& features) const;
-  // The draft of the block [anchor, MASK × (B−1)] at position state.context onward.
-  BlockDraft propose(DrafterState& state, std::int64_t anchor) const;
+  // The draft of the block [anchor, MASK × (rows−1)] at position state.context onward; rows is
+  // the block size unless given (the reference shortens the last block of a generation to the
+  // tokens still wanted, and a shorter block attends to fewer MASK rows).
+  BlockDraft propose(DrafterState& state, std::int64_t anchor, std::int64_t rows = 0) const;
   // propose(…).logits.
   at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
   bool is_dflash2() const { return config_.dflash2.has_value(); }
