@@ -36,7 +36,7 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     EXPECT_EQ(testing::read_file(e.path()), testing::read_file(twin))
         << fs::relative(e.path(), dir / "a");
   }
-  EXPECT_EQ(files, 2 * 2 + 5 * 2 + 6 + 1 + 1) << "targets, drafters, records, prompts, report";
+  EXPECT_EQ(files, 2 * 2 + 6 * 2 + 7 + 1 + 1) << "targets, drafters, records, prompts, report";
 
   const fs::path a = dir / "a";
   auto r = run_draftgate("probe " + (a / "qwen35-target").string());
@@ -44,6 +44,10 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
   EXPECT_THAT(r.out, HasSubstr("model.language_model.layers  ×4"));
   r = run_draftgate("eval --target " + (a / "qwen35-target").string() + " --drafter " +
                     (a / "qwen35-drafter-final-layer-leak").string() + " --prompts " +
+                    (a / "prompts/held-out.jsonl").string() + " --max-new 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_draftgate("eval --target " + (a / "qwen3-target").string() + " --drafter " +
+                    (a / "qwen3-drafter-dflash2").string() + " --prompts " +
                     (a / "prompts/held-out.jsonl").string() + " --max-new 4");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const auto& e : fs::directory_iterator(a / "step-records")) {
