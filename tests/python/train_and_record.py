@@ -6,6 +6,10 @@ run trains a few steps from the reference drafter and records its last step toge
 that produced the recorded logits.
 
     /usr/bin/python3 tests/python/train_and_record.py --out DIR [--family qwen3 qwen35] [--run NAME ...]
+        [--drafter DIR]
+
+--drafter starts every run from that drafter instead of the family's reference: a DFlash2 drafter trains through
+the DFlash2 training-mode forward, and its runs may also seed DFLASH2_BUGS (test_dflash2_records.py does).
 
 writes DIR/<family>/<run>/{drafter/, record-store-f32.safetensors[, record-store-bf16.safetensors]} and
 DIR/manifest.json (every record, its draftgate check artifacts and the check its bug must fail).
