@@ -161,8 +161,11 @@ class TrainInferConsistency : public Check {
           "), worst at anchor " + std::to_string(rec.anchors[which[worst / (b - 1)]]) +
           " block position " + std::to_string(worst % (b - 1) + 1) +
           "; check the training mask (context strictly before the anchor, bidirectional block, "
-          "no cross-block visibility), the block positions a…a+B−1, and that --drafter is the "
-          "checkpoint the record was made with");
+          "no cross-block visibility), the block positions a…a+B−1, " +
+          (drafter->is_dflash2()
+               ? "each block's DFlash2 convolutions over its own B rows only (zeros before row 0), "
+               : "") +
+          "and that --drafter is the checkpoint the record was made with");
     return conclude_judged(std::move(r), problems,
                            "training and inference agree (" + format_number(rel) +
                                " of RMS, budget " + format_number(budget) + ", " +

@@ -18,9 +18,9 @@ using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 
-int run_trainer(const fs::path& out) {
+int run_trainer(const fs::path& out, const std::string& extra = "") {
   const std::string cmd = std::string(DRAFTGATE_FIXTURES_BINARY) + " --out " + out.string() +
-                          " --target-steps 12 --drafter-steps 12 2>/dev/null";
+                          " --target-steps 12 --drafter-steps 12" + extra + " 2>/dev/null";
   return std::system(cmd.c_str());
 }
 
@@ -36,7 +36,19 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     EXPECT_EQ(testing::read_file(e.path()), testing::read_file(twin))
         << fs::relative(e.path(), dir / "a");
   }
-  EXPECT_EQ(files, 2 * 2 + 5 * 2 + 6 + 1 + 1) << "targets, drafters, records, prompts, report";
+  EXPECT_EQ(files, 2 * 2 + 6 * 2 + 7 + 1 + 1) << "targets, drafters, records, prompts, report";
+
+  // --only-drafter beside an existing target gives the full run's bytes for that drafter.
+  const fs::path c = dir / "c";
+  fs::create_directories(c);
+  fs::copy(dir / "a" / "qwen3-target", c / "qwen3-target");
+  fs::copy_file(dir / "a" / "training-report.json", c / "training-report.json");
+  ASSERT_EQ(run_trainer(c, " --only-drafter qwen3-drafter-dflash2"), 0);
+  for (const char* file :
+       {"qwen3-drafter-dflash2/config.json", "qwen3-drafter-dflash2/model.safetensors",
+        "step-records/qwen3-drafter-dflash2.safetensors", "training-report.json"})
+    EXPECT_EQ(testing::read_file(c / file), testing::read_file(dir / "a" / file)) << file;
+  EXPECT_EQ(run_trainer(c, " --only-drafter qwen3-drafter-nope"), 2 << 8) << "unknown name: exit 2";
 
   const fs::path a = dir / "a";
   auto r = run_draftgate("probe " + (a / "qwen35-target").string());
@@ -44,6 +56,10 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
   EXPECT_THAT(r.out, HasSubstr("model.language_model.layers  ×4"));
   r = run_draftgate("eval --target " + (a / "qwen35-target").string() + " --drafter " +
                     (a / "qwen35-drafter-final-layer-leak").string() + " --prompts " +
+                    (a / "prompts/held-out.jsonl").string() + " --max-new 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_draftgate("eval --target " + (a / "qwen3-target").string() + " --drafter " +
+                    (a / "qwen3-drafter-dflash2").string() + " --prompts " +
                     (a / "prompts/held-out.jsonl").string() + " --max-new 4");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const auto& e : fs::directory_iterator(a / "step-records")) {

@@ -44,7 +44,7 @@ class NaiveDflash2:
         self.w = {n: t.float() for n, t in tiny_dflash.read_safetensors(os.path.join(path, "model.safetensors"))[0].items()}
         self.target = target
         self.block, self.mask, self.taps = d["block_size"], d["mask_token_id"], d["target_layer_ids"]
-        self.kernel, self.group = d["conv_kernel_size"], d["conv_group_size"]
+        self.group = d["conv_group_size"]
         self.top_k = d["selector_top_k"]
         self.scale = d.get("input_embedding_scale", 1.0)
         self.mult = d.get("output_multiplier", 1.0)
@@ -62,23 +62,13 @@ class NaiveDflash2:
     def norm(self, x, name):
         return tiny_dflash.rms_norm(x, self.w[name], self.eps, one_plus=False)
 
-    def conv(self, x, dynamic, base):
-        """out[t, c] = sum over o < K with t - o >= 0 of (base[o, c] + dynamic[t, o, c // group]) * x[t - o, c]."""
-        out = torch.zeros_like(x)
-        for t in range(x.shape[0]):
-            for o in range(self.kernel):
-                if t - o >= 0:
-                    weight = base[o] + dynamic[t, o].repeat_interleave(self.group)
-                    out[t] += weight * x[t - o]
-        return out
-
     def conv_prepare(self, x, prefix):
-        groups = x.shape[-1] // self.group
-        dynamic = F.linear(x, self.w[prefix + "kernel_projection.weight"]).view(x.shape[0], 2, self.kernel, groups)
-        return self.conv(x, dynamic[:, 0], self.w[prefix + "base_kernel"][0]), dynamic[:, 1]
+        u, dynamic = tiny_dflash.conv_prepare(x[None], self.w[prefix + "base_kernel"],
+                                              self.w[prefix + "kernel_projection.weight"], self.group)
+        return u[0], dynamic
 
     def conv_finish(self, y, dynamic, prefix):
-        return self.conv(y, dynamic, self.w[prefix + "base_kernel"][1])
+        return tiny_dflash.conv_finish(y[None], dynamic, self.w[prefix + "base_kernel"], self.group)[0]
 
     def visible(self, layer, s, b):
         q = torch.arange(s, s + b)[:, None]
@@ -117,9 +107,7 @@ class NaiveDflash2:
                          w[p + "mlp.down_proj.weight"])
             h = h + self.conv_finish(f, finish_kernel, p + "mlp_conv.")
         y = self.norm(h[1:], "norm.weight")
-        logits = F.linear(y, self.target.lm_head.float()) * self.mult
-        if self.cap is not None and self.cap > 0:
-            logits = torch.tanh(logits / self.cap) * self.cap
+        logits = tiny_dflash.capped_logits(y, self.target.lm_head.float(), self.mult, self.cap)
         # candidate_selector at temperature 0: greedy walk over each position's top-k from the anchor.
         unary, candidates = torch.topk(logits, self.top_k, dim=-1)
         projected = F.linear(y, w["candidate_selector.hidden_projection.weight"])

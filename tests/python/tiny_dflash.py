@@ -67,6 +67,37 @@ def attend(q, k, v, visible):
     return torch.einsum("hqk,khd->qhd", probs, v).reshape(q.shape[0], -1)
 
 
+def grouped_dynamic_conv(x, dynamic, base, group):
+    """z-lab `_grouped_dynamic_convolve`, written as its sum: out[n, t, c] = Σ_{o < K, t−o ≥ 0} (base[o, c] +
+    dynamic[n, t, o, c // group]) · x[n, t−o, c] over x [N, T, H], dynamic [N, T, K, H / group], base [K, H]. The
+    rows of each n only: zeros before its row 0."""
+    rows = []
+    for t in range(x.shape[1]):
+        row = torch.zeros_like(x[:, t])
+        for o in range(min(base.shape[0], t + 1)):
+            row = row + (base[o].to(x.dtype) + dynamic[:, t, o].repeat_interleave(group, -1)) * x[:, t - o]
+        rows.append(row)
+    return torch.stack(rows, 1)
+
+
+def conv_prepare(x, base_kernel, kernel_projection, group):
+    """GroupedDynamicCausalConv.prepare on x [N, T, H]: (x convolved with half 0, the dynamic kernel of half 1)."""
+    kernel = base_kernel.shape[1]
+    dynamic = F.linear(x, kernel_projection).view(*x.shape[:-1], 2, kernel, x.shape[-1] // group)
+    return grouped_dynamic_conv(x, dynamic[..., 0, :, :], base_kernel[0], group), dynamic[..., 1, :, :]
+
+
+def conv_finish(y, dynamic, base_kernel, group):
+    """GroupedDynamicCausalConv.finish: the sublayer output y [N, T, H] convolved with half 1."""
+    return grouped_dynamic_conv(y, dynamic, base_kernel[1], group)
+
+
+def capped_logits(y, lm_head, multiplier, cap):
+    """z-lab `compute_logits`: lm_head × output_multiplier, then cap·tanh(ℓ/cap) where a cap is set (> 0)."""
+    logits = F.linear(y, lm_head) * multiplier
+    return torch.tanh(logits / cap) * cap if cap is not None and cap > 0 else logits
+
+
 def gated_delta_rule(q, k, v, g, beta):
     # Recurrent form over [T, H, d] float32 inputs: S ← S·exp(g) + k ⊗ β(v − Sᵀk); o = Sᵀq.
     state = torch.zeros(q.shape[1], q.shape[2], v.shape[2])
@@ -189,7 +220,9 @@ class Target:
 
 class Drafter(torch.nn.Module):
     """A DFlash drafter (z-lab layout: fc, hidden_norm, Qwen3 layers, norm) with float32 master weights; the
-    embedding and lm_head are the target's, frozen."""
+    embedding and lm_head are the target's, frozen. A DFlash2 drafter (dflash_config.conv_kernel_size) also has
+    each layer's attention and MLP between the halves of its grouped dynamic causal convolution; its
+    candidate_selector is loaded and saved but takes no part in the training logits."""
 
     def __init__(self, path):
         super().__init__()
@@ -200,12 +233,18 @@ class Drafter(torch.nn.Module):
         self.names = sorted(weights)
         self.params = torch.nn.ParameterDict(
             {name.replace(".", "__"): torch.nn.Parameter(t.float().clone()) for name, t in weights.items()})
-        self.block_size = c.get("block_size", c.get("dflash_config", {}).get("block_size"))
-        self.mask_token_id = c["dflash_config"]["mask_token_id"]
-        self.target_layer_ids = list(c["dflash_config"]["target_layer_ids"])
+        d = c["dflash_config"]
+        self.block_size = c.get("block_size", d.get("block_size"))
+        self.mask_token_id = d["mask_token_id"]
+        self.target_layer_ids = list(d["target_layer_ids"])
+        self.conv_group = d.get("conv_group_size") if "conv_kernel_size" in d else None  # DFlash2 only
+        self.embedding_scale = d.get("input_embedding_scale", c.get("input_embedding_scale", 1.0))
+        self.output_multiplier = d.get("output_multiplier", c.get("output_multiplier", 1.0))
+        self.softcap = d.get("final_logit_softcapping", c.get("final_logit_softcapping"))
         self.eps = c["rms_norm_eps"]
         self.nh, self.nkv, self.d = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
-        self.inv_freq = 1.0 / (c["rope_theta"] ** (torch.arange(0, self.d, 2).float() / self.d))
+        theta = c["rope_parameters"]["rope_theta"] if "rope_parameters" in c else c["rope_theta"]
+        self.inv_freq = 1.0 / (theta ** (torch.arange(0, self.d, 2).float() / self.d))
 
     def weight(self, name):
         return self.params[name.replace(".", "__")]
@@ -223,10 +262,21 @@ class Drafter(torch.nn.Module):
     def norm(self, x, name):
         return rms_norm(x, self.weight(name), self.eps, one_plus=False)
 
+    def around(self, conv, x, blocks, sublayer):
+        """sublayer(x) between the halves of the DFlash2 convolution `conv` ("layers.N.attention_conv."), which
+        runs over the rows of each of `blocks` blocks of x [rows, H]; sublayer(x) alone for DFlash (v1)."""
+        if self.conv_group is None:
+            return sublayer(x)
+        base, projection = self.weight(conv + "base_kernel"), self.weight(conv + "kernel_projection.weight")
+        u, dynamic = conv_prepare(x.view(blocks, -1, x.shape[-1]), base, projection, self.conv_group)
+        y = sublayer(u.reshape(x.shape))
+        return conv_finish(y.view(u.shape), dynamic, base, self.conv_group).reshape(x.shape)
+
     def training_logits(self, target, fc_input, input_ids, anchors, context_through_anchor=False,
-                        causal_block=False):
+                        causal_block=False, conv_across_blocks=False):
         """[N, B, V]: every anchor's block [anchor, MASK × (B−1)] at positions a…a+B−1, attending to the context
-        strictly before the anchor (through it, with the bug) and to its whole block (causally, with the bug)."""
+        strictly before the anchor (through it, with the bug) and to its whole block (causally, with the bug).
+        DFlash2: the convolutions over each block's own rows (over all N·B rows as one sequence, with the bug)."""
         s, n, b = input_ids.shape[0], anchors.shape[0], self.block_size
         block_ids = torch.full((n, b), self.mask_token_id, dtype=torch.long)
         block_ids[:, 0] = input_ids[anchors]
@@ -241,11 +291,10 @@ class Drafter(torch.nn.Module):
 
         ctx = self.norm(F.linear(fc_input, self.weight("fc.weight")), "hidden_norm.weight")
         ctx_pos = torch.arange(s)
-        h = target.embed[block_ids.reshape(-1)].float()
-        for i in range(self.config["num_hidden_layers"]):
-            p = f"layers.{i}."
-            u = self.norm(h, p + "input_layernorm.weight")
-            a = p + "self_attn."
+        h = target.embed[block_ids.reshape(-1)].float() * self.embedding_scale
+        blocks = 1 if conv_across_blocks else n
+
+        def attention(a, u):
             q = F.linear(u, self.weight(a + "q_proj.weight")).view(-1, self.nh, self.d)
             q = rope(self.norm(q, a + "q_norm.weight"), block_pos, self.inv_freq)
             k_ctx = F.linear(ctx, self.weight(a + "k_proj.weight")).view(s, self.nkv, self.d)
@@ -255,13 +304,21 @@ class Drafter(torch.nn.Module):
             v = torch.cat((F.linear(ctx, self.weight(a + "v_proj.weight")),
                            F.linear(u, self.weight(a + "v_proj.weight")))).view(-1, self.nkv, self.d)
             o = attend(q, k.to(q.dtype), v.to(q.dtype), visible)
-            h = h + F.linear(o, self.weight(a + "o_proj.weight"))
-            m = self.norm(h, p + "post_attention_layernorm.weight")
+            return F.linear(o, self.weight(a + "o_proj.weight"))
+
+        def mlp(p, m):
             gate = F.linear(m, self.weight(p + "mlp.gate_proj.weight"))
             up = F.linear(m, self.weight(p + "mlp.up_proj.weight"))
-            h = h + F.linear(F.silu(gate) * up, self.weight(p + "mlp.down_proj.weight"))
+            return F.linear(F.silu(gate) * up, self.weight(p + "mlp.down_proj.weight"))
+
+        for i in range(self.config["num_hidden_layers"]):
+            p = f"layers.{i}."
+            h = h + self.around(p + "attention_conv.", self.norm(h, p + "input_layernorm.weight"), blocks,
+                                lambda u: attention(p + "self_attn.", u))
+            h = h + self.around(p + "mlp_conv.", self.norm(h, p + "post_attention_layernorm.weight"), blocks,
+                                lambda m: mlp(p, m))
         y = self.norm(h, "norm.weight")
-        return F.linear(y, target.lm_head.float()).view(n, b, -1)
+        return capped_logits(y, target.lm_head.float(), self.output_multiplier, self.softcap).view(n, b, -1)
 
 
 def position_weights(block_size, gamma):

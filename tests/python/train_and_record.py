@@ -6,6 +6,10 @@ run trains a few steps from the reference drafter and records its last step toge
 that produced the recorded logits.
 
     /usr/bin/python3 tests/python/train_and_record.py --out DIR [--family qwen3 qwen35] [--run NAME ...]
+        [--drafter DIR]
+
+--drafter starts every run from that drafter instead of the family's reference: a DFlash2 drafter trains through
+the DFlash2 training-mode forward, and its runs may also seed DFLASH2_BUGS (test_dflash2_records.py does).
 
 writes DIR/<family>/<run>/{drafter/, record-store-f32.safetensors[, record-store-bf16.safetensors]} and
 DIR/manifest.json (every record, its draftgate check artifacts and the check its bug must fail).
@@ -51,16 +55,20 @@ BUGS = {
     "causal-block": "train_infer_consistency",           # causal mask inside the block
     "shifted-labels": "target_logits_noise_free",        # labels one token later than the recipe's
 }
+# DFlash2 drafters only (a no-op on DFlash): all anchors' blocks fed through the reference forward as one
+# sequence, so each block's convolutions also read the end of the block before it.
+DFLASH2_BUGS = {"conv-across-blocks": "train_infer_consistency"}
+ALL_BUGS = {**BUGS, **DFLASH2_BUGS}
 # A run: (bug or None, trainer precision, label fill where the weight is 0); it writes one record per store dtype.
 # Trainer precisions: float32; "bf16", the target's weights cast to bfloat16 and the drafter under autocast;
 # "autocast", target and drafter float32 weights under torch.autocast(bfloat16). Stored .float()'d and as bf16.
 STORES = {"f32": ["f32"], "bf16": ["f32", "bf16"], "autocast": ["f32", "bf16"]}
 
 
-def runs():
+def runs(bugs=BUGS):
     out = {"f32": (None, "f32", 0), "f32-ignore-index": (None, "f32", -100), "bf16": (None, "bf16", 0),
            "autocast": (None, "autocast", 0)}
-    for bug in BUGS:
+    for bug in bugs:
         for precision in STORES:
             out[f"{bug}.{precision}"] = (bug, precision, 0)
     return out
@@ -130,7 +138,8 @@ def drafter_step(target, drafter, input_ids, loss_mask, anchors, bug, fill_label
     with td.computing_in(target.precision):
         drafter_logits = drafter.training_logits(target, fc_input, input_ids, anchors,
                                                  context_through_anchor=bug == "anchor-inclusive-context",
-                                                 causal_block=bug == "causal-block")
+                                                 causal_block=bug == "causal-block",
+                                                 conv_across_blocks=bug == "conv-across-blocks")
     if bug in ("kl-loss", "kl-mislabelled"):
         loss = td.weighted_kl(drafter_logits, teacher[td.block_rows(anchors, b, 0, s)], weights)
     else:
@@ -141,12 +150,14 @@ def drafter_step(target, drafter, input_ids, loss_mask, anchors, bug, fill_label
     return record, loss
 
 
-def train_and_record(family, run, out_dir, subset=False):
+def train_and_record(family, run, out_dir, subset=False, drafter_dir=None):
     """Trains one run, writes its drafter and its records; returns one manifest entry per record. subset: the
     records keep the teacher logits of every SUBSET_STRIDE-th position and every other anchor (the loss logged
-    over the kept anchors), as a trainer keeping records small would."""
-    bug, precision, fill_label = runs()[run]
-    target_dir, drafter_dir = (os.path.join(REPO, p) for p in FAMILIES[family])
+    over the kept anchors), as a trainer keeping records small would. drafter_dir: the drafter to start from
+    instead of the family's reference (a DFlash2 drafter for the DFlash2 runs)."""
+    bug, precision, fill_label = runs(ALL_BUGS)[run]
+    target_dir, reference_dir = (os.path.join(REPO, p) for p in FAMILIES[family])
+    drafter_dir = drafter_dir or reference_dir
     torch.manual_seed(0)
     target = cached_target(target_dir, precision)
     drafter = td.Drafter(drafter_dir)
@@ -187,7 +198,7 @@ def train_and_record(family, run, out_dir, subset=False):
             drafter_dtype=computed, store_dtype=store)
         entries.append({"name": f"{family}/{run}/store-{store}", "family": family, "run": run, "bug": bug,
                         "trainer_precision": precision, "stored": store, "label_fill": fill_label,
-                        "must_fail": BUGS.get(bug), "target": target_dir,
+                        "must_fail": ALL_BUGS.get(bug), "target": target_dir,
                         "drafter": os.path.join(run_dir, "drafter"), "step_record": path})
     return entries
 
@@ -217,11 +228,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--family", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    ap.add_argument("--run", nargs="+", default=list(runs()), choices=list(runs()))
+    ap.add_argument("--run", nargs="+", default=list(runs()), choices=list(runs(ALL_BUGS)))
+    ap.add_argument("--drafter", help="the drafter to start from instead of each family's reference")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    manifest = [entry for f in a.family for r in a.run for entry in train_and_record(f, r, a.out)]
+    manifest = [entry for f in a.family for r in a.run
+                for entry in train_and_record(f, r, a.out, drafter_dir=a.drafter)]
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

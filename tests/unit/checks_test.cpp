@@ -72,7 +72,8 @@ TEST(CheckCatalogue, EveryCheckIsDocumentedGatedAndExpected) {
         << name << ": README.md's check table has no row \"| `" << name << "` |\"";
     EXPECT_NE((gate + " ").find(" " + name + " "), std::string::npos)
         << name << ": not in DRAFTGATE_GATE_CHECKS (tests/CMakeLists.txt)";
-    for (const char* suite : {"qwen3-reference.json", "qwen35-reference.json"}) {
+    for (const char* suite :
+         {"qwen3-reference.json", "qwen35-reference.json", "qwen3-dflash2.json"}) {
       const auto json = nlohmann::json::parse(testing::read_file(root / "fixtures/suites" / suite));
       EXPECT_TRUE(json["expect"].contains(name)) << name << ": expect block of " << suite;
     }

@@ -1,6 +1,7 @@
 // DFlash2 drafters (z-lab dflash/model.py @10129599): the config and tensor layout of the
 // reference's fixtures, the grouped dynamic causal convolution against explicit sums, the
-// candidate_selector's walk, greedy equivalence of speculative decoding and the DDTree refusal.
+// candidate_selector's walk, greedy equivalence of speculative decoding and the DDTree refusal,
+// and the training-mode forward (per-block convolutions) against inference.
 // The float32 re-computation of whole decoding runs lives in tests/python/test_dflash2_naive.py.
 
 #include <gmock/gmock.h>
@@ -54,10 +55,11 @@ DrafterConfig parse(const nlohmann::json& j) {
 TEST(Dflash2Config, KeysAndArchitectureMustAgree) {
   auto j = dflash2_config();
   j["architectures"] = {"DFlashDraftModel"};
-  EXPECT_EQ(error_of([&] { parse(j); }),
-            "config.json: dflash_config.conv_kernel_size is a DFlash2 key but architectures does "
-            "not name DFlash2DraftModel (hint: add \"DFlash2DraftModel\" to architectures or drop the "
-            "DFlash2 keys)");
+  EXPECT_EQ(
+      error_of([&] { parse(j); }),
+      "config.json: dflash_config.conv_kernel_size is a DFlash2 key but architectures does "
+      "not name DFlash2DraftModel (hint: add \"DFlash2DraftModel\" to architectures or drop the "
+      "DFlash2 keys)");
   j = dflash2_config();
   j["dflash_config"].erase("selector_top_k");
   EXPECT_EQ(error_of([&] { parse(j); }),
@@ -78,22 +80,25 @@ TEST(Dflash2Config, KeysAndArchitectureMustAgree) {
   EXPECT_FALSE(parse(j).final_logit_softcapping);
 }
 
-// out[t, c] = Σ_o (base[o, c] + dynamic[t, o, c / group]) · x[t − o, c], zero before row 0.
-TEST(Dflash2Conv, EqualsTheExplicitSumIncludingKernelsLongerThanTheRows) {
-  const std::int64_t t = 3, h = 8, group = 4;
+// out[n, t, c] = Σ_o (base[o, c] + dynamic[n, t, o, c / group]) · x[n, t − o, c], zero before
+// each block's row 0: no block sees the one before it.
+TEST(Dflash2Conv, EqualsTheExplicitSumPerBlockIncludingKernelsLongerThanTheRows) {
+  const std::int64_t n = 2, t = 3, h = 8, group = 4;
   for (std::int64_t k : {1, 2, 5}) {
-    const at::Tensor x = at::randn({t, h}, at::kDouble);
-    const at::Tensor dynamic = at::randn({t, k, h / group}, at::kDouble);
+    const at::Tensor x = at::randn({n, t, h}, at::kDouble);
+    const at::Tensor dynamic = at::randn({n, t, k, h / group}, at::kDouble);
     const at::Tensor base = at::randn({k, h}, at::kDouble);
     const at::Tensor got = grouped_dynamic_causal_conv(x, dynamic, base, group);
-    for (std::int64_t row = 0; row < t; ++row)
-      for (std::int64_t c = 0; c < h; ++c) {
-        double want = 0;
-        for (std::int64_t o = 0; o < k && o <= row; ++o)
-          want += (base[o][c].item<double>() + dynamic[row][o][c / group].item<double>()) *
-                  x[row - o][c].item<double>();
-        EXPECT_NEAR(got[row][c].item<double>(), want, 1e-12) << "k " << k << " row " << row;
-      }
+    for (std::int64_t block = 0; block < n; ++block)
+      for (std::int64_t row = 0; row < t; ++row)
+        for (std::int64_t c = 0; c < h; ++c) {
+          double want = 0;
+          for (std::int64_t o = 0; o < k && o <= row; ++o)
+            want += (base[o][c].item<double>() + dynamic[block][row][o][c / group].item<double>()) *
+                    x[block][row - o][c].item<double>();
+          EXPECT_NEAR(got[block][row][c].item<double>(), want, 1e-12)
+              << "k " << k << " block " << block << " row " << row;
+        }
   }
 }
 
@@ -239,17 +244,65 @@ TEST(Dflash2Decoding, SpeculativeOutputEqualsGreedyAndDdtreeIsRefused) {
               HasSubstr("--tree-budget: DDTree is not defined for DFlash2 drafters"));
 }
 
-TEST(Dflash2Decoding, TrainingModeIsRefused) {
-  const auto dir = random_dflash2("training");
+// A DFlash2 drafter whose layers are all full attention (training mode refuses sliding ones).
+fs::path full_attention_dflash2(const std::string& name) {
+  const auto dir = random_dflash2(name);
   auto c = read_json(dir / "config.json");
   c["layer_types"] = {"full_attention", "full_attention"};
   std::ofstream(dir / "config.json") << c.dump(2);
-  const auto drafter = DFlashDrafter::load(io::Checkpoint::open(dir), *setup().target);
+  return dir;
+}
+
+// The training pass batches every anchor's block; its convolutions must stay inside each block,
+// so block j's rows equal a separate inference draft after the context before anchor j.
+TEST(Dflash2Training, LogitsOfEveryAnchorEqualProposeAfterItsContext) {
+  const auto drafter = DFlashDrafter::load(io::Checkpoint::open(full_attention_dflash2("training")),
+                                           *setup().target);
+  ASSERT_GT(drafter->config().dflash2->conv_kernel_size, 1);
+  std::vector<std::int64_t> ids, all;
+  for (std::int64_t i = 0; i < 20; ++i) {
+    ids.push_back((i * 29 + 3) % 250);
+    all.push_back(i);
+  }
+  const at::Tensor features =
+      drafter->features(setup().target->forward(ids, drafter->config().target_layer_ids), all);
+  const std::vector<std::int64_t> anchors = {0, 3, 7, 12, 13};  // 12 and 13: overlapping blocks
+  const at::Tensor training = drafter->training_logits(features, ids, anchors);
+  ASSERT_EQ(training.sizes().vec(), (std::vector<std::int64_t>{5, 8, 256}));
+  for (std::size_t j = 0; j < anchors.size(); ++j) {
+    DrafterState state = drafter->new_state();
+    if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
+    const at::Tensor inference = drafter->propose(state, ids[anchors[j]]).logits;
+    EXPECT_LT((training[j].narrow(0, 1, 7) - inference).abs().max().item<double>(), 1e-5)
+        << "anchor " << anchors[j];
+  }
+}
+
+TEST(Dflash2Training, GradientsReachTheConvolutionKernels) {
+  const auto drafter = DFlashDrafter::load(io::Checkpoint::open(full_attention_dflash2("grad")),
+                                           *setup().target, /*autograd=*/true);
+  for (const auto& [name, t] : drafter->parameters()) t.requires_grad_(true);
+  const std::vector<std::int64_t> ids = {5, 17, 33, 2, 91, 60, 7, 12, 40, 3};
+  std::vector<std::int64_t> all(ids.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+  const at::Tensor features =
+      drafter->features(setup().target->forward(ids, drafter->config().target_layer_ids), all);
+  drafter->training_logits(features, ids, {1, 4}).pow(2).mean().backward();
+  for (const std::string conv : {"attention_conv.", "mlp_conv."})
+    for (const std::string tensor : {"base_kernel", "kernel_projection.weight"}) {
+      const at::Tensor grad = drafter->parameters().at("layers.0." + conv + tensor).grad();
+      ASSERT_TRUE(grad.defined()) << conv << tensor;
+      EXPECT_GT(grad.abs().sum().item<double>(), 0) << conv << tensor;
+    }
+}
+
+TEST(Dflash2Training, SlidingLayersAreRefusedAsForDflash) {
+  const auto drafter =
+      DFlashDrafter::load(io::Checkpoint::open(random_dflash2("sliding")), *setup().target);
   EXPECT_EQ(error_of([&] {
               drafter->training_logits(at::zeros({4, 2 * 64}), {1, 2, 3, 4}, {0});
             }),
-            "drafter: training_logits does not support DFlash2 drafters (hint: their training-mode "
-            "forward is not defined by the z-lab reference)");
+            "drafter: training_logits supports full-attention drafter layers only");
 }
 
 }  // namespace

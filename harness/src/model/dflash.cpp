@@ -16,13 +16,15 @@ namespace {
 // DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
 constexpr FamilyTraits kDrafterLayerTraits{NormStyle::kPlain, false, false, false};
 
-// sublayer(x), between the halves of DFlash2's convolution where the layer has one.
+// sublayer(x), between the halves of DFlash2's convolution where the layer has one. x holds whole
+// blocks of `block` rows each ([N·block, H]); the convolution runs inside each block.
 template <class Sublayer>
-at::Tensor around(const std::optional<DynamicConv>& conv, const at::Tensor& x,
+at::Tensor around(const std::optional<DynamicConv>& conv, const at::Tensor& x, std::int64_t block,
                   Sublayer&& sublayer) {
   if (!conv) return sublayer(x);
-  const auto prepared = conv->prepare(x);
-  return conv->finish(sublayer(prepared.input), prepared.finish_kernel);
+  const auto prepared = conv->prepare(x.view({-1, block, x.size(-1)}));
+  const at::Tensor y = sublayer(prepared.input.view_as(x));
+  return conv->finish(y.reshape(prepared.input.sizes()), prepared.finish_kernel).view_as(x);
 }
 }  // namespace
 
@@ -105,6 +107,11 @@ at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
   return l;
 }
 
+at::Tensor DFlashDrafter::add_mlp(const Layer& l, const at::Tensor& h) const {
+  return h + around(l.mlp_conv, l.parts.mlp_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
+                    config_.block_size, [&](const at::Tensor& x) { return l.parts.mlp(x); });
+}
+
 at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
                             std::optional<std::int64_t> window, const at::Device& device) {
   const auto bool_opts = at::TensorOptions(at::kBool).device(device);
@@ -168,13 +175,12 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
     const Layer& l = layers_[i];
     const at::Tensor visible = block_visibility(s, b, l.causal, l.window, target_.device());
     h = h + around(l.attention_conv,
-                   l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
+                   l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm), b,
                    [&](const at::Tensor& u) {
                      return l.attention->extend(u, rope, visible, state.kv[i]);
                    });
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
-    h = h + around(l.mlp_conv, l.parts.mlp_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
-                   [&](const at::Tensor& x) { return l.parts.mlp(x); });
+    h = add_mlp(l, h);
   }
   const at::Tensor y =
       rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
@@ -201,9 +207,6 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   for (const auto& t : config_.layer_types)
     if (t != "full_attention")
       throw Error("drafter", "training_logits supports full-attention drafter layers only");
-  if (config_.dflash2)
-    throw Error("drafter", "training_logits does not support DFlash2 drafters",
-                "their training-mode forward is not defined by the z-lab reference");
   std::vector<std::int64_t> ids, positions;
   for (auto a : anchors) {
     if (a < 0 || a >= s) throw std::invalid_argument("anchor outside the sequence");
@@ -239,9 +242,13 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   for (const Layer& l : layers_) {
     KVCache cache;
     l.attention->append_kv(ctx, ctx_rope, cache);
-    h = h + l.attention->extend(l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
-                                block_rope, l.causal ? causal_visible : visible, cache);
-    h = l.parts.add_mlp(h, config_.rms_eps, kDrafterLayerTraits.norm);
+    h = h + around(l.attention_conv,
+                   l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm), b,
+                   [&](const at::Tensor& u) {
+                     return l.attention->extend(u, block_rope, l.causal ? causal_visible : visible,
+                                                cache);
+                   });
+    h = add_mlp(l, h);
   }
   const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);
   return logits(y).to(at::kFloat).view({n, b, -1});

@@ -9,17 +9,20 @@ namespace draftgate::model {
 
 at::Tensor grouped_dynamic_causal_conv(const at::Tensor& x, const at::Tensor& dynamic,
                                        const at::Tensor& base, std::int64_t group) {
-  const std::int64_t t = x.size(0), h = x.size(1), groups = h / group, k = base.size(0);
-  const at::Tensor blocks = x.view({t, groups, group});
+  const std::int64_t n = x.size(0), t = x.size(1), h = x.size(2), groups = h / group,
+                     k = base.size(0);
+  const at::Tensor blocks = x.reshape({n, t, groups, group});
   at::Tensor out = at::zeros_like(blocks);
   for (std::int64_t o = 0; o < k && o < t; ++o) {
+    // Shifted by o rows inside each block: zeros before its row 0, nothing from the block before.
     const at::Tensor shifted = o == 0 ? blocks
-                                      : at::cat({at::zeros({o, groups, group}, blocks.options()),
-                                                 blocks.narrow(0, 0, t - o)});
-    out = out + base[o].view({1, groups, group}).to(x.scalar_type()) * shifted;
-    out = at::addcmul(out, dynamic.select(1, o).unsqueeze(-1), shifted);
+                                      : at::cat({at::zeros({n, o, groups, group}, blocks.options()),
+                                                 blocks.narrow(1, 0, t - o)},
+                                                1);
+    out = out + base[o].view({1, 1, groups, group}).to(x.scalar_type()) * shifted;
+    out = at::addcmul(out, dynamic.select(2, o).unsqueeze(-1), shifted);
   }
-  return out.view({t, h});
+  return out.view({n, t, h});
 }
 
 DynamicConv::DynamicConv(const WeightLoader& w, const std::string& p, std::int64_t hidden,
@@ -32,9 +35,10 @@ DynamicConv::DynamicConv(const WeightLoader& w, const std::string& p, std::int64
           w.get(p + "kernel_projection.weight", {2 * c.conv_kernel_size * groups_, hidden})) {}
 
 DynamicConv::Prepared DynamicConv::prepare(const at::Tensor& x) const {
-  const at::Tensor dynamic = dense(x, projection_).view({x.size(0), 2, kernel_, groups_});
-  return {grouped_dynamic_causal_conv(x, dynamic.select(1, 0), base_[0], group_),
-          dynamic.select(1, 1)};
+  const at::Tensor dynamic =
+      dense(x, projection_).view({x.size(0), x.size(1), 2, kernel_, groups_});
+  return {grouped_dynamic_causal_conv(x, dynamic.select(2, 0), base_[0], group_),
+          dynamic.select(2, 1)};
 }
 
 at::Tensor DynamicConv::finish(const at::Tensor& y, const at::Tensor& finish_kernel) const {

@@ -289,9 +289,9 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
   }
   if (s.dflash2) {  // the codebooks under the reference's stored names (no `.weight`)
     m.normal("candidate_selector.predecessor_codebook", {s.vocab, s.dflash2->selector_rank}, 0.0,
-             1.0);
+             s.selector_codebook_std);
     m.normal("candidate_selector.successor_codebook", {s.vocab, s.dflash2->selector_rank}, 0.0,
-             1.0);
+             s.selector_codebook_std);
     m.linear("candidate_selector.hidden_projection.weight", s.dflash2->selector_rank,
              s.target_hidden);
   }
@@ -349,8 +349,9 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
   if (const auto& c = s.dflash2) {
     config["architectures"] = {"DFlash2DraftModel"};
     config["is_causal"] = false;
-    config["layer_types"] = std::vector<std::string>(s.layers, "sliding_attention");
-    config["sliding_window"] = 2048;
+    config["layer_types"] = std::vector<std::string>(
+        s.layers, s.dflash2_sliding_layers ? "sliding_attention" : "full_attention");
+    if (s.dflash2_sliding_layers) config["sliding_window"] = 2048;
     config["rope_parameters"] = {{"rope_theta", config["rope_theta"]}, {"rope_type", "default"}};
     config.erase("rope_theta");
     config["dflash_config"]["block_size"] = config["block_size"];

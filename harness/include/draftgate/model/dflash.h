@@ -88,8 +88,9 @@ class DFlashDrafter {
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
   // block (bidirectionally, or causally in a causal layer), no other block. Returns [anchors, B,
-  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers and DFlash
-  // (v1) drafters only.
+  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // DFlash2: each block's convolutions run over its own B rows (zeros before its row 0, nothing
+  // from another block), so every block's logits equal propose()'s after the anchor's context.
   // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
   // target state leaks); it exists so fixtures can carry that bug.
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
@@ -115,6 +116,8 @@ class DFlashDrafter {
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
   // lm_head(y) × output_multiplier, soft-capped; in the model's dtype.
   at::Tensor logits(const at::Tensor& y) const;
+  // h + the layer's MLP (inside DFlash2's mlp_conv) on whole blocks h [N·B, H].
+  at::Tensor add_mlp(const Layer& l, const at::Tensor& h) const;
 
   at::Tensor fc_, hidden_norm_, norm_, inv_freq_;
   std::vector<Layer> layers_;

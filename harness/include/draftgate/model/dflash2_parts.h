@@ -13,24 +13,27 @@
 
 namespace draftgate::model {
 
-// out[t, c] = Σ_{o < K, t−o ≥ 0} (base[o, c] + dynamic[t, o, c / group]) · x[t−o, c]: a causal
-// convolution over the rows of x [T, H] (rows before 0 are zeros), one weight per channel from
-// `base` [K, H] plus one per group of `group` channels from `dynamic` [T, K, H / group], which is
-// computed from the output row t. Accumulated offset by offset in x's dtype, as the reference.
+// out[n, t, c] = Σ_{o < K, t−o ≥ 0} (base[o, c] + dynamic[n, t, o, c / group]) · x[n, t−o, c]: a
+// causal convolution over the rows of each block n of x [N, T, H] (rows before a block's row 0 are
+// zeros; no block sees another), one weight per channel from `base` [K, H] plus one per group of
+// `group` channels from `dynamic` [N, T, K, H / group], which is computed from the output row.
+// Inference passes one block (the reference's batch of 1), the training-mode forward all anchors'
+// blocks at once. Accumulated offset by offset in x's dtype, as the reference.
 at::Tensor grouped_dynamic_causal_conv(const at::Tensor& x, const at::Tensor& dynamic,
                                        const at::Tensor& base, std::int64_t group);
 
 // `attention_conv` / `mlp_conv` of one layer: base_kernel [2, K, H] and kernel_projection
-// [2·K·G, H]. prepare() convolves the sublayer's input with kernel 0 and returns the dynamic
-// weights for finish(), which convolves the sublayer's output with kernel 1. Only the block rows
+// [2·K·G, H]. prepare() convolves the sublayer's input [N, T, H] (N blocks of T rows) with kernel
+// 0 and returns the dynamic weights for finish(), which convolves the sublayer's output with
+// kernel 1. Only the block rows
 // pass through it: the context's keys/values never do, and nothing carries across draft steps.
 class DynamicConv {
  public:
   DynamicConv(const WeightLoader& w, const std::string& prefix, std::int64_t hidden,
               const Dflash2Config& config);
   struct Prepared {
-    at::Tensor input;          // the convolved sublayer input [T, H]
-    at::Tensor finish_kernel;  // dynamic weights [T, K, G] for finish()
+    at::Tensor input;          // the convolved sublayer input [N, T, H]
+    at::Tensor finish_kernel;  // dynamic weights [N, T, K, G] for finish()
   };
   Prepared prepare(const at::Tensor& x) const;
   at::Tensor finish(const at::Tensor& y, const at::Tensor& finish_kernel) const;

@@ -72,6 +72,11 @@ struct RandomDrafterSpec {
   std::optional<Dflash2Config> dflash2;
   double output_multiplier = 1.0;      // written for DFlash2 drafters
   double final_logit_softcapping = 0;  // written for DFlash2 drafters; 0 = no cap
+  // DFlash2 only: sliding_attention layers (window 2048, the fixture's layout) or full_attention
+  // ones (what the training-mode forward supports); the codebooks' init std (small: a walk close
+  // to the argmax).
+  bool dflash2_sliding_layers = true;
+  double selector_codebook_std = 1.0;
 };
 
 void write_random_drafter(const std::filesystem::path& dir, const RandomDrafterSpec& spec);
