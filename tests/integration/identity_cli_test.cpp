@@ -27,7 +27,7 @@ fs::path record_golden(const fs::path& dir) {
   const fs::path out = dir / "g.json";
   const auto r = run_draftgate("golden record --target " + (kTrained / "qwen3-target").string() +
                                " --drafter " + (kTrained / "qwen3-drafter-reference").string() +
-                               " --prompts " + kPrompts.string() + " --max-new 2 --eos 0 --out " +
+                               " --prompts " + kPrompts.string() + " --max-new 4 --eos 0 --out " +
                                out.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return out;

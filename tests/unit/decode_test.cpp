@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "draftgate/decode/acceptance.h"
@@ -87,12 +88,13 @@ TEST_P(DecodeTest, LinearAndTreeDecodingEqualPlainGreedy) {
 TEST_P(DecodeTest, OracleDrafterAcceptsEveryBlock) {
   Models& m = models(GetParam());
   for (std::int64_t budget : {0, 10}) {
-    const auto oracle = oracle_block_drafter(*m.target, 8, 50);
+    // 49 = the prefill's token + 6 full blocks, so no step is cut at the sequence end.
+    const auto oracle = oracle_block_drafter(*m.target, 8, 49);
     DecodeConfig c;
-    c.max_new_tokens = 50;
+    c.max_new_tokens = 49;
     c.tree_budget = budget;
     const PromptRun run = speculative_generate(*m.target, *oracle, prompt(6, 4), c);
-    EXPECT_EQ(run.output, greedy_generate(*m.target, prompt(6, 4), 50));
+    EXPECT_EQ(run.output, greedy_generate(*m.target, prompt(6, 4), 49));
     EXPECT_THAT(run.acceptance, Each(8)) << "budget " << budget;
     EXPECT_EQ(summarize({run}, 8).tau_macro, 8.0);
   }
@@ -110,7 +112,15 @@ TEST_P(DecodeTest, SingleChainTreeEqualsLinearLoop) {
   const PromptRun b = speculative_generate(*m.target, *drafter, prompt(7, 9), chain);
   EXPECT_EQ(a.output, b.output);
   EXPECT_EQ(a.acceptance, b.acceptance);
-  EXPECT_EQ(a.drafted, b.drafted);
+  // The tree always drafts B − 1 nodes; the linear loop drafts min(B, remaining + 1) − 1 tokens.
+  EXPECT_EQ(b.drafted, 7 * static_cast<std::int64_t>(b.acceptance.size()));
+  std::int64_t produced = 1, linear_drafted = 0;
+  for (auto tau : a.acceptance) {
+    linear_drafted += std::min<std::int64_t>(8, linear.max_new_tokens - produced + 1) - 1;
+    produced += tau;
+  }
+  EXPECT_EQ(a.drafted, linear_drafted);
+  EXPECT_LT(a.drafted, b.drafted);  // the sequence end shortened at least one block
 }
 
 TEST_P(DecodeTest, StopsAtEosAndMaxNew) {

@@ -107,9 +107,9 @@ at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
   return l;
 }
 
-at::Tensor DFlashDrafter::add_mlp(const Layer& l, const at::Tensor& h) const {
+at::Tensor DFlashDrafter::add_mlp(const Layer& l, const at::Tensor& h, std::int64_t block) const {
   return h + around(l.mlp_conv, l.parts.mlp_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
-                    config_.block_size, [&](const at::Tensor& x) { return l.parts.mlp(x); });
+                    block, [&](const at::Tensor& x) { return l.parts.mlp(x); });
 }
 
 at::Tensor block_visibility(std::int64_t s, std::int64_t b, bool causal,
@@ -180,7 +180,7 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
                      return l.attention->extend(u, rope, visible, state.kv[i]);
                    });
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
-    h = add_mlp(l, h);
+    h = add_mlp(l, h, b);
   }
   const at::Tensor y =
       rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
@@ -248,7 +248,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
                      return l.attention->extend(u, block_rope, l.causal ? causal_visible : visible,
                                                 cache);
                    });
-    h = add_mlp(l, h);
+    h = add_mlp(l, h, b);
   }
   const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);
   return logits(y).to(at::kFloat).view({n, b, -1});

@@ -117,7 +117,7 @@ class DFlashDrafter {
   // lm_head(y) × output_multiplier, soft-capped; in the model's dtype.
   at::Tensor logits(const at::Tensor& y) const;
   // h + the layer's MLP (inside DFlash2's mlp_conv) on whole blocks h [N·B, H].
-  at::Tensor add_mlp(const Layer& l, const at::Tensor& h) const;
+  at::Tensor add_mlp(const Layer& l, const at::Tensor& h, std::int64_t block) const;
 
   at::Tensor fc_, hidden_norm_, norm_, inv_freq_;
   std::vector<Layer> layers_;
