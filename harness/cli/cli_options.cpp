@@ -1,5 +1,7 @@
 #include "cli_options.h"
 
+#include "draftgate/error.h"
+
 namespace draftgate::cli {
 namespace {
 
@@ -34,6 +36,12 @@ void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
       ->check(integer_range(0, decode::kMaxTreeBudget));
   cmd->add_option("--tree-top-k", decode.tree_top_k, "DDTree candidates per depth (0 = budget)")
       ->check(integer_range(0, decode::kMaxTreeBudget));
+}
+
+void check_decoding_flags(const decode::DecodeConfig& decode) {
+  if (decode.tree_top_k > 0 && decode.tree_budget == 0)
+    throw Error("--tree-top-k", "goes with --tree-budget N > 0: it only shapes the DDTree tree",
+                "drop it for linear DFlash");
 }
 
 void add_device_option(CLI::App* cmd, std::string& device) {

@@ -18,6 +18,8 @@ CLI::Validator non_negative_integer();
 
 // --max-new, --eos, --tree-budget, --tree-top-k into `decode` (run_cli shows every default).
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode);
+// Flags that only mean something together: --tree-top-k without a tree is an error, not ignored.
+void check_decoding_flags(const decode::DecodeConfig& decode);
 
 // --device cpu|cuda[:N]: where the target (and the drafter) compute.
 void add_device_option(CLI::App* cmd, std::string& device);

@@ -88,6 +88,7 @@ int run_eval(const EvalOptions& opt) {
     throw Error("--record-drafts", "the drafts go into --json FILE; give one");
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
+  check_decoding_flags(opt.decode);
   io::check_outputs(
       {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
       {{opt.target, "--target", true},
@@ -179,11 +180,14 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Speculative decoding of a prompt set; acceptance-length statistics");
   cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
-  cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
+  CLI::Option* drafter =
+      cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
   cmd->add_flag("--oracle", opt->oracle,
                 "Draft the target's own greedy tokens (self-test: τ = block size)");
+  // A drafter's block size is its config's: the flag would be ignored beside one.
   cmd->add_option("--block-size", opt->block_size, "Block size for --oracle")
-      ->check(integer_range(2, decode::kMaxBlockSize));
+      ->check(integer_range(2, decode::kMaxBlockSize))
+      ->excludes(drafter);
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
       ->required();
   add_decoding_options(cmd, opt->decode);

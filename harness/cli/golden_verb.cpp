@@ -63,6 +63,7 @@ int record(const GoldenOptions& opt) {
                                            {opt.prompts, "--prompts"}});
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
+  check_decoding_flags(opt.decode);
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;

@@ -38,7 +38,7 @@ int run_cli(int argc, char** argv, const std::vector<AddVerb>& verbs,
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "draftgate: usage error: " << e.what() << " (run with --help)\n";
+    std::cerr << "draftgate: usage error: " << one_line(e.what()) << " (run with --help)\n";
     return 2;
   }
   apply_threads(threads);

@@ -8,6 +8,9 @@
 
 namespace draftgate {
 
+// `s` as one printable line: newlines and other control bytes become spaces.
+std::string one_line(std::string s);
+
 class Error : public std::runtime_error {
  public:
   Error(std::string file, std::string what, std::string hint = {});
@@ -16,7 +19,8 @@ class Error : public std::runtime_error {
   const std::string& problem() const { return problem_; }
   const std::string& hint() const { return hint_; }
 
-  // "FILE: PROBLEM (hint: HINT)" on one line; newlines inside the parts are flattened.
+  // "FILE: PROBLEM (hint: HINT)" on one line: control bytes inside the parts become spaces, a
+  // problem over 2,000 bytes is cut.
   std::string one_line() const;
 
  private:

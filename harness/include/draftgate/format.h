@@ -30,4 +30,13 @@ inline std::string format_number(double v, int significant = 3) {
   return s.str();
 }
 
+// `s` cut to at most `max_bytes` (never inside a UTF-8 sequence) with "…" appended when cut.
+inline std::string at_most(std::string s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  s.resize(max_bytes);
+  while (!s.empty() && (static_cast<unsigned char>(s.back()) >> 6) == 0x2) s.pop_back();
+  if (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xc0) s.pop_back();
+  return s + "…";
+}
+
 }  // namespace draftgate

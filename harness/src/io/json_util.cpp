@@ -1,9 +1,11 @@
 #include "draftgate/io/json_util.h"
 
+#include <limits>
 #include <unordered_set>
 #include <vector>
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/input_file.h"
 
 namespace draftgate::io {
@@ -12,9 +14,10 @@ using nlohmann::json;
 
 namespace {
 
-// The DOM builder of nlohmann with three checks in front of it: nesting depth, duplicate keys
-// (one hash set per open object: linear, unlike the callback parser, which rescans the parent at
-// every object end) and parse errors as draftgate errors with the library's prefix removed.
+// The DOM builder of nlohmann with four checks in front of it: nesting depth, integers beyond
+// int64, duplicate keys (one hash set per open object: linear, unlike the callback parser, which
+// rescans the parent at every object end) and parse errors as draftgate errors with the library's
+// prefix removed.
 class StrictSax {
  public:
   StrictSax(json& root, const std::string& file) : dom_(root), file_(file) {}
@@ -22,7 +25,13 @@ class StrictSax {
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  // Every reader takes integers as int64: a larger one would wrap to a negative value and be
+  // reported (or used) as that.
+  bool number_unsigned(json::number_unsigned_t v) {
+    if (v > static_cast<json::number_unsigned_t>(std::numeric_limits<std::int64_t>::max()))
+      throw Error(file_, "integer " + std::to_string(v) + " does not fit a 64-bit signed integer");
+    return dom_.number_unsigned(v);
+  }
   bool number_float(json::number_float_t v, const json::string_t& s) {
     return dom_.number_float(v, s);
   }
@@ -193,14 +202,7 @@ json read_json_file(const fs::path& path, std::uint64_t max_bytes) {
 std::string json_excerpt(const json& value, std::size_t max_chars) {
   std::string out;
   excerpt_into(value, out, max_chars, 0);
-  if (out.size() > max_chars) {
-    out.resize(max_chars);
-    // Do not end inside a UTF-8 sequence.
-    while (!out.empty() && (static_cast<unsigned char>(out.back()) >> 6) == 0x2) out.pop_back();
-    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
-    out += "…";
-  }
-  return out;
+  return at_most(std::move(out), max_chars);
 }
 
 std::string dump_json(const json& value, int indent) {

@@ -42,7 +42,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   const auto& d = config_;
   const auto& t = target.config();
   const std::string file = ckpt.config().file();
-  d.check_layers(ckpt.names(), ckpt.dir().string());
+  d.check_tensors(ckpt.names(), ckpt.dir().string());
   if (d.hidden != t.hidden)
     throw Error(file,
                 "drafter hidden_size " + std::to_string(d.hidden) + " != target hidden_size " +

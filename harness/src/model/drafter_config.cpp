@@ -1,5 +1,8 @@
 #include "draftgate/model/drafter_config.h"
 
+#include <cstring>
+#include <limits>
+
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
@@ -66,11 +69,34 @@ std::optional<bool> optional_bool(const io::ModelConfig& c, const nlohmann::json
   return it->get<bool>();
 }
 
+// A scalar the drafter multiplies or divides its float tensors by. It is applied in float32 (bf16
+// has the same range), so it must be a normal float32: 1e308 would become inf and 1e-320 zero,
+// turning every logit into NaN or 0 without a word.
+double tensor_scalar(const io::ModelConfig& c, const char* key, double value) {
+  c.positive_finite(key, value);
+  if (value < std::numeric_limits<float>::min() || value > std::numeric_limits<float>::max())
+    throw Error(c.file(), std::string(key) + " = " + format_number(value, 6) +
+                              " is outside float32's normal range [1.2e-38, 3.4e38], in which "
+                              "the drafter computes with it");
+  return value;
+}
+
 bool names_dflash2(const io::ModelConfig& c) {
   auto it = c.root().find("architectures");
   if (it == c.root().end() || !it->is_array()) return false;
   for (const auto& a : *it)
     if (a.is_string() && a.get<std::string>() == "DFlash2DraftModel") return true;
+  return false;
+}
+
+// The DFlash2 modules: the selector at the top level, the convolutions inside each layer.
+bool is_dflash2_weight(const std::string& name) {
+  if (name.rfind("candidate_selector.", 0) == 0) return true;
+  if (name.rfind("layers.", 0) != 0) return false;
+  const auto module = name.find('.', 7);
+  if (module == std::string::npos) return false;
+  for (const char* conv : {"attention_conv.", "mlp_conv."})
+    if (name.compare(module + 1, std::strlen(conv), conv) == 0) return true;
   return false;
 }
 
@@ -261,19 +287,29 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   d.causality_reading = reading;
   d.layer_causal = d.causality.layers(reading);
   if (const auto scale = either_place_number(c, "input_embedding_scale"))
-    d.input_embedding_scale = c.positive_finite("input_embedding_scale", *scale);
+    d.input_embedding_scale = tensor_scalar(c, "input_embedding_scale", *scale);
   if (const auto m = either_place_number(c, "output_multiplier"))
-    d.output_multiplier = c.positive_finite("output_multiplier", *m);
-  if (const auto cap = either_place_number(c, "final_logit_softcapping"); cap && *cap > 0)
-    d.final_logit_softcapping = c.positive_finite("final_logit_softcapping", *cap);
+    d.output_multiplier = tensor_scalar(c, "output_multiplier", *m);
+  if (const auto cap = either_place_number(c, "final_logit_softcapping"); cap && *cap != 0) {
+    if (*cap < 0)
+      throw Error(c.file(), "final_logit_softcapping = " + format_number(*cap, 6) +
+                                " is negative (0 or null turns soft-capping off)");
+    d.final_logit_softcapping = tensor_scalar(c, "final_logit_softcapping", *cap);
+  }
   d.dflash2 = read_dflash2(c, d.hidden);
   return d;
 }
 
-void DrafterConfig::check_layers(const std::vector<std::string>& names,
-                                 const std::string& file) const {
+void DrafterConfig::check_tensors(const std::vector<std::string>& names,
+                                  const std::string& file) const {
   std::set<std::int64_t> present;
   for (const auto& name : names) {
+    if (!dflash2 && is_dflash2_weight(name))
+      throw Error(file,
+                  "tensor \"" + name +
+                      "\" is a DFlash2 weight but config.json does not declare DFlash2DraftModel",
+                  "a v1 drafter would ignore it: declare the architecture and its dflash_config "
+                  "keys, or drop the DFlash2 weights");
     if (name.rfind("layers.", 0) != 0) continue;
     const std::string index = name.substr(7, name.find('.', 7) - 7);
     const bool digits = !index.empty() && index.size() <= 9 &&

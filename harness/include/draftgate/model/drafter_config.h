@@ -103,8 +103,9 @@ struct DrafterConfig {
 
   // The layers the checkpoint's tensors hold (`layers.N.*`, N written canonically: no leading
   // zeros) must be exactly 0..num_layers-1: a config that declares fewer would silently drop
-  // trained layers. Throws draftgate::Error naming the file.
-  void check_layers(const std::vector<std::string>& tensor_names, const std::string& file) const;
+  // trained layers. DFlash2 weights (convolutions, candidate selector) need a DFlash2 config: a v1
+  // one would silently draft without them. Throws draftgate::Error naming the file.
+  void check_tensors(const std::vector<std::string>& tensor_names, const std::string& file) const;
 };
 
 }  // namespace draftgate::model
