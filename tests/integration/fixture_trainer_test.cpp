@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -67,6 +68,49 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     r = run_draftgate("check --only loss_type --step-record " + e.path().string());
     EXPECT_EQ(r.exit_code, 0) << e.path() << r.out;
   }
+}
+
+// Bad input to the trainer: exit 2, one stderr line naming the flag or file, nothing written.
+TEST(FixtureTrainer, BadInputExitsTwoWithOneLineAndWritesNothing) {
+  const fs::path dir = testing::fresh_dir("fixture_trainer_bad_input");
+  const fs::path err = dir / "stderr.txt";
+  const auto run = [&](const fs::path& out, const std::string& extra) {
+    const std::string cmd = std::string(DRAFTGATE_FIXTURES_BINARY) + " --out '" + out.string() +
+                            "'" + extra + " 2>" + err.string() + " >/dev/null";
+    return std::system(cmd.c_str());
+  };
+  const auto expect_one_line = [&](const std::string& what, const std::string& message) {
+    const std::string text = testing::read_file(err);
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << what << ": " << text;
+    EXPECT_THAT(text, HasSubstr(message)) << what;
+    EXPECT_EQ(text.rfind("draftgate-fixtures: ", 0), 0u) << what << ": " << text;
+  };
+
+  const fs::path file = dir / "a-file";
+  std::ofstream(file) << "keep";
+  EXPECT_EQ(run(file, ""), 2 << 8);
+  expect_one_line("--out a file", "--out: " + file.string() + " is not a directory");
+  EXPECT_EQ(testing::read_file(file), "keep");
+
+  const fs::path empty = dir / "empty";
+  fs::create_directories(empty);
+  EXPECT_EQ(run(empty, " --only-drafter ''"), 2 << 8);
+  expect_one_line("empty --only-drafter", "usage error");
+  EXPECT_EQ(run(empty, " --target-steps 0"), 2 << 8);
+  expect_one_line("zero steps", "usage error");
+  EXPECT_EQ(run(empty, " --drafter-steps 1000001"), 2 << 8);
+  expect_one_line("a million and one steps", "usage error");
+  EXPECT_EQ(run(empty, " --drafter-steps 2 --only-drafter qwen3-drafter-dflash2"), 2 << 8);
+  expect_one_line("no target beside the drafter", "qwen3-target");
+  EXPECT_TRUE(fs::is_empty(empty)) << "a missing target must not leave a drafter behind";
+
+  const fs::path array_report = dir / "array-report";
+  fs::create_directories(array_report);
+  std::ofstream(array_report / "training-report.json") << "[1,2]";
+  EXPECT_EQ(run(array_report, " --drafter-steps 2 --only-drafter qwen3-drafter-dflash2"), 2 << 8);
+  expect_one_line("an array as training report",
+                  "training-report.json: is not a training report");
+  EXPECT_EQ(testing::read_file(array_report / "training-report.json"), "[1,2]");
 }
 
 }  // namespace

@@ -85,9 +85,9 @@ Hostile forward_case(std::string label, std::function<void(const fs::path&)> mut
 // A checkpoint-mutation case run through `probe` (the torch-free front end).
 Hostile probe_case(std::string label, std::function<void(const fs::path&)> mutate,
                    std::string message);
-// A drafter-mutation case run through `eval`.
+// A drafter-mutation case run through `eval` (a copy of the bundled drafter `fixture`).
 Hostile drafter_case(std::string label, std::function<void(const fs::path&)> mutate,
-                     std::string message);
+                     std::string message, std::string fixture = "qwen3-drafter-reference");
 // A config edit of the target or the drafter.
 std::function<void(const fs::path&)> config_edit(std::function<void(json&)> edit);
 // A step-record edit run through the checks that read records.

@@ -7,6 +7,8 @@
 //   config    ranges of θ, ε, dimensions; layer counts; canonical indices; golden integers
 //   params    typed check parameters from --param, suites and goldens
 //   select    --only selecting nothing, an empty check list, one error printed once
+//   surfaces  inputs the later releases added: DFlash2 configs, weights and records, float32-range
+//             drafter scalars, the golden's tau_definition, flags that only mean something together
 // The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
 // hostile_input_test.cpp.
 
@@ -105,10 +107,10 @@ Hostile header_case(std::string label, std::function<std::string(json)> edit, st
 }
 
 Hostile drafter_text_case(std::string label, std::function<std::string(json)> edit,
-                          std::string message) {
+                          std::string message, std::string fixture = "qwen3-drafter-reference") {
   return {label,
-          [edit](const fs::path& dir) {
-            const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+          [edit, fixture](const fs::path& dir) {
+            const fs::path d = copy_of(dir, fixture);
             config_text(edit)(d);
             return structural("--drafter " + d.string());
           },
@@ -1188,6 +1190,130 @@ INSTANTIATE_TEST_SUITE_P(
                          " --step-record " + reference_record();
                 },
                 "config.json: invalid JSON"}),
+    [](const auto& p) { return p.param.label; });
+
+// A v1 drafter config: the DFlash2 fixture's with its architecture and DFlash2 keys taken away.
+json as_v1(json c) {
+  c["architectures"] = {"DFlashDraftModel"};
+  for (const char* k : {"conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"})
+    c["dflash_config"].erase(k);
+  return c;
+}
+
+// A DFlash2 drafter config edit, run through eval (which loads the weights).
+Hostile dflash2_case(std::string label, std::function<void(json&)> edit, std::string message) {
+  return drafter_case(std::move(label), config_edit(std::move(edit)), std::move(message),
+                      "qwen3-drafter-dflash2");
+}
+
+// The DFlash2 fixture's step record after `edit`, read by the checks that read records.
+Hostile dflash2_record_case(std::string label, std::function<void(const fs::path&)> edit,
+                            std::string message) {
+  return {label,
+          [edit](const fs::path& dir) {
+            const fs::path r = dir / "dflash2.safetensors";
+            fs::copy_file(kTrained / "step-records/qwen3-drafter-dflash2.safetensors", r);
+            edit(r);
+            return "check --only train_infer_consistency,loss_type --target " + target() +
+                   " --drafter " + (kTrained / "qwen3-drafter-dflash2").string() +
+                   " --step-record " + r.string();
+          },
+          message};
+}
+
+std::string oracle_eval(const std::string& extra) {
+  return "eval --target " + target() + " --oracle --prompts " + prompts() + " --max-new 2 " + extra;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Surfaces, HostileInput,
+    ::testing::Values(
+        dflash2_case("dflash2_weights_under_a_v1_config", [](json& c) { c = as_v1(c); },
+                     "is a DFlash2 weight but config.json does not declare DFlash2DraftModel"),
+        dflash2_case(
+            "dflash2_kernel_zero", [](json& c) { c["dflash_config"]["conv_kernel_size"] = 0; },
+            "dflash_config.conv_kernel_size must be positive, got 0"),
+        dflash2_case(
+            "dflash2_group_not_dividing",
+            [](json& c) { c["dflash_config"]["conv_group_size"] = 48; },
+            "dflash_config.conv_group_size 48 does not divide hidden_size 64"),
+        dflash2_case(
+            "dflash2_selector_rank_a_string",
+            [](json& c) { c["dflash_config"]["selector_rank"] = "@"; },
+            "dflash_config.selector_rank must be an integer, got \"@\""),
+        dflash2_case(
+            "softcap_negative", [](json& c) { c["dflash_config"]["final_logit_softcapping"] = -5; },
+            "final_logit_softcapping = -5 is negative"),
+        dflash2_case(
+            "softcap_beyond_float32",
+            [](json& c) { c["dflash_config"]["final_logit_softcapping"] = 1e308; },
+            "is outside float32's normal range"),
+        dflash2_case(
+            "output_multiplier_subnormal",
+            [](json& c) { c["dflash_config"]["output_multiplier"] = 1e-320; },
+            "output_multiplier = 9.99989e-321 is outside float32's normal range"),
+        dflash2_case(
+            "input_embedding_scale_beyond_float32",
+            [](json& c) { c["dflash_config"]["input_embedding_scale"] = 1e39; },
+            "input_embedding_scale = 1e+39 is outside float32's normal range"),
+        config_text_case(
+            "layer_count_above_int64",
+            [](json c) { return with_raw(c, "/num_hidden_layers", "18446744073709551615"); },
+            "integer 18446744073709551615 does not fit a 64-bit signed integer"),
+        golden_text_case(
+            "golden_max_new_above_int64",
+            [](json g) { return with_raw(g, "/decoding/max_new_tokens", "9223372036854775808"); },
+            "golden.json: integer 9223372036854775808 does not fit"),
+        golden_case(
+            "golden_tau_definition_missing", [](json& g) { g["decoding"].erase("tau_definition"); },
+            "golden has no /decoding/tau_definition"),
+        golden_case(
+            "golden_tau_definition_a_number", [](json& g) { g["decoding"]["tau_definition"] = 2; },
+            "/decoding/tau_definition must be a string, got 2"),
+        golden_case(
+            "golden_tau_definition_another_count",
+            [](json& g) { g["decoding"]["tau_definition"] = "accepted drafts per step"; },
+            "golden τ was counted as \"accepted drafts per step\""),
+        golden_text_case(
+            "golden_tau_definition_deep",
+            [](json g) { return with_raw(g, "/decoding/tau_definition", deep_object()); },
+            "golden.json: JSON nests deeper than 64 levels"),
+        golden_case(
+            "golden_mode_two_megabytes_of_escapes",
+            [](json& g) {
+              std::string mode;
+              for (int i = 0; i < 250000; ++i) mode += "\x1b[2J\n\t";
+              g["decoding"]["mode"] = mode;
+            },
+            "golden.json: golden decoding mode \" [2J   [2J"),
+        Hostile{"eos_with_a_newline",
+                [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); }, "--eos"},
+        Hostile{"block_size_beside_a_drafter",
+                [](const fs::path&) {
+                  return eval_with(prompts(), "--block-size 4");
+                },
+                "--drafter excludes --block-size"},
+        Hostile{"tree_top_k_without_a_tree",
+                [](const fs::path&) { return oracle_eval("--tree-top-k 3"); },
+                "--tree-top-k: goes with --tree-budget N > 0"},
+        Hostile{"golden_record_tree_top_k_without_a_tree",
+                [](const fs::path& dir) {
+                  return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
+                         (dir / "g.json").string() + " --max-new 2 --tree-top-k 3";
+                },
+                "--tree-top-k: goes with --tree-budget N > 0"},
+        dflash2_record_case(
+            "dflash2_record_truncated",
+            [](const fs::path& r) { fs::resize_file(r, fs::file_size(r) / 2); },
+            "dflash2.safetensors: tensor \"fc_input\" ends at byte"),
+        dflash2_record_case(
+            "dflash2_record_of_another_block_size",
+            [](const fs::path& r) {
+              train::StepRecord rec = train::read_step_record(r);
+              rec.block_size = 4;
+              train::write_step_record(r, rec);
+            },
+            "block_size")),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

@@ -56,6 +56,11 @@ TEST_P(HostileInput, ExitsTwoWithOneLineNamingTheProblem) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(h.message));
+  // One printable line of bounded length: input quoted in an error must not drive the terminal.
+  EXPECT_LT(r.err.size(), 4096u) << "error line length";
+  EXPECT_TRUE(std::none_of(r.err.begin(), r.err.end() - (r.err.empty() ? 0 : 1),
+                           [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+      << "control bytes in " << r.err;
   EXPECT_EQ(r.err.rfind("draftgate: ", 0), 0u) << r.err;
   for (const char* raw : {"[json.exception", "stoll", "bad_alloc", "what():", "filesystem error"})
     EXPECT_THAT(r.err, ::testing::Not(HasSubstr(raw))) << "raw library text";
@@ -93,10 +98,10 @@ Hostile forward_case(std::string label, std::function<void(const fs::path&)> mut
 
 // A drafter-mutation case run through `eval`.
 Hostile drafter_case(std::string label, std::function<void(const fs::path&)> mutate,
-                     std::string message) {
+                     std::string message, std::string fixture) {
   return {label,
-          [mutate](const fs::path& dir) {
-            const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+          [mutate, fixture](const fs::path& dir) {
+            const fs::path d = copy_of(dir, fixture);
             mutate(d);
             return "eval --target " + (kTrained / "qwen3-target").string() + " --drafter " +
                    d.string() + " --prompts " + prompts() + " --max-new 2";
