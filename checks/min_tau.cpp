@@ -71,6 +71,7 @@ class MinTau : public Check {
     options.dtype_flag = "a golden recorded with golden record --dtype bf16";
     options.device = model::parse_device(p["device"].get<std::string>(), "min_tau.device");
     const auto target = model::TargetModel::load(target_ckpt, options);
+    decode::check_eos_vocabulary(g.decode, *target, g.path);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);
     // Decoded with the golden's reading of the drafter's causality (z-lab's for older goldens).
     const auto reading = g.causality.empty() ? model::CausalityReading::kZLab

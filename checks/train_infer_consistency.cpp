@@ -112,6 +112,18 @@ class TrainInferConsistency : public Check {
         problems.push_back(*bad + "; the trainer's drafter step must be finite");
     if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
 
+    // Inference fills the block with the config's mask token; a record naming another was trained
+    // on inputs inference never gives. Said by name: the logits comparison would blame it only
+    // vaguely, and not at all when just the record's metadata is off.
+    const std::int64_t config_mask = drafter->config().mask_token_id;
+    r.measured["mask_token_id"] = {{"record", rec.mask_token_id}, {"drafter_config", config_mask}};
+    if (rec.mask_token_id != config_mask)
+      problems.push_back("the trainer masked the block with token " +
+                         std::to_string(rec.mask_token_id) +
+                         " but the drafter's config.json says " + std::to_string(config_mask) +
+                         ", which is what engines fill the block with; make the trainer and the "
+                         "config use one mask_token_id");
+
     const at::Tensor want = inference_logits(*drafter, rec, which);
     if (auto bad = metrics::non_finite_problem("the inference path's drafter logits", want)) {
       problems.push_back(*bad + "; the drafter checkpoint overflows on this record's features");

@@ -101,6 +101,7 @@ int run_eval(const EvalOptions& opt) {
   options.gdn = model::parse_gdn_flag(opt.gdn);
   options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
+  decode::check_eos_vocabulary(opt.decode, *target, "--eos");
 
   std::unique_ptr<io::Checkpoint> drafter_ckpt;
   std::unique_ptr<model::DFlashDrafter> dflash;

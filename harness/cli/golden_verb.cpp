@@ -72,6 +72,7 @@ int record(const GoldenOptions& opt) {
   options.gdn = model::parse_gdn_flag(opt.gdn);
   options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
+  decode::check_eos_vocabulary(opt.decode, *target, "--eos");
   const std::string dtype = *options.dtype == at::kFloat ? "f32" : "bf16";
   const io::Checkpoint drafter_ckpt = io::Checkpoint::open(opt.drafter);
   const auto dflash = model::DFlashDrafter::load(

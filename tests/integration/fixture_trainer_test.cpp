@@ -108,8 +108,7 @@ TEST(FixtureTrainer, BadInputExitsTwoWithOneLineAndWritesNothing) {
   fs::create_directories(array_report);
   std::ofstream(array_report / "training-report.json") << "[1,2]";
   EXPECT_EQ(run(array_report, " --drafter-steps 2 --only-drafter qwen3-drafter-dflash2"), 2 << 8);
-  expect_one_line("an array as training report",
-                  "training-report.json: is not a training report");
+  expect_one_line("an array as training report", "training-report.json: is not a training report");
   EXPECT_EQ(testing::read_file(array_report / "training-report.json"), "[1,2]");
 }
 

@@ -1228,8 +1228,9 @@ std::string oracle_eval(const std::string& extra) {
 INSTANTIATE_TEST_SUITE_P(
     Surfaces, HostileInput,
     ::testing::Values(
-        dflash2_case("dflash2_weights_under_a_v1_config", [](json& c) { c = as_v1(c); },
-                     "is a DFlash2 weight but config.json does not declare DFlash2DraftModel"),
+        dflash2_case(
+            "dflash2_weights_under_a_v1_config", [](json& c) { c = as_v1(c); },
+            "is a DFlash2 weight but config.json does not declare DFlash2DraftModel"),
         dflash2_case(
             "dflash2_kernel_zero", [](json& c) { c["dflash_config"]["conv_kernel_size"] = 0; },
             "dflash_config.conv_kernel_size must be positive, got 0"),
@@ -1287,11 +1288,25 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "golden.json: golden decoding mode \" [2J   [2J"),
         Hostile{"eos_with_a_newline",
-                [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); }, "--eos"},
-        Hostile{"block_size_beside_a_drafter",
-                [](const fs::path&) {
-                  return eval_with(prompts(), "--block-size 4");
+                [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); },
+                "--eos"},
+        Hostile{"eos_outside_the_vocabulary",
+                [](const fs::path&) { return oracle_eval("--eos 64"); },
+                "--eos: EOS id 64 is outside the target's vocabulary (64 tokens)"},
+        Hostile{"golden_record_eos_outside_the_vocabulary",
+                [](const fs::path& dir) {
+                  return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
+                         (dir / "g.json").string() + " --max-new 2 --eos 0,100000";
                 },
+                "--eos: EOS id 100000 is outside the target's vocabulary"},
+        golden_case(
+            "golden_eos_outside_the_vocabulary",
+            [](json& g) {
+              g["decoding"]["eos_ids"] = {0, 64};
+            },
+            "golden.json: EOS id 64 is outside the target's vocabulary"),
+        Hostile{"block_size_beside_a_drafter",
+                [](const fs::path&) { return eval_with(prompts(), "--block-size 4"); },
                 "--drafter excludes --block-size"},
         Hostile{"tree_top_k_without_a_tree",
                 [](const fs::path&) { return oracle_eval("--tree-top-k 3"); },

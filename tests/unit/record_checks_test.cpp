@@ -104,6 +104,20 @@ TEST(TrainInferConsistency, CleanPassesALeakyMaskFailsAtBlockPositionOne) {
   EXPECT_GT(per_position[0].get<double>(), 1e-2) << "the anchor's own state leaks everywhere";
 }
 
+TEST(TrainInferConsistency, ARecordMaskedWithAnotherTokenThanTheConfigFails) {
+  StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
+  const std::int64_t config_mask = rec.mask_token_id;
+  rec.mask_token_id = config_mask == 1 ? 2 : 1;  // metadata only: the logits still agree
+  const CheckResult r = run_on("train_infer_consistency", rec, "other_mask.safetensors");
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_THAT(
+      r.message,
+      HasSubstr("the trainer masked the block with token " + std::to_string(rec.mask_token_id) +
+                " but the drafter's config.json says " + std::to_string(config_mask)));
+  EXPECT_EQ(r.measured["mask_token_id"]["record"].dump(), std::to_string(rec.mask_token_id));
+  EXPECT_LT(r.measured["max_rel_diff"].get<double>(), 1e-4) << "only the mask token is off";
+}
+
 TEST(FcExcludesTargetLayer, NamesTheLayerAnOffByOneTapReallyFed) {
   const Models m;
   StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);

@@ -13,6 +13,16 @@ void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& tar
                                   std::to_string(target.config().vocab) + ")");
 }
 
+void check_eos_vocabulary(const DecodeConfig& config, const model::TargetModel& target,
+                          const std::string& source) {
+  for (auto id : config.eos_ids)
+    if (id >= target.config().vocab)
+      throw Error(source,
+                  "EOS id " + std::to_string(id) + " is outside the target's vocabulary (" +
+                      std::to_string(target.config().vocab) + " tokens)",
+                  "the target could never emit it; take the id from its generation_config.json");
+}
+
 Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, const PromptSet& set,
                     const DecodeConfig& config,
                     const std::function<void(std::size_t, std::size_t)>& progress) {

@@ -25,6 +25,11 @@ struct Evaluation {
 // vocabulary.
 void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& target);
 
+// Throws draftgate::Error naming `source` (--eos, a golden) when an EOS id lies outside the
+// target's vocabulary: the target could never emit it, so decoding would silently never stop there.
+void check_eos_vocabulary(const DecodeConfig& config, const model::TargetModel& target,
+                          const std::string& source);
+
 // `progress(done, total)` is called before each prompt and once at the end.
 Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, const PromptSet& set,
                     const DecodeConfig& config,
