@@ -1225,6 +1225,12 @@ std::string oracle_eval(const std::string& extra) {
   return "eval --target " + target() + " --oracle --prompts " + prompts() + " --max-new 2 " + extra;
 }
 
+// `golden record` of the bundled pair into DIR with `extra` flags.
+std::string golden_record_into(const fs::path& dir, const std::string& extra) {
+  return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
+         (dir / "g.json").string() + " --max-new 2 " + extra;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Surfaces, HostileInput,
     ::testing::Values(
@@ -1289,15 +1295,12 @@ INSTANTIATE_TEST_SUITE_P(
             "golden.json: golden decoding mode \" [2J   [2J"),
         Hostile{"eos_with_a_newline",
                 [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); },
-                "--eos"},
+                "usage error: --eos: Value 1 2 is not an integer"},
         Hostile{"eos_outside_the_vocabulary",
                 [](const fs::path&) { return oracle_eval("--eos 64"); },
                 "--eos: EOS id 64 is outside the target's vocabulary (64 tokens)"},
         Hostile{"golden_record_eos_outside_the_vocabulary",
-                [](const fs::path& dir) {
-                  return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
-                         (dir / "g.json").string() + " --max-new 2 --eos 0,100000";
-                },
+                [](const fs::path& dir) { return golden_record_into(dir, "--eos 0,100000"); },
                 "--eos: EOS id 100000 is outside the target's vocabulary"},
         golden_case(
             "golden_eos_outside_the_vocabulary",
@@ -1312,10 +1315,7 @@ INSTANTIATE_TEST_SUITE_P(
                 [](const fs::path&) { return oracle_eval("--tree-top-k 3"); },
                 "--tree-top-k: goes with --tree-budget N > 0"},
         Hostile{"golden_record_tree_top_k_without_a_tree",
-                [](const fs::path& dir) {
-                  return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out " +
-                         (dir / "g.json").string() + " --max-new 2 --tree-top-k 3";
-                },
+                [](const fs::path& dir) { return golden_record_into(dir, "--tree-top-k 3"); },
                 "--tree-top-k: goes with --tree-budget N > 0"},
         dflash2_record_case(
             "dflash2_record_truncated",
@@ -1328,7 +1328,7 @@ INSTANTIATE_TEST_SUITE_P(
               rec.block_size = 4;
               train::write_step_record(r, rec);
             },
-            "block_size")),
+            "dflash2.safetensors: tensor \"labels\" has shape [16, 8], expected [16, 4]")),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace
