@@ -202,7 +202,8 @@ std::vector<Mistake> mistakes() {
       {"causal_ambiguous",
        q3,
        [](json& j) { j["dflash_config"]["causal"] = true; },
-       "dflash_config.causal = true without is_causal: vLLM applies it to every layer",
+       "z-lab and SGLang run 0 full non-causal, 1 full non-causal, vLLM runs 0 full causal, 1 "
+       "full causal",
        {{"allow_ambiguous_causality", true}}},
       {"fp16",
        q3,
