@@ -7,7 +7,6 @@
 // that relaxes it, except a tap that names no target layer, which no engine can feed.
 
 #include "draftgate/model/drafter_config.h"
-#include "draftgate/model/drafter_keys.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +19,7 @@
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
+#include "draftgate/model/drafter_keys.h"
 
 namespace draftgate::checks {
 namespace {
@@ -123,7 +123,7 @@ class DrafterConfigCheck : public Check {
                    "accept a RoPE type different from the target's"),
         bool_param("allow_ambiguous_causality", false,
                    "accept a config z-lab and vLLM run differently (dflash_config.causal, use_swa, "
-                  "swa_window_size)"),
+                   "swa_window_size)"),
         bool_param("allow_float16", false, "accept torch_dtype / dtype float16")};
   }
 

@@ -97,8 +97,8 @@ int run_probe(const ProbeOptions& opt) {
 
 void add_probe(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<ProbeOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("probe", "Resolve a target's decoder stack, or a drafter's facts (headers only)");
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "Resolve a target's decoder stack, or a drafter's facts (headers only)");
   cmd->add_option("checkpoint", opt->dir,
                   "Checkpoint directory (config.json + safetensors or index), target or drafter")
       ->required();

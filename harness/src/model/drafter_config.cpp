@@ -166,8 +166,8 @@ std::vector<bool> CausalityKeys::layers(CausalityReading reading) const {
 std::vector<std::optional<std::int64_t>> CausalityKeys::windows(CausalityReading reading) const {
   const bool any_sliding =
       std::find(layer_types.begin(), layer_types.end(), "sliding_attention") != layer_types.end();
-  const auto window = reading == CausalityReading::kVllm && swa_window_size ? swa_window_size
-                                                                           : sliding_window;
+  const auto window =
+      reading == CausalityReading::kVllm && swa_window_size ? swa_window_size : sliding_window;
   std::vector<std::optional<std::int64_t>> out;
   for (const auto& type : layer_types) {
     const bool sliding = reading == CausalityReading::kVllm && !any_sliding
@@ -323,9 +323,10 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   d.layer_window = d.causality.windows(reading);
   for (const auto& w : d.layer_window)
     if (w && *w <= 0)
-      throw Error(c.file(), "dflash_config.use_swa makes the layers sliding under vLLM's reading, "
-                            "but neither dflash_config.swa_window_size nor sliding_window gives a "
-                            "window");
+      throw Error(c.file(),
+                  "dflash_config.use_swa makes the layers sliding under vLLM's reading, "
+                  "but neither dflash_config.swa_window_size nor sliding_window gives a "
+                  "window");
   if (const auto scale = either_place_number(c, "input_embedding_scale"))
     d.input_embedding_scale = tensor_scalar(c, "input_embedding_scale", *scale);
   if (const auto m = either_place_number(c, "output_multiplier"))
