@@ -45,7 +45,7 @@ json layers_json(const model::CausalityKeys& k, model::CausalityReading reading)
 }
 
 void print_row(const std::string& key, const std::string& value) {
-  std::cout << key << std::string(key.size() < 15 ? 15 - key.size() : 1, ' ') << value << "\n";
+  std::cout << key << std::string(key.size() < 17 ? 17 - key.size() : 1, ' ') << value << "\n";
 }
 
 std::string ids_text(const json& ids) {

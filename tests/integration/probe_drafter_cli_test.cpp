@@ -55,9 +55,10 @@ TEST(ProbeDrafterCli, BundledReferenceDrafter) {
             json::parse(R"({"type":"full_attention","window":null,"causal":false})"));
   const auto text = run_draftgate("probe " + dir.string());
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("kind           DFlash"));
-  EXPECT_THAT(text.out, HasSubstr("layers (z-lab) 0 full non-causal, 1 full non-causal"));
-  EXPECT_THAT(text.out, HasSubstr("refused        none: every key is implemented or known inert"));
+  EXPECT_THAT(text.out, HasSubstr("kind             DFlash"));
+  EXPECT_THAT(text.out, HasSubstr("layers (z-lab)   0 full non-causal, 1 full non-causal"));
+  EXPECT_THAT(text.out,
+              HasSubstr("refused          none: every key is implemented or known inert"));
 }
 
 TEST(ProbeDrafterCli, PublishedConfigs) {
@@ -142,7 +143,7 @@ TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {
   EXPECT_EQ(j["layers_text"]["zlab"], "0 full non-causal, 1 full non-causal");
   EXPECT_EQ(j["layers_text"]["vllm"], "0 sliding(4) causal, 1 sliding(4) causal");
   const auto text = run_draftgate("probe " + dir.string());
-  EXPECT_THAT(text.out, HasSubstr("layers (vLLM)  0 sliding(4) causal, 1 sliding(4) causal  "
+  EXPECT_THAT(text.out, HasSubstr("layers (vLLM)    0 sliding(4) causal, 1 sliding(4) causal  "
                                   "(engines DISAGREE)"));
 }
 

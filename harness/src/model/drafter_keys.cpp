@@ -61,7 +61,6 @@ bool consistent_sliding_flag(const json& v, const json& root) {
   if (v == true) return has_types;
   return v == false && !has_sliding_layers(root);
 }
-bool default_rope(const json& v, const json&) { return v.is_null() || v == "default"; }
 
 // z-lab dflash/model.py @10129599 (DFlashDraftModel / DFlash2DraftModel), SpecForge
 // specforge/modeling/draft/dflash.py @a6b6b023 and vLLM
@@ -186,15 +185,13 @@ const Rule kRules[] = {
      null_or_true, "drops the fc over the taps in vLLM"},
     // Inside the RoPE objects.
     {"rope_parameters", "rope_theta", KeyStatus::kImplemented, "RoPE θ"},
-    {"rope_parameters", "rope_type", KeyStatus::kImplemented, "default only", default_rope,
-     "another RoPE type"},
-    {"rope_parameters", "type", KeyStatus::kImplemented, "legacy rope_type", default_rope,
-     "another RoPE type"},
+    {"rope_parameters", "rope_type", KeyStatus::kImplemented,
+     "default only: the reader refuses other types, the check compares with the target's"},
+    {"rope_parameters", "type", KeyStatus::kImplemented, "legacy rope_type (as rope_type)"},
     {"rope_scaling", "rope_theta", KeyStatus::kImplemented, "RoPE θ"},
-    {"rope_scaling", "rope_type", KeyStatus::kImplemented, "default only", default_rope,
-     "another RoPE type"},
-    {"rope_scaling", "type", KeyStatus::kImplemented, "legacy rope_type", default_rope,
-     "another RoPE type"},
+    {"rope_scaling", "rope_type", KeyStatus::kImplemented,
+     "default only: the reader refuses other types, the check compares with the target's"},
+    {"rope_scaling", "type", KeyStatus::kImplemented, "legacy rope_type (as rope_type)"},
 };
 
 const Rule* find_rule(const std::string& scope, const std::string& key) {
