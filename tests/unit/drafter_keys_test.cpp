@@ -102,7 +102,7 @@ const Refusal kRefusals[] = {
      [](json& j) {
        j["eagle_config"] = {{"use_aux_hidden_state", false}};
      },
-     "eagle_config = {\"use_aux_hidden_state\":false}"},
+     "eagle_config = {\"use_aux_hidden_state\": false}"},
     {"rope_parameters_factor",
      [](json& j) {
        j["rope_parameters"] = {{"rope_theta", 1e6}, {"factor", 4.0}};
@@ -204,10 +204,11 @@ TEST(DrafterKeys, UseSwaAndSwaWindowSizeReadAsVllmDoes) {
     EXPECT_EQ(zlab.causality.readings_disagree(), row.zlab != row.vllm) << where;
     // vLLM's causality stays the legacy rule: full layers non-causal even when use_swa slides.
     EXPECT_EQ(vllm.layer_causal, zlab.layer_causal) << where;
-    if (row.zlab != row.vllm)
+    if (row.zlab != row.vllm) {
       EXPECT_THAT(causality_note(zlab, "config.json").value_or(""),
                   HasSubstr("using z-lab's reading (--causality vllm applies vLLM's)"))
           << where;
+    }
   }
 }
 
