@@ -12,14 +12,13 @@
 
 namespace draftgate::testing {
 
-CliResult run_draftgate(const std::string& args) {
+CliResult run_command(const std::string& command) {
   static int counter = 0;
   const auto base =
       std::filesystem::temp_directory_path() /
       ("draftgate_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   const std::string out = base.string() + ".out", err = base.string() + ".err";
-  const std::string cmd =
-      std::string(DRAFTGATE_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd = command + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -28,6 +27,10 @@ CliResult run_draftgate(const std::string& args) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+CliResult run_draftgate(const std::string& args) {
+  return run_command(std::string(DRAFTGATE_BINARY) + " " + args);
 }
 
 MeasuredResult run_draftgate_measured(const std::string& args, const std::string& prefix,

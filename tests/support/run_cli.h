@@ -13,6 +13,8 @@ struct CliResult {
 
 // `args` is appended to the binary path verbatim (quote paths with spaces yourself).
 CliResult run_draftgate(const std::string& args);
+// Any shell command line, run the same way (stdin /dev/null, stdout and stderr captured).
+CliResult run_command(const std::string& command);
 
 struct MeasuredResult : CliResult {
   long peak_rss_kib = -1;  // of the draftgate process (and what it ran), not of the test
