@@ -15,7 +15,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import draftgate_records  # noqa: E402
+import target_families  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "I64": torch.int64,
           "U8": torch.uint8, "BOOL": torch.bool}
@@ -115,6 +117,12 @@ def computing_in(precision):
     return contextlib.nullcontext() if precision == "f32" else torch.autocast("cpu", dtype=torch.bfloat16)
 
 
+# This reference's formulas per family of the table (transformers' modeling_qwen3 / modeling_qwen3_5): hybrid means
+# (1 + w) norms, a gated q_proj, partial RoPE under rope_parameters and Gated DeltaNet layers. A family missing here
+# is a KeyError naming it (test_target_families.py runs every family of the table).
+HYBRID = {"qwen3": False, "qwen3_5": True}
+
+
 class Target:
     """A frozen Qwen3 or Qwen3.5 target computing in `precision`: "f32"; "bf16", its weights cast to bfloat16 (as
     trainers load a GPU target); or "autocast", float32 weights under torch.autocast(bfloat16)."""
@@ -124,10 +132,11 @@ class Target:
         with open(os.path.join(path, "config.json")) as f:
             cfg = json.load(f)
         self.c = c = cfg.get("text_config", cfg)
-        self.hybrid = c["model_type"] != "qwen3"
+        self.family = target_families.family_of(c)
+        self.hybrid = HYBRID[self.family]
         weights, _ = read_safetensors(os.path.join(path, "model.safetensors"))
         self.w = {name: t.to(dtype) for name, t in weights.items()}
-        self.root = "model.language_model." if self.hybrid else "model."
+        self.root = target_families.decoder_root(self.w)
         self.precision = precision
         self.embed = self.w[self.root + "embed_tokens.weight"]
         self.final_norm = self.w[self.root + "norm.weight"]

@@ -1,9 +1,11 @@
 #include "naive_target.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/family_table.h"
 
 namespace draftgate::testing {
 namespace {
@@ -131,12 +133,25 @@ struct Naive {
   }
 };
 
+// The family comes from the table; its formulas are this file's own, written from transformers
+// (never the table's traits, so a wrong trait in the table shows as a difference). A family
+// without a case here does not compile under -Wswitch and throws at run time.
+bool is_hybrid(model::Family family) {
+  switch (family) {
+    case model::Family::kQwen3:
+      return false;  // modeling_qwen3.py: w·x̂ norms, q/k norm, full RoPE, no gate
+    case model::Family::kQwen3_5:
+      return true;  // modeling_qwen3_5.py: (1+w) norms, gated q_proj, partial RoPE, Gated DeltaNet
+  }
+  throw std::logic_error("the naive reference has no formulas for this family");
+}
+
 }  // namespace
 
 NaiveOutput naive_forward(const io::Checkpoint& ckpt, const std::vector<std::int64_t>& tokens) {
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const auto& cfg = ckpt.config().text();
-  const bool hybrid = cfg.at("model_type").get<std::string>() != "qwen3";
+  const bool hybrid = is_hybrid(model::family_of(ckpt.config()).family);
   const Naive n{ckpt, cfg, hybrid, cfg.at("rms_norm_eps").get<double>()};
   const Tensor embed = n.w(stack.embed_tokens);
   Tensor x = at::empty({static_cast<std::int64_t>(tokens.size()), embed.size(1)}, at::kDouble);

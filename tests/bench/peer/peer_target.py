@@ -11,12 +11,21 @@ prints one JSON object: prefill tokens/s, decode-step latency, peak RSS.
 """
 import argparse
 import json
+import os
 import resource
 import struct
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import target_families  # noqa: E402
+
+# This peer's formulas per family of the table: hybrid = Qwen3.5's (1 + w) norms, gated q_proj, partial RoPE and
+# Gated DeltaNet. A family missing here is a KeyError naming it.
+HYBRID = {"qwen3": False, "qwen3_5": True}
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
@@ -100,9 +109,9 @@ class Target:
         with open(f"{path}/config.json") as f:
             cfg = json.load(f)
         self.c = c = cfg.get("text_config", cfg)
-        self.hybrid = c["model_type"] != "qwen3"
+        self.hybrid = HYBRID[target_families.family_of(c)]
         w = load_safetensors(f"{path}/model.safetensors")
-        root = "model.language_model." if self.hybrid else "model."
+        root = target_families.decoder_root(w)
         self.w, self.root = w, root
         self.embed = w[root + "embed_tokens.weight"]
         self.norm = w[root + "norm.weight"]
