@@ -89,6 +89,7 @@ TEST_P(FamilyTableCase, DetectionTakesFamilyAndTraitsFromTheTable) {
   const FamilyEntry& f = entry_of(GetParam().family);
   EXPECT_EQ(c.family, f.family);
   EXPECT_EQ(c.traits.norm, f.traits.norm);
+  EXPECT_EQ(c.traits.qk_norm, f.traits.qk_norm);
   EXPECT_EQ(c.traits.partial_rope, f.traits.partial_rope);
   EXPECT_EQ(c.traits.attn_output_gate, f.traits.attn_output_gate);
   EXPECT_EQ(c.traits.linear_attention, f.traits.linear_attention);
@@ -133,6 +134,36 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyTableCase,
                          ::testing::ValuesIn(testing::every_family_layout()),
                          [](const auto& p) { return p.param.name; });
 
+// A config may leave out what the family's config class defaults (LlamaConfig: head_dim =
+// hidden_size / num_attention_heads, rope_theta 10000); a family without such defaults requires
+// the field. Biased projections are refused, never ignored.
+TEST(FamilyTable, ConfigDefaultsComeFromTheEntry) {
+  const auto load = [](const fs::path& dir) {
+    const auto ckpt = io::Checkpoint::open(dir);
+    return TargetConfig::from(ckpt.config(), layout::resolve_decoder_stack(ckpt));
+  };
+  const testing::FamilyCase llama{"llama", Family::kLlama, TargetLayout::kFlat};
+  const fs::path bare = random_target(llama, {{"head_dim", nullptr}, {"rope_theta", nullptr}}, "_bare");
+  const TargetConfig c = load(bare);
+  EXPECT_EQ(c.head_dim, 64 / 4);
+  EXPECT_EQ(c.rope_theta, 10000.0);
+  const testing::FamilyCase qwen3{"qwen3", Family::kQwen3, TargetLayout::kFlat};
+  try {
+    load(random_target(qwen3, {{"head_dim", nullptr}}, "_bare"));
+    ADD_FAILURE() << "qwen3 without head_dim was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.problem(), HasSubstr("missing required field head_dim"));
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    try {
+      load(random_target(llama, {{key, true}}, std::string("_") + key));
+      ADD_FAILURE() << key << " = true was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.problem(), HasSubstr(std::string(key) + " = true is not supported"));
+    }
+  }
+}
+
 // make-target's writer refuses a layout the family's entry does not list.
 TEST(FamilyTable, RandomTargetsUseOnlyTheLayoutsOfTheEntry) {
   for_each_family([](const FamilyEntry& f) {
@@ -170,6 +201,7 @@ TEST(FamilyTable, TraitsBuilderWantsEveryTraitNamedOnce) {
   const auto all = [] {
     return TraitsBuilder()
         .norm(NormStyle::kOnePlusW)
+        .qk_norm(false)
         .partial_rope(true)
         .attn_output_gate(false)
         .linear_attention(true)
@@ -177,6 +209,7 @@ TEST(FamilyTable, TraitsBuilderWantsEveryTraitNamedOnce) {
   };
   const FamilyTraits t = all();
   EXPECT_EQ(t.norm, NormStyle::kOnePlusW);
+  EXPECT_FALSE(t.qk_norm);
   EXPECT_TRUE(t.partial_rope);
   EXPECT_FALSE(t.attn_output_gate);
   EXPECT_TRUE(t.linear_attention);

@@ -16,6 +16,7 @@ namespace {
 // DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
 constexpr FamilyTraits kDrafterLayerTraits = TraitsBuilder()
                                                  .norm(NormStyle::kPlain)
+                                                 .qk_norm(true)
                                                  .partial_rope(false)
                                                  .attn_output_gate(false)
                                                  .linear_attention(false)

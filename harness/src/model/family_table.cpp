@@ -10,6 +10,7 @@ namespace {
 // Qwen3: transformers models/qwen3/modeling_qwen3.py (Qwen3RMSNorm, q_norm/k_norm, full RoPE).
 constexpr FamilyTraits kQwen3Traits = TraitsBuilder()
                                           .norm(NormStyle::kPlain)
+                                          .qk_norm(true)
                                           .partial_rope(false)
                                           .attn_output_gate(false)
                                           .linear_attention(false)
@@ -18,10 +19,20 @@ constexpr FamilyTraits kQwen3Traits = TraitsBuilder()
 // partial_rotary_factor, Gated DeltaNet layers).
 constexpr FamilyTraits kQwen3_5Traits = TraitsBuilder()
                                             .norm(NormStyle::kOnePlusW)
+                                            .qk_norm(true)
                                             .partial_rope(true)
                                             .attn_output_gate(true)
                                             .linear_attention(true)
                                             .mlp(MlpKind::kDense);
+// Llama-style dense: models/llama/modeling_llama.py (LlamaRMSNorm w·x̂, no q/k norm, rotate_half
+// RoPE over the whole head, SwiGLU MLP).
+constexpr FamilyTraits kLlamaTraits = TraitsBuilder()
+                                          .norm(NormStyle::kPlain)
+                                          .qk_norm(false)
+                                          .partial_rope(false)
+                                          .attn_output_gate(false)
+                                          .linear_attention(false)
+                                          .mlp(MlpKind::kDense);
 
 std::vector<FamilyEntry> make_table() {
   std::vector<FamilyEntry> table;
@@ -45,6 +56,21 @@ std::vector<FamilyEntry> make_table() {
     e.traits = kQwen3_5Traits;
     e.layouts = {TargetLayout::kVlm, TargetLayout::kTextResave};
     e.engine.rope_types = {"default"};
+    table.push_back(e);
+  }
+  {
+    FamilyEntry e{};
+    e.family = Family::kLlama;
+    e.name = "llama";
+    e.display_name = "Llama-style dense (Llama 2, TinyLlama, SmolLM)";
+    e.model_types = {"llama"};
+    e.traits = kLlamaTraits;
+    e.layouts = {TargetLayout::kFlat};
+    e.engine.rope_types = {"default"};  // Llama 3.1+'s "llama3" scaling is not computed
+    // LlamaConfig (models/llama/configuration_llama.py @4bdeeced): head_dim None defaults to
+    // hidden_size // num_attention_heads, rope_theta to 10000.
+    e.defaults.head_dim_from_heads = true;
+    e.defaults.rope_theta = 10000.0;
     table.push_back(e);
   }
   return table;

@@ -149,6 +149,13 @@ json family_keys(const RandomTargetSpec& s) {
               {"rope_theta", 1000000.0},
               {"rope_scaling", nullptr},
               {"attention_bias", false}};
+    case Family::kLlama:  // as Llama 2 / TinyLlama / SmolLM configs write them
+      return {{"model_type", "llama"},
+              {"architectures", {"LlamaForCausalLM"}},
+              {"rope_theta", 10000.0},
+              {"rope_scaling", nullptr},
+              {"attention_bias", false},
+              {"mlp_bias", false}};
     case Family::kQwen3_5:
       return {{"model_type", "qwen3_5_text"},
               {"architectures", {"Qwen3_5ForCausalLM"}},
@@ -212,12 +219,15 @@ struct LayerShape {
   std::int64_t hidden, intermediate, heads, kv_heads, head_dim;
 };
 
-void attention_weights(Maker& m, const LayerShape& s, const std::string& p, bool gated,
-                       bool one_plus_w) {
-  m.linear(p + "q_proj.weight", s.heads * s.head_dim * (gated ? 2 : 1), s.hidden);
+// The attention tensors of a layer computing as `traits` say (doubled q_proj, q/k norms).
+void attention_weights(Maker& m, const LayerShape& s, const std::string& p,
+                       const FamilyTraits& traits) {
+  const bool one_plus_w = traits.norm == NormStyle::kOnePlusW;
+  m.linear(p + "q_proj.weight", s.heads * s.head_dim * (traits.attn_output_gate ? 2 : 1), s.hidden);
   m.linear(p + "k_proj.weight", s.kv_heads * s.head_dim, s.hidden);
   m.linear(p + "v_proj.weight", s.kv_heads * s.head_dim, s.hidden);
   m.linear(p + "o_proj.weight", s.hidden, s.heads * s.head_dim);
+  if (!traits.qk_norm) return;
   m.norm(p + "q_norm.weight", s.head_dim, one_plus_w);
   m.norm(p + "k_norm.weight", s.head_dim, one_plus_w);
 }
@@ -262,7 +272,7 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
     if (types[i] == "linear_attention")
       gdn_weights(m, s, p + "linear_attn.");
     else
-      attention_weights(m, shape, p + "self_attn.", traits.attn_output_gate, one_plus_w);
+      attention_weights(m, shape, p + "self_attn.", traits);
   }
   if (s.layout == TargetLayout::kVlm) {
     for (int b = 0; b < 2; ++b) {
@@ -273,7 +283,7 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
       m.norm(p + "norm2.weight", 32, false);
     }
     m.linear("model.visual.merger.linear_fc1.weight", s.hidden, 32);
-    attention_weights(m, shape, "mtp.layers.0.self_attn.", true, true);
+    attention_weights(m, shape, "mtp.layers.0.self_attn.", traits);
     mlp_and_norms(m, shape, "mtp.layers.0.", true);
     m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
     m.norm("mtp.norm.weight", s.hidden, true);
@@ -289,7 +299,7 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     mlp_and_norms(m, shape, p, false);
-    attention_weights(m, shape, p + "self_attn.", false, false);
+    attention_weights(m, shape, p + "self_attn.", traits_of(Family::kQwen3));  // Qwen3 layers
     if (!s.dflash2) continue;
     const auto& c = *s.dflash2;
     for (const char* conv : {"attention_conv.", "mlp_conv."}) {

@@ -52,20 +52,37 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
                                    std::to_string(c.max_positions));
   c.num_heads = config.require_int("num_attention_heads");
   c.num_kv_heads = config.find_int("num_key_value_heads").value_or(c.num_heads);
-  c.head_dim = config.require_int("head_dim");
   for (auto [key, v] : {std::pair{"hidden_size", c.hidden},
                         {"intermediate_size", c.intermediate},
                         {"vocab_size", c.vocab},
                         {"num_attention_heads", c.num_heads},
-                        {"num_key_value_heads", c.num_kv_heads},
-                        {"head_dim", c.head_dim}})
+                        {"num_key_value_heads", c.num_kv_heads}})
     require_positive(config, key, v);
+  // head_dim from the config; hidden / heads only where the family's config class says so.
+  if (!family.defaults.head_dim_from_heads || config.find_int("head_dim")) {
+    c.head_dim = config.require_int("head_dim");
+    require_positive(config, "head_dim", c.head_dim);
+  } else {
+    if (c.hidden % c.num_heads != 0)
+      throw Error(config.file(), "no head_dim, and hidden_size " + std::to_string(c.hidden) +
+                                     " is not a multiple of num_attention_heads " +
+                                     std::to_string(c.num_heads),
+                  "add head_dim to the config");
+    c.head_dim = c.hidden / c.num_heads;
+  }
   if (c.num_heads % c.num_kv_heads != 0)
     throw Error(config.file(), "num_attention_heads " + std::to_string(c.num_heads) +
                                    " is not a multiple of num_key_value_heads " +
                                    std::to_string(c.num_kv_heads));
   check_rope_type(config, family);
-  c.rope_theta = config.positive_finite("rope_theta", rope_field(config, "rope_theta", 0, true));
+  const double theta_default = family.defaults.rope_theta;
+  c.rope_theta = config.positive_finite(
+      "rope_theta", rope_field(config, "rope_theta", theta_default, theta_default == 0));
+  // Biased projections (LlamaConfig's attention_bias / mlp_bias) would be silently ignored.
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (config.find_bool(key).value_or(false))
+      throw Error(config.file(), config.where(key) + " = true is not supported",
+                  "the engine's projections have no bias");
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 

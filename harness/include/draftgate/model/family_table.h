@@ -22,6 +22,7 @@ namespace draftgate::model {
 enum class Family {
   kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
   kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
+  kLlama,    // Llama-style dense: plain-w RMSNorm, no q/k norm, full NeoX RoPE
 };
 
 // Where a checkpoint's text decoder lives, as the families' released checkpoints store it.
@@ -40,6 +41,13 @@ struct FamilyEngineSupport {
   std::vector<std::string> quantizations;  // quant_method values it runs; empty: unquantised only
 };
 
+// What the family's transformers config class fills in when config.json leaves a field out;
+// unset: the field is required.
+struct ConfigDefaults {
+  bool head_dim_from_heads = false;  // head_dim absent: hidden_size / num_attention_heads
+  double rope_theta = 0;             // rope_theta absent: this (0: required)
+};
+
 struct FamilyEntry {
   Family family;
   std::string name;          // also one of model_types; --family, reports' "family"
@@ -50,6 +58,7 @@ struct FamilyEntry {
   FamilyTraits traits;
   std::vector<TargetLayout> layouts;  // its released layouts; front() is make-target's default
   FamilyEngineSupport engine;
+  ConfigDefaults defaults;
 };
 
 // Every family, in the table's order.

@@ -18,6 +18,7 @@ enum class MlpKind {
 
 struct FamilyTraits {
   NormStyle norm = NormStyle::kPlain;  // every RMSNorm of the model (layers, q/k, final)
+  bool qk_norm = false;                // per-head RMSNorm of q and k before RoPE (q_norm, k_norm)
   bool partial_rope = false;           // rotary_dim = head_dim × partial_rotary_factor
   bool attn_output_gate = false;       // default of attn_output_gate (q_proj doubled)
   bool linear_attention = false;       // Gated DeltaNet layers (layer_types linear_attention)
@@ -33,6 +34,7 @@ struct FamilyTraits {
 class TraitsBuilder {
   enum Trait : unsigned {
     kNorm,
+    kQkNorm,
     kPartialRope,
     kAttnOutputGate,
     kLinearAttention,
@@ -44,6 +46,11 @@ class TraitsBuilder {
   constexpr TraitsBuilder norm(NormStyle v) const {
     TraitsBuilder b = set(kNorm);
     b.traits_.norm = v;
+    return b;
+  }
+  constexpr TraitsBuilder qk_norm(bool v) const {
+    TraitsBuilder b = set(kQkNorm);
+    b.traits_.qk_norm = v;
     return b;
   }
   constexpr TraitsBuilder partial_rope(bool v) const {
