@@ -879,6 +879,13 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                     forward_case("model_type_not_a_string",
                                                  config_edit([](json& c) { c["model_type"] = 3; }),
                                                  "model_type"),
+                                    forward_case("attention_bias_true", config_edit([](json& c) {
+                                                   c["attention_bias"] = true;
+                                                 }),
+                                                 "attention_bias = true is not supported"),
+                                    forward_case("mlp_bias_true",
+                                                 config_edit([](json& c) { c["mlp_bias"] = true; }),
+                                                 "mlp_bias = true is not supported"),
                                     forward_case("rope_theta_zero",
                                                  config_edit([](json& c) { c["rope_theta"] = 0; }),
                                                  "rope_theta = 0 must be a finite number > 0"),

@@ -143,7 +143,8 @@ TEST(FamilyTable, ConfigDefaultsComeFromTheEntry) {
     return TargetConfig::from(ckpt.config(), layout::resolve_decoder_stack(ckpt));
   };
   const testing::FamilyCase llama{"llama", Family::kLlama, TargetLayout::kFlat};
-  const fs::path bare = random_target(llama, {{"head_dim", nullptr}, {"rope_theta", nullptr}}, "_bare");
+  const fs::path bare =
+      random_target(llama, {{"head_dim", nullptr}, {"rope_theta", nullptr}}, "_bare");
   const TargetConfig c = load(bare);
   EXPECT_EQ(c.head_dim, 64 / 4);
   EXPECT_EQ(c.rope_theta, 10000.0);

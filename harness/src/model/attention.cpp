@@ -43,7 +43,8 @@ at::Tensor Attention::head_norm(const at::Tensor& x, const at::Tensor& weight) c
 
 void Attention::append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
-  const at::Tensor k = apply_rope(head_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_), rope);
+  const at::Tensor k =
+      apply_rope(head_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_), rope);
   cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
 }
 

@@ -150,12 +150,9 @@ json family_keys(const RandomTargetSpec& s) {
               {"rope_scaling", nullptr},
               {"attention_bias", false}};
     case Family::kLlama:  // as Llama 2 / TinyLlama / SmolLM configs write them
-      return {{"model_type", "llama"},
-              {"architectures", {"LlamaForCausalLM"}},
-              {"rope_theta", 10000.0},
-              {"rope_scaling", nullptr},
-              {"attention_bias", false},
-              {"mlp_bias", false}};
+      return {{"model_type", "llama"},   {"architectures", {"LlamaForCausalLM"}},
+              {"rope_theta", 10000.0},   {"rope_scaling", nullptr},
+              {"attention_bias", false}, {"mlp_bias", false}};
     case Family::kQwen3_5:
       return {{"model_type", "qwen3_5_text"},
               {"architectures", {"Qwen3_5ForCausalLM"}},

@@ -64,9 +64,9 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
     require_positive(config, "head_dim", c.head_dim);
   } else {
     if (c.hidden % c.num_heads != 0)
-      throw Error(config.file(), "no head_dim, and hidden_size " + std::to_string(c.hidden) +
-                                     " is not a multiple of num_attention_heads " +
-                                     std::to_string(c.num_heads),
+      throw Error(config.file(),
+                  "no head_dim, and hidden_size " + std::to_string(c.hidden) +
+                      " is not a multiple of num_attention_heads " + std::to_string(c.num_heads),
                   "add head_dim to the config");
     c.head_dim = c.hidden / c.num_heads;
   }

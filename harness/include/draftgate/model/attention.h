@@ -1,7 +1,7 @@
 #pragma once
 // Full (softmax) attention of every family: per-head q/k RMSNorm before RoPE (traits.qk_norm), GQA,
-// and for Qwen3.5 the gated output (q_proj doubled per head into [query | gate], output ⊙ sigmoid(gate)) and
-// partial rotary.
+// and for Qwen3.5 the gated output (q_proj doubled per head into [query | gate], output ⊙
+// sigmoid(gate)) and partial rotary.
 
 #include <ATen/ATen.h>
 
