@@ -196,6 +196,17 @@ TEST(FamilyTable, CheckedInJsonMirrorEqualsTheTable) {
                 << mirror.string();
 }
 
+// docs/targets.md describes every family of the table, named as `name`.
+TEST(FamilyTable, DocsTargetsNamesEveryFamily) {
+  const fs::path doc = fs::path(DRAFTGATE_SOURCE_DIR) / "docs/targets.md";
+  const std::string text = testing::read_file(doc);
+  for_each_family([&](const FamilyEntry& f) {
+    EXPECT_THAT(text, HasSubstr("(`" + f.name + "`"))
+        << doc.string() << " has no line for family " << f.name << " (a bullet \"**"
+        << f.display_name << "** (`" << f.name << "`; ...)\" under \"Target engines\")";
+  });
+}
+
 // Every trait named once: a trait left out, or named twice, throws (a compile error in the
 // table's constexpr entries).
 TEST(FamilyTable, TraitsBuilderWantsEveryTraitNamedOnce) {
