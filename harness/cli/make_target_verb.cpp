@@ -5,6 +5,7 @@
 
 #include "cli_options.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "verbs.h"
@@ -14,7 +15,7 @@ namespace {
 
 struct MakeTargetOptions {
   model::RandomTargetSpec spec;
-  std::string family = "qwen3";
+  std::string family = model::families().front().name;
   std::string layout;
   std::string dtype = "bf16";
   std::string out;
@@ -23,22 +24,21 @@ struct MakeTargetOptions {
 int run_make_target(MakeTargetOptions opt) {
   io::check_outputs({{opt.out, "--out", true}}, {});
   auto& s = opt.spec;
-  if (opt.family == "qwen3")
-    s.family = model::Family::kQwen3;
-  else if (opt.family == "qwen3_5")
-    s.family = model::Family::kQwen3_5;
-  else
-    throw Error("--family", "unknown family \"" + opt.family + "\" (expected qwen3 or qwen3_5)");
-  const std::string layout =
-      opt.layout.empty() ? (opt.family == "qwen3" ? "flat" : "vlm") : opt.layout;
-  if (layout == "flat")
-    s.layout = model::TargetLayout::kFlat;
-  else if (layout == "vlm")
-    s.layout = model::TargetLayout::kVlm;
-  else if (layout == "text")
-    s.layout = model::TargetLayout::kTextResave;
-  else
-    throw Error("--layout", "unknown layout \"" + layout + "\" (expected flat, vlm or text)");
+  // A family's name or any of its model types; an unknown one is refused as everywhere else.
+  const model::FamilyEntry* family = model::find_family(opt.family);
+  if (family == nullptr) throw Error("--family", model::unknown_model_type(opt.family));
+  s.family = family->family;
+  s.layout = family->layouts.front();
+  if (!opt.layout.empty()) {
+    std::vector<std::string> known;
+    for (model::TargetLayout l : family->layouts) {
+      known.push_back(model::layout_name(l));
+      if (opt.layout == known.back()) s.layout = l;
+    }
+    if (opt.layout != model::layout_name(s.layout))
+      throw Error("--layout", "layout \"" + opt.layout + "\" is not one of " + family->name +
+                                  "'s (" + format_list(known) + ")");
+  }
   if (opt.dtype == "bf16")
     s.dtype = at::kBFloat16;
   else if (opt.dtype == "f32")
@@ -46,9 +46,27 @@ int run_make_target(MakeTargetOptions opt) {
   else
     throw Error("--dtype", "unknown dtype \"" + opt.dtype + "\" (expected bf16 or f32)");
   model::write_random_target(opt.out, s);
-  std::cout << "wrote random " << opt.family << " target (" << layout << " layout) to " << opt.out
-            << "\n";
+  std::cout << "wrote random " << family->name << " target (" << model::layout_name(s.layout)
+            << " layout) to " << opt.out << "\n";
   return 0;
+}
+
+// "qwen3 (Qwen3 dense), qwen3_5 (...)": the table's families.
+std::string family_help() {
+  std::vector<std::string> items;
+  for (const auto& f : model::families()) items.push_back(f.name + " (" + f.display_name + ")");
+  return "Target family, or one of its model types: " + format_list(items);
+}
+
+// "flat (qwen3), vlm or text (qwen3_5)" as the table says; the first of each family is its default.
+std::string layout_help() {
+  std::vector<std::string> items;
+  for (const auto& f : model::families()) {
+    std::vector<std::string> names;
+    for (model::TargetLayout l : f.layouts) names.push_back(model::layout_name(l));
+    items.push_back(format_list(names) + " (" + f.name + ")");
+  }
+  return "Layout, default the family's first: " + format_list(items);
 }
 
 }  // namespace
@@ -60,8 +78,8 @@ constexpr std::int64_t kMaxWidth = 1 << 20, kMaxLayers = 1024, kMaxHeads = 1024;
 void add_make_target(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<MakeTargetOptions>();
   CLI::App* cmd = app.add_subcommand("make-target", "Write a small random target checkpoint");
-  cmd->add_option("--family", opt->family, "qwen3 or qwen3_5");
-  cmd->add_option("--layout", opt->layout, "flat (qwen3), vlm or text (qwen3_5)");
+  cmd->add_option("--family", opt->family, family_help());
+  cmd->add_option("--layout", opt->layout, layout_help());
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32");
   cmd->add_option("--seed", opt->spec.seed, "Generator seed");
   cmd->add_option("--hidden", opt->spec.hidden, "Hidden size")->check(integer_range(1, kMaxWidth));

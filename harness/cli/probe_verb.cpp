@@ -11,6 +11,7 @@
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/layout/module_tree.h"
+#include "draftgate/model/family_table.h"
 #include "probe_drafter.h"
 #include "verbs.h"
 
@@ -56,6 +57,8 @@ int run_probe(const ProbeOptions& opt) {
     out["num_tensors"] = ckpt.names().size();
     out["text_config"] = ckpt.config().text_path();
     out["model_type"] = ckpt.config().model_type();
+    const model::FamilyEntry* family = model::find_family(ckpt.config().model_type());
+    out["family"] = family ? nlohmann::json(family->name) : nlohmann::json(nullptr);
     out["engine_supported"] = engine.supported;
     out["engine_notes"] = engine.reasons;
     if (opt.tree) out["module_tree"] = layout::render_module_tree(ckpt);

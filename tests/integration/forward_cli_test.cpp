@@ -128,11 +128,12 @@ TEST(ForwardCli, ConfigAndWeightsDisagree) {
   EXPECT_THAT(r.err, HasSubstr("config.json: missing required field head_dim"));
 
   config["head_dim"] = 16;
-  config["model_type"] = "llama";
+  config["model_type"] = "gemma3_text";
   std::ofstream(dir / "config.json") << config.dump();
   r = run_draftgate("forward --model " + dir.string() + " --tokens 1 --out /tmp/x.safetensors");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("model_type \"llama\" is not a supported target family"));
+  EXPECT_THAT(r.err,
+              HasSubstr("model_type \"gemma3_text\" is not a target family draftgate knows"));
 }
 
 TEST(ForwardCli, MetadataOnlyCheckpointHasNoWeights) {

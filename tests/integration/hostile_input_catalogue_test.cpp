@@ -857,12 +857,36 @@ INSTANTIATE_TEST_SUITE_P(
                   return "make-target --hidden 1048576 --vocab 1048576 --out " +
                          (dir / "t").string();
                 },
-                "GiB of memory to generate"}),
+                "GiB of memory to generate"},
+        Hostile{"make_target_unknown_family",
+                [](const fs::path& dir) {
+                  return "make-target --family mystery --out " + (dir / "t").string();
+                },
+                "--family: model_type \"mystery\" is not a target family draftgate knows"},
+        Hostile{"make_target_layout_of_another_family",
+                [](const fs::path& dir) {
+                  return "make-target --family qwen3 --layout vlm --out " + (dir / "t").string();
+                },
+                "--layout: layout \"vlm\" is not one of qwen3's (flat)"}),
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                          ::testing::
-                             Values(forward_case("rope_theta_zero",
+                             Values(forward_case("model_type_unknown", config_edit([](json& c) {
+                                                   c["model_type"] = "mystery";
+                                                 }),
+                                                 "model_type \"mystery\" is not a target family"),
+                                    forward_case("model_type_not_a_string",
+                                                 config_edit([](json& c) { c["model_type"] = 3; }),
+                                                 "model_type"),
+                                    forward_case("attention_bias_true", config_edit([](json& c) {
+                                                   c["attention_bias"] = true;
+                                                 }),
+                                                 "attention_bias = true is not supported"),
+                                    forward_case("mlp_bias_true",
+                                                 config_edit([](json& c) { c["mlp_bias"] = true; }),
+                                                 "mlp_bias = true is not supported"),
+                                    forward_case("rope_theta_zero",
                                                  config_edit([](json& c) { c["rope_theta"] = 0; }),
                                                  "rope_theta = 0 must be a finite number > 0"),
                                     forward_case("rope_theta_negative", config_edit([](json& c) {

@@ -216,7 +216,8 @@ TEST(ProbeCli, SaysWhetherTheEngineCanRunEachRealLayout) {
                                "compressed-tensors)"));
   std::tie(supported, notes) = engine_verdict(kRealLayouts / "medgemma-27b-it");
   EXPECT_FALSE(supported);
-  EXPECT_THAT(notes, HasSubstr("model_type \"gemma3_text\" is not a family the engine runs"));
+  EXPECT_THAT(notes,
+              HasSubstr("model_type \"gemma3_text\" is not a target family draftgate knows"));
   EXPECT_THAT(notes, HasSubstr("sliding-window attention (layer_types has sliding_attention"));
   EXPECT_THAT(notes, HasSubstr("rope_scaling.rope_type \"linear\""));
   std::tie(supported, notes) = engine_verdict(kRealLayouts / "olmocr-qwen2vl");

@@ -15,7 +15,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import draftgate_records  # noqa: E402
+import target_families  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "I64": torch.int64,
           "U8": torch.uint8, "BOOL": torch.bool}
@@ -115,6 +117,14 @@ def computing_in(precision):
     return contextlib.nullcontext() if precision == "f32" else torch.autocast("cpu", dtype=torch.bfloat16)
 
 
+# This reference's formulas per family of the table (transformers' modeling_qwen3 / modeling_qwen3_5 /
+# modeling_llama): hybrid means (1 + w) norms, a gated q_proj, partial RoPE under rope_parameters and Gated DeltaNet
+# layers; qk_norm a per-head RMSNorm of q and k before RoPE. A family missing here is a KeyError naming it
+# (test_target_families.py runs every family of the table).
+FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
+            "llama": {"hybrid": False, "qk_norm": False}}
+
+
 class Target:
     """A frozen Qwen3 or Qwen3.5 target computing in `precision`: "f32"; "bf16", its weights cast to bfloat16 (as
     trainers load a GPU target); or "autocast", float32 weights under torch.autocast(bfloat16)."""
@@ -124,10 +134,12 @@ class Target:
         with open(os.path.join(path, "config.json")) as f:
             cfg = json.load(f)
         self.c = c = cfg.get("text_config", cfg)
-        self.hybrid = c["model_type"] != "qwen3"
+        self.family = target_families.family_of(c)
+        self.hybrid = FORMULAS[self.family]["hybrid"]
+        self.qk_norm = FORMULAS[self.family]["qk_norm"]
         weights, _ = read_safetensors(os.path.join(path, "model.safetensors"))
         self.w = {name: t.to(dtype) for name, t in weights.items()}
-        self.root = "model.language_model." if self.hybrid else "model."
+        self.root = target_families.decoder_root(self.w)
         self.precision = precision
         self.embed = self.w[self.root + "embed_tokens.weight"]
         self.final_norm = self.w[self.root + "norm.weight"]
@@ -145,6 +157,9 @@ class Target:
     def norm(self, x, w):
         return rms_norm(x, w, self.eps, self.hybrid)
 
+    def head_norm(self, x, name):
+        return self.norm(x, self.w[name]) if self.qk_norm else x
+
     def attention(self, p, x):
         w, t = self.w, x.shape[0]
         q = F.linear(x, w[p + "q_proj.weight"])
@@ -153,8 +168,8 @@ class Target:
             q, gate = torch.chunk(q.view(t, self.nh, 2 * self.d), 2, dim=-1)
             gate = gate.reshape(t, -1)
         pos = torch.arange(t)
-        q = rope(self.norm(q.reshape(t, self.nh, self.d), w[p + "q_norm.weight"]), pos, self.inv_freq)
-        k = rope(self.norm(F.linear(x, w[p + "k_proj.weight"]).view(t, self.nkv, self.d), w[p + "k_norm.weight"]),
+        q = rope(self.head_norm(q.reshape(t, self.nh, self.d), p + "q_norm.weight"), pos, self.inv_freq)
+        k = rope(self.head_norm(F.linear(x, w[p + "k_proj.weight"]).view(t, self.nkv, self.d), p + "k_norm.weight"),
                  pos, self.inv_freq)
         v = F.linear(x, w[p + "v_proj.weight"]).view(t, self.nkv, self.d)
         o = attend(q, k, v, torch.ones(t, t, dtype=torch.bool).tril())

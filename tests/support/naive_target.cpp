@@ -1,19 +1,28 @@
 #include "naive_target.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/model/family_table.h"
 
 namespace draftgate::testing {
 namespace {
 
 using at::Tensor;
 
+// How a family computes, as this reference reads transformers' modeling files.
+struct Formulas {
+  bool hybrid;   // Qwen3.5: (1 + w) norms, gated q_proj, partial RoPE, Gated DeltaNet layers
+  bool qk_norm;  // per-head q/k RMSNorm before RoPE (Qwen3, Qwen3.5; not Llama)
+};
+
 struct Naive {
   const io::Checkpoint& ckpt;
   const nlohmann::json& cfg;
   bool hybrid;
+  bool qk_norm;
   double eps;
 
   Tensor w(const std::string& name) const { return io::load_tensor(ckpt, name).to(at::kDouble); }
@@ -54,17 +63,21 @@ struct Naive {
                                 : cfg.at("rope_theta").get<double>();
     const Tensor wq = w(p + "q_proj.weight"), wk = w(p + "k_proj.weight"),
                  wv = w(p + "v_proj.weight");
-    const Tensor qn = w(p + "q_norm.weight"), kn = w(p + "k_norm.weight");
+    const Tensor qn = qk_norm ? w(p + "q_norm.weight") : Tensor(),
+                 kn = qk_norm ? w(p + "k_norm.weight") : Tensor();
+    const auto head_norm = [&](const Tensor& x, const Tensor& weight) {
+      return qk_norm ? norm_row(x, weight) : x;
+    };
     const std::int64_t qstride = hybrid ? 2 * d : d;
     std::vector<std::vector<Tensor>> q(t_len), k(t_len), v(t_len), gate(t_len);
     for (std::int64_t t = 0; t < t_len; ++t) {
       const Tensor qf = at::mv(wq, x[t]), kf = at::mv(wk, x[t]), vf = at::mv(wv, x[t]);
       for (std::int64_t h = 0; h < nh; ++h) {
-        q[t].push_back(rope(norm_row(qf.narrow(0, h * qstride, d), qn), t, rot, theta));
+        q[t].push_back(rope(head_norm(qf.narrow(0, h * qstride, d), qn), t, rot, theta));
         if (hybrid) gate[t].push_back(qf.narrow(0, h * qstride + d, d));
       }
       for (std::int64_t h = 0; h < nkv; ++h) {
-        k[t].push_back(rope(norm_row(kf.narrow(0, h * d, d), kn), t, rot, theta));
+        k[t].push_back(rope(head_norm(kf.narrow(0, h * d, d), kn), t, rot, theta));
         v[t].push_back(vf.narrow(0, h * d, d));
       }
     }
@@ -131,13 +144,28 @@ struct Naive {
   }
 };
 
+// The family comes from the table; its formulas are this file's own, written from transformers
+// (never the table's traits, so a wrong trait in the table shows as a difference). A family
+// without a case here does not compile under -Wswitch and throws at run time.
+Formulas formulas_of(model::Family family) {
+  switch (family) {
+    case model::Family::kQwen3:
+      return {false, true};  // modeling_qwen3.py: w·x̂ norms, q/k norm, full RoPE, no gate
+    case model::Family::kQwen3_5:
+      return {true, true};  // modeling_qwen3_5.py: (1+w), gated q_proj, partial RoPE, GDN
+    case model::Family::kLlama:
+      return {false, false};  // modeling_llama.py: w·x̂ norms, no q/k norm, full RoPE
+  }
+  throw std::logic_error("the naive reference has no formulas for this family");
+}
+
 }  // namespace
 
 NaiveOutput naive_forward(const io::Checkpoint& ckpt, const std::vector<std::int64_t>& tokens) {
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const auto& cfg = ckpt.config().text();
-  const bool hybrid = cfg.at("model_type").get<std::string>() != "qwen3";
-  const Naive n{ckpt, cfg, hybrid, cfg.at("rms_norm_eps").get<double>()};
+  const Formulas f = formulas_of(model::family_of(ckpt.config()).family);
+  const Naive n{ckpt, cfg, f.hybrid, f.qk_norm, cfg.at("rms_norm_eps").get<double>()};
   const Tensor embed = n.w(stack.embed_tokens);
   Tensor x = at::empty({static_cast<std::int64_t>(tokens.size()), embed.size(1)}, at::kDouble);
   for (std::size_t t = 0; t < tokens.size(); ++t) x[t] = embed[tokens[t]];

@@ -12,6 +12,7 @@
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
+#include "target_families.h"
 #include "test_files.h"
 
 namespace draftgate::model {
@@ -40,7 +41,7 @@ io::Checkpoint random_target(const std::string& name, Family family, std::int64_
   RandomTargetSpec spec;
   spec.family = family;
   spec.layers = layers;
-  spec.layout = family == Family::kQwen3 ? TargetLayout::kFlat : TargetLayout::kVlm;
+  spec.layout = entry_of(family).layouts.front();
   spec.seed = 21;
   const auto dir = testing::fresh_dir("chunked_attention_" + name);
   write_random_target(dir, spec);
@@ -79,10 +80,11 @@ TEST(ChunkedAttention, QueriesPerChunkStayWithinTheLimit) {
 // A sequence of 300 positions in chunks of 7 queries (uneven, the last one short) against one
 // chunk: logits and every tap, bf16 and f32, dense Qwen3 and hybrid Qwen3.5 (its full-attention
 // layer).
-TEST(ChunkedAttention, LongSequenceGivesTheUnchunkedResultOnBothFamilies) {
+TEST(ChunkedAttention, LongSequenceGivesTheUnchunkedResultOnEveryFamily) {
   const auto tokens = long_tokens(300);
-  for (Family family : {Family::kQwen3, Family::kQwen3_5}) {
-    const io::Checkpoint ckpt = random_target(family_name(family), family, 4);
+  for (const auto& f : testing::every_family()) {
+    const Family family = f.family;
+    const io::Checkpoint ckpt = random_target(f.name, family, 4);
     for (at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
       TargetOptions o;
       o.dtype = dtype;

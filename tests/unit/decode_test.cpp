@@ -15,6 +15,7 @@
 #include "draftgate/model/random_checkpoint.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
+#include "target_families.h"
 #include "test_files.h"
 
 namespace draftgate::decode {
@@ -32,16 +33,14 @@ struct Models {
 
 // A random f32 target of `family` and a random 8-block drafter reading taps {0, 2}; written once
 // per process.
-Models& models(model::Family family) {
-  static std::map<model::Family, std::unique_ptr<Models>> cache;
-  auto& slot = cache[family];
+Models& models(const testing::FamilyCase& family) {
+  static std::map<std::string, std::unique_ptr<Models>> cache;
+  auto& slot = cache[family.name];
   if (!slot) {
-    const std::string name = model::family_name(family);
-    const auto dir = testing::fresh_dir("decode_" + name);
+    const auto dir = testing::fresh_dir("decode_" + family.name);
     model::RandomTargetSpec t;
-    t.family = family;
-    t.layout =
-        family == model::Family::kQwen3 ? model::TargetLayout::kFlat : model::TargetLayout::kVlm;
+    t.family = family.family;
+    t.layout = family.layout;
     t.dtype = at::kFloat;
     t.seed = 11;
     model::write_random_target(dir / "target", t);
@@ -65,7 +64,7 @@ std::vector<std::int64_t> prompt(std::int64_t n, std::int64_t seed) {
   return p;
 }
 
-class DecodeTest : public ::testing::TestWithParam<model::Family> {};
+class DecodeTest : public ::testing::TestWithParam<testing::FamilyCase> {};
 
 TEST_P(DecodeTest, LinearAndTreeDecodingEqualPlainGreedy) {
   Models& m = models(GetParam());
@@ -138,9 +137,8 @@ TEST_P(DecodeTest, StopsAtEosAndMaxNew) {
   EXPECT_EQ(speculative_generate(*m.target, *drafter, prompt(6, 5), c).output.size(), 13u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DecodeTest,
-                         ::testing::Values(model::Family::kQwen3, model::Family::kQwen3_5),
-                         [](const auto& p) { return std::string(model::family_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::ValuesIn(testing::every_family()),
+                         [](const auto& p) { return p.param.name; });
 
 TEST(DraftTree, BestFirstWithinBudgetAndDepth) {
   // Depth 1 prefers token 3 then 1; depth 2 prefers token 7.

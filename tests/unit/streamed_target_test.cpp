@@ -17,6 +17,7 @@
 #include "draftgate/model/sequence_target.h"
 #include "synthetic_layouts.h"
 #include "synthetic_step_record.h"
+#include "target_families.h"
 #include "test_files.h"
 
 namespace draftgate::model {
@@ -32,6 +33,7 @@ class ScopedBudget {
   ~ScopedBudget() { ::unsetenv(kMemoryBudgetVariable); }
 };
 
+// Each family of the table at its default layout, with an lm_head and tied to the embedding.
 struct StreamCase {
   std::string name;
   Family family;
@@ -39,6 +41,13 @@ struct StreamCase {
   bool tied;
 };
 void PrintTo(const StreamCase& c, std::ostream* os) { *os << c.name; }
+std::vector<StreamCase> stream_cases() {
+  std::vector<StreamCase> cases;
+  for (const auto& f : testing::every_family())
+    for (bool tied : {false, true})
+      cases.push_back({f.name + (tied ? "_tied" : ""), f.family, f.layout, tied});
+  return cases;
+}
 
 class StreamedTargetTest : public ::testing::TestWithParam<StreamCase> {
  protected:
@@ -115,12 +124,8 @@ TEST_P(StreamedTargetTest, RefusesWhatTheInMemoryForwardRefuses) {
   EXPECT_THROW(streamed.forward({1, 2}, {4}), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, StreamedTargetTest,
-    ::testing::Values(StreamCase{"qwen3", Family::kQwen3, TargetLayout::kFlat, false},
-                      StreamCase{"qwen3_tied", Family::kQwen3, TargetLayout::kFlat, true},
-                      StreamCase{"qwen3_5", Family::kQwen3_5, TargetLayout::kVlm, false}),
-    [](const auto& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Families, StreamedTargetTest, ::testing::ValuesIn(stream_cases()),
+                         [](const auto& param_info) { return param_info.param.name; });
 
 TEST(MemoryBudget, TheVariableCapsTheBudgetAndPicksTheStreamedPath) {
   const fs::path dir = testing::training_step_models() / "target";

@@ -1,6 +1,6 @@
-// Target engines, both families: against a naive float64 implementation layer by layer, incremental
-// against full-sequence, chunked against recurrent Gated DeltaNet, causality, rollback, tree
-// verification, bf16 budgets.
+// Target engines, every family and layout of the table: against a naive float64 implementation
+// layer by layer, incremental against full-sequence, chunked against recurrent Gated DeltaNet,
+// causality, rollback, tree verification, bf16 budgets.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include "draftgate/model/target.h"
 #include "naive_target.h"
 #include "synthetic_layouts.h"
+#include "target_families.h"
 
 namespace draftgate::model {
 namespace {
@@ -19,14 +20,7 @@ using checks::metrics::max_rel_diff;
 
 constexpr double kF32Budget = 1e-5;
 
-struct EngineCase {
-  std::string name;
-  Family family;
-  TargetLayout layout;
-};
-void PrintTo(const EngineCase& c, std::ostream* os) { *os << c.name; }
-
-class TargetEngineTest : public ::testing::TestWithParam<EngineCase> {
+class TargetEngineTest : public ::testing::TestWithParam<testing::FamilyCase> {
  protected:
   // Writes (once per process and case) a random f32 checkpoint and loads it.
   const io::Checkpoint& checkpoint(at::ScalarType dtype = at::kFloat) {
@@ -198,12 +192,9 @@ TEST_P(TargetEngineTest, Bf16WithinBudgetOfF32) {
   EXPECT_GE(top1, 0.9);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, TargetEngineTest,
-    ::testing::Values(EngineCase{"qwen3_flat", Family::kQwen3, TargetLayout::kFlat},
-                      EngineCase{"qwen3_5_vlm", Family::kQwen3_5, TargetLayout::kVlm},
-                      EngineCase{"qwen3_5_text", Family::kQwen3_5, TargetLayout::kTextResave}),
-    [](const auto& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(Families, TargetEngineTest,
+                         ::testing::ValuesIn(testing::every_family_layout()),
+                         [](const auto& p) { return p.param.name; });
 
 TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
   at::manual_seed(3);

@@ -15,6 +15,13 @@ inline std::string format_ids(const std::vector<std::int64_t>& ids) {
   return s;
 }
 
+// "a, b, c".
+inline std::string format_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i];
+  return s;
+}
+
 // "[4096, 2560]".
 inline std::string format_shape(const std::vector<std::int64_t>& shape) {
   std::string s = "[";

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/model/family_table.h"
 
 namespace draftgate::layout {
 namespace {
@@ -31,6 +33,10 @@ const char* quantised_suffix_scheme(const std::string& name) {
   return nullptr;
 }
 
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
 const nlohmann::json* field(const io::ModelConfig& config, const char* key) {
   for (const nlohmann::json* j : {&config.text(), &config.root()}) {
     auto it = j->find(key);
@@ -48,13 +54,24 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
     s.reasons.push_back(std::move(reason));
   };
   const io::ModelConfig& config = checkpoint.config();
+  const std::string type = config.model_type();
+  const model::FamilyEntry* family = model::find_family(type);
+  if (family == nullptr) add(model::unknown_model_type(type));
+  // What the engine computes of the family (its table entry); of an unknown family, nothing
+  // beyond unquantised, dense, default-RoPE weights.
+  const std::vector<std::string> no_quantization, default_rope = {"default"};
+  const auto& quantizations = family ? family->engine.quantizations : no_quantization;
+  const auto& rope_types = family ? family->engine.rope_types : default_rope;
 
   if (const nlohmann::json* q = field(config, "quantization_config")) {
     std::string method = "unnamed";
     if (q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string())
       method = (*q)["quant_method"].get<std::string>();
-    add("quantised weights (quantization_config.quant_method " + method +
-        "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
+    if (!contains(quantizations, method))
+      add("quantised weights (quantization_config.quant_method " + method +
+          "): the engine runs unquantised bf16/f32 weights" +
+          (quantizations.empty() ? "" : " or " + format_list(quantizations)) +
+          "; use the original checkpoint");
   } else {
     for (const auto& name : checkpoint.names())
       if (const char* scheme = quantised_suffix_scheme(name)) {
@@ -64,17 +81,14 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
       }
   }
 
-  const std::string type = config.model_type();
   const bool moe =
       type.find("moe") != std::string::npos || config.find_int("num_experts").value_or(0) > 0 ||
       std::any_of(checkpoint.names().begin(), checkpoint.names().end(), [](const std::string& n) {
         return n.find(".mlp.experts.") != std::string::npos;
       });
-  if (moe)
-    add("MoE MLPs (model_type " + type + "): the engine runs dense MLPs only");
-  else if (type != "qwen3" && type != "qwen3_5" && type != "qwen3_5_text")
-    add("model_type \"" + type +
-        "\" is not a family the engine runs (qwen3 dense, qwen3_5 / qwen3_5_text hybrid)");
+  if (moe && (family == nullptr || family->traits.mlp != model::MlpKind::kMoe))
+    add("MoE MLPs (model_type " + type + "): the engine runs dense MLPs" +
+        (family ? " for " + family->name : std::string()));
 
   const bool sliding_layers =
       std::any_of(stack.layer_types.begin(), stack.layer_types.end(),
@@ -87,10 +101,13 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   for (const char* block : {"rope_scaling", "rope_parameters"}) {
     const nlohmann::json* rope = field(config, block);
     if (rope == nullptr || !rope->is_object()) continue;
-    for (const char* key : {"rope_type", "type"})
-      if (rope->contains(key) && (*rope)[key] != "default")
-        add(std::string(block) + "." + key + " " + io::json_excerpt((*rope)[key]) +
-            ": the engine computes default RoPE only");
+    for (const char* key : {"rope_type", "type"}) {
+      if (!rope->contains(key)) continue;
+      const nlohmann::json& value = (*rope)[key];
+      if (!value.is_string() || !contains(rope_types, value.get<std::string>()))
+        add(std::string(block) + "." + key + " " + io::json_excerpt(value) +
+            ": the engine computes " + format_list(rope_types) + " RoPE only");
+    }
   }
   return s;
 }

@@ -31,21 +31,26 @@ Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::st
   k_proj_ = w.get(p + "k_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
   v_proj_ = w.get(p + "v_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
   o_proj_ = w.get(p + "o_proj.weight", {c.hidden, c.num_heads * c.head_dim});
-  q_norm_ = w.get(p + "q_norm.weight", {c.head_dim});
-  k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});
+  if (c.traits.qk_norm) {
+    q_norm_ = w.get(p + "q_norm.weight", {c.head_dim});
+    k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});
+  }
+}
+
+at::Tensor Attention::head_norm(const at::Tensor& x, const at::Tensor& weight) const {
+  return c_.traits.qk_norm ? rms_norm(x, weight, c_.rms_eps, c_.traits.norm) : x;
 }
 
 void Attention::append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
-  const at::Tensor k = apply_rope(
-      rms_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_, c_.rms_eps, c_.traits.norm), rope);
+  const at::Tensor k =
+      apply_rope(head_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_), rope);
   cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
 }
 
 at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                              KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
-  const NormStyle style = c_.traits.norm;
   at::Tensor q = dense(x, q_proj_), gate;
   if (c_.attn_output_gate) {
     const auto halves = q.view({t_len, nh, 2 * d}).split(d, -1);  // per head: [query | gate]
@@ -54,7 +59,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
   } else {
     q = q.view({t_len, nh, d});
   }
-  q = apply_rope(rms_norm(q, q_norm_, c_.rms_eps, style), rope);
+  q = apply_rope(head_norm(q, q_norm_), rope);
   append_kv(x, rope, cache);
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.

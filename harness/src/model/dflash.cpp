@@ -15,7 +15,13 @@ namespace draftgate::model {
 
 namespace {
 // DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
-constexpr FamilyTraits kDrafterLayerTraits{NormStyle::kPlain, false, false, false};
+constexpr FamilyTraits kDrafterLayerTraits = TraitsBuilder()
+                                                 .norm(NormStyle::kPlain)
+                                                 .qk_norm(true)
+                                                 .partial_rope(false)
+                                                 .attn_output_gate(false)
+                                                 .linear_attention(false)
+                                                 .mlp(MlpKind::kDense);
 
 // sublayer(x), between the halves of DFlash2's convolution where the layer has one. x holds whole
 // blocks of `block` rows each ([N·block, H]); the convolution runs inside each block.

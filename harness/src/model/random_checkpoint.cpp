@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -137,6 +138,51 @@ std::vector<std::string> layer_types(const RandomTargetSpec& s) {
   return t;
 }
 
+// Each family's own config keys, as its released configs write them: its model_type, its causal-LM
+// class and where it keeps RoPE. Every case returns its whole set, so a family never inherits
+// another's keys.
+json family_keys(const RandomTargetSpec& s) {
+  switch (s.family) {
+    case Family::kQwen3:
+      return {{"model_type", "qwen3"},
+              {"architectures", {"Qwen3ForCausalLM"}},
+              {"rope_theta", 1000000.0},
+              {"rope_scaling", nullptr},
+              {"attention_bias", false}};
+    case Family::kLlama:  // as Llama 2 / TinyLlama / SmolLM configs write them
+      return {{"model_type", "llama"},   {"architectures", {"LlamaForCausalLM"}},
+              {"rope_theta", 10000.0},   {"rope_scaling", nullptr},
+              {"attention_bias", false}, {"mlp_bias", false}};
+    case Family::kQwen3_5:
+      return {{"model_type", "qwen3_5_text"},
+              {"architectures", {"Qwen3_5ForCausalLM"}},
+              {"mtp_num_hidden_layers", s.layout == TargetLayout::kVlm ? 1 : 0},
+              {"rope_parameters",
+               {{"rope_type", "default"},
+                {"rope_theta", 10000000.0},
+                {"partial_rotary_factor", s.partial_rotary_factor},
+                {"mrope_section", {11, 11, 10}},
+                {"mrope_interleaved", true}}}};
+  }
+  throw std::logic_error("family without config keys");
+}
+
+// The keys the traits imply, whatever the family.
+json trait_keys(const RandomTargetSpec& s) {
+  const FamilyTraits traits = traits_of(s.family);
+  json c = json::object();
+  if (traits.attn_output_gate) c["attn_output_gate"] = true;
+  if (traits.partial_rope) c["partial_rotary_factor"] = s.partial_rotary_factor;
+  if (traits.linear_attention)
+    c.update({{"full_attention_interval", s.full_attention_interval},
+              {"linear_conv_kernel_dim", 4},
+              {"linear_num_key_heads", s.linear_k_heads},
+              {"linear_num_value_heads", s.linear_v_heads},
+              {"linear_key_head_dim", s.linear_k_dim},
+              {"linear_value_head_dim", s.linear_v_dim}});
+  return c;
+}
+
 json text_config(const RandomTargetSpec& s) {
   json c = {{"hidden_size", s.hidden},        {"intermediate_size", s.intermediate},
             {"vocab_size", s.vocab},          {"num_hidden_layers", s.layers},
@@ -144,47 +190,16 @@ json text_config(const RandomTargetSpec& s) {
             {"head_dim", s.head_dim},         {"rms_norm_eps", 1e-6},
             {"tie_word_embeddings", s.tied},  {"layer_types", layer_types(s)},
             {"hidden_act", "silu"},           {"max_position_embeddings", 4096}};
-  switch (s.family) {  // each family's own keys, as its released configs write them
-    case Family::kQwen3:
-      c["model_type"] = "qwen3";
-      c["rope_theta"] = 1000000.0;
-      c["rope_scaling"] = nullptr;
-      c["attention_bias"] = false;
-      return c;
-    case Family::kQwen3_5:
-      break;
-  }
-  c["model_type"] = "qwen3_5_text";
-  c["attn_output_gate"] = true;
-  c["full_attention_interval"] = s.full_attention_interval;
-  c["linear_conv_kernel_dim"] = 4;
-  c["linear_num_key_heads"] = s.linear_k_heads;
-  c["linear_num_value_heads"] = s.linear_v_heads;
-  c["linear_key_head_dim"] = s.linear_k_dim;
-  c["linear_value_head_dim"] = s.linear_v_dim;
-  c["partial_rotary_factor"] = s.partial_rotary_factor;
-  c["mtp_num_hidden_layers"] = s.layout == TargetLayout::kVlm ? 1 : 0;
-  c["rope_parameters"] = {{"rope_type", "default"},
-                          {"rope_theta", 10000000.0},
-                          {"partial_rotary_factor", s.partial_rotary_factor},
-                          {"mrope_section", {11, 11, 10}},
-                          {"mrope_interleaved", true}};
+  c.update(trait_keys(s));
+  c.update(family_keys(s));
   return c;
 }
 
+// The VLM wrapper (TargetLayout::kVlm) around the text config, as Qwen3.5/3.6's releases write it.
 json full_config(const RandomTargetSpec& s) {
   json text = text_config(s);
-  if (s.layout != TargetLayout::kVlm) {
-    switch (s.family) {
-      case Family::kQwen3:
-        text["architectures"] = {"Qwen3ForCausalLM"};
-        break;
-      case Family::kQwen3_5:
-        text["architectures"] = {"Qwen3_5ForCausalLM"};
-        break;
-    }
-    return text;
-  }
+  if (s.layout != TargetLayout::kVlm) return text;
+  text.erase("architectures");
   return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
           {"model_type", "qwen3_5"},
           {"tie_word_embeddings", s.tied},
@@ -201,12 +216,15 @@ struct LayerShape {
   std::int64_t hidden, intermediate, heads, kv_heads, head_dim;
 };
 
-void attention_weights(Maker& m, const LayerShape& s, const std::string& p, bool gated,
-                       bool one_plus_w) {
-  m.linear(p + "q_proj.weight", s.heads * s.head_dim * (gated ? 2 : 1), s.hidden);
+// The attention tensors of a layer computing as `traits` say (doubled q_proj, q/k norms).
+void attention_weights(Maker& m, const LayerShape& s, const std::string& p,
+                       const FamilyTraits& traits) {
+  const bool one_plus_w = traits.norm == NormStyle::kOnePlusW;
+  m.linear(p + "q_proj.weight", s.heads * s.head_dim * (traits.attn_output_gate ? 2 : 1), s.hidden);
   m.linear(p + "k_proj.weight", s.kv_heads * s.head_dim, s.hidden);
   m.linear(p + "v_proj.weight", s.kv_heads * s.head_dim, s.hidden);
   m.linear(p + "o_proj.weight", s.hidden, s.heads * s.head_dim);
+  if (!traits.qk_norm) return;
   m.norm(p + "q_norm.weight", s.head_dim, one_plus_w);
   m.norm(p + "k_norm.weight", s.head_dim, one_plus_w);
 }
@@ -251,7 +269,7 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
     if (types[i] == "linear_attention")
       gdn_weights(m, s, p + "linear_attn.");
     else
-      attention_weights(m, shape, p + "self_attn.", traits.attn_output_gate, one_plus_w);
+      attention_weights(m, shape, p + "self_attn.", traits);
   }
   if (s.layout == TargetLayout::kVlm) {
     for (int b = 0; b < 2; ++b) {
@@ -262,7 +280,7 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
       m.norm(p + "norm2.weight", 32, false);
     }
     m.linear("model.visual.merger.linear_fc1.weight", s.hidden, 32);
-    attention_weights(m, shape, "mtp.layers.0.self_attn.", true, true);
+    attention_weights(m, shape, "mtp.layers.0.self_attn.", traits);
     mlp_and_norms(m, shape, "mtp.layers.0.", true);
     m.linear("mtp.fc.weight", s.hidden, 2 * s.hidden);
     m.norm("mtp.norm.weight", s.hidden, true);
@@ -278,7 +296,7 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     mlp_and_norms(m, shape, p, false);
-    attention_weights(m, shape, p + "self_attn.", false, false);
+    attention_weights(m, shape, p + "self_attn.", traits_of(Family::kQwen3));  // Qwen3 layers
     if (!s.dflash2) continue;
     const auto& c = *s.dflash2;
     for (const char* conv : {"attention_conv.", "mlp_conv."}) {
@@ -300,16 +318,13 @@ void drafter_weights(Maker& m, const RandomDrafterSpec& s) {
 }  // namespace
 
 void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
-  // The layouts each family's released checkpoints use.
-  switch (s.family) {
-    case Family::kQwen3:
-      if (s.layout != TargetLayout::kFlat)
-        throw Error(dir.string(), "random qwen3 targets use the flat model.layers layout");
-      break;
-    case Family::kQwen3_5:
-      if (s.layout == TargetLayout::kFlat)
-        throw Error(dir.string(), "random qwen3_5 targets use the VLM or text re-save layout");
-      break;
+  // The layouts the family's released checkpoints use (the table's).
+  const FamilyEntry& family = entry_of(s.family);
+  if (std::find(family.layouts.begin(), family.layouts.end(), s.layout) == family.layouts.end()) {
+    std::vector<std::string> names;
+    for (TargetLayout l : family.layouts) names.push_back(layout_name(l));
+    throw Error(dir.string(), std::string("random ") + family.name + " targets use the " +
+                                  format_list(names) + " layout, not " + layout_name(s.layout));
   }
   const bool repeat = s.repeat_block > 0;  // written as generated: nothing held but the blocks
   if (!repeat) {

@@ -1,42 +1,12 @@
 #include "draftgate/model/target_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
 
-const char* family_name(Family family) {
-  switch (family) {
-    case Family::kQwen3:
-      return "qwen3";
-    case Family::kQwen3_5:
-      return "qwen3_5";
-  }
-  return "unknown";
-}
-
-FamilyTraits traits_of(Family family) {
-  switch (family) {
-    case Family::kQwen3:
-      return {NormStyle::kPlain, false, false, false};
-    case Family::kQwen3_5:
-      return {NormStyle::kOnePlusW, true, true, true};
-  }
-  return {};
-}
-
 namespace {
-
-Family detect_family(const io::ModelConfig& config) {
-  const std::string type = config.model_type();
-  if (type == "qwen3") return Family::kQwen3;
-  if (type == "qwen3_5" || type == "qwen3_5_text") return Family::kQwen3_5;
-  if (type.rfind("qwen3_5_moe", 0) == 0 || type == "qwen3_moe")
-    throw Error(config.file(), "model_type \"" + type + "\": MoE MLPs are not supported",
-                "supported targets: qwen3 (dense) and qwen3_5 / qwen3_5_text (dense hybrid)");
-  throw Error(config.file(), "model_type \"" + type + "\" is not a supported target family",
-              "supported targets: qwen3 (dense) and qwen3_5 / qwen3_5_text (dense hybrid)");
-}
 
 // rope_theta / partial_rotary_factor live at the text-config level (Qwen3) or under rope_parameters
 // (Qwen3.5); the first place given wins.
@@ -53,18 +23,22 @@ void require_positive(const io::ModelConfig& config, const char* key, std::int64
                 config.where(key) + " must be positive, got " + std::to_string(value));
 }
 
-void check_rope_type(const io::ModelConfig& config) {
+void check_rope_type(const io::ModelConfig& config, const FamilyEntry& family) {
   const std::string type = io::rope_type(config);
-  if (type != "default")
-    throw Error(config.file(), "rope type \"" + type + "\" is not supported (only default RoPE)");
+  for (const auto& t : family.engine.rope_types)
+    if (t == type) return;
+  throw Error(config.file(), "rope type \"" + type + "\" is not supported for " + family.name +
+                                 " (the engine computes " + format_list(family.engine.rope_types) +
+                                 ")");
 }
 
 }  // namespace
 
 TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::DecoderStack& stack) {
+  const FamilyEntry& family = family_of(config);
   TargetConfig c;
-  c.family = detect_family(config);
-  c.traits = traits_of(c.family);
+  c.family = family.family;
+  c.traits = family.traits;
   c.hidden = config.require_int("hidden_size");
   c.intermediate = config.require_int("intermediate_size");
   c.vocab = config.require_int("vocab_size");
@@ -78,20 +52,37 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
                                    std::to_string(c.max_positions));
   c.num_heads = config.require_int("num_attention_heads");
   c.num_kv_heads = config.find_int("num_key_value_heads").value_or(c.num_heads);
-  c.head_dim = config.require_int("head_dim");
   for (auto [key, v] : {std::pair{"hidden_size", c.hidden},
                         {"intermediate_size", c.intermediate},
                         {"vocab_size", c.vocab},
                         {"num_attention_heads", c.num_heads},
-                        {"num_key_value_heads", c.num_kv_heads},
-                        {"head_dim", c.head_dim}})
+                        {"num_key_value_heads", c.num_kv_heads}})
     require_positive(config, key, v);
+  // head_dim from the config; hidden / heads only where the family's config class says so.
+  if (!family.defaults.head_dim_from_heads || config.find_int("head_dim")) {
+    c.head_dim = config.require_int("head_dim");
+    require_positive(config, "head_dim", c.head_dim);
+  } else {
+    if (c.hidden % c.num_heads != 0)
+      throw Error(config.file(),
+                  "no head_dim, and hidden_size " + std::to_string(c.hidden) +
+                      " is not a multiple of num_attention_heads " + std::to_string(c.num_heads),
+                  "add head_dim to the config");
+    c.head_dim = c.hidden / c.num_heads;
+  }
   if (c.num_heads % c.num_kv_heads != 0)
     throw Error(config.file(), "num_attention_heads " + std::to_string(c.num_heads) +
                                    " is not a multiple of num_key_value_heads " +
                                    std::to_string(c.num_kv_heads));
-  check_rope_type(config);
-  c.rope_theta = config.positive_finite("rope_theta", rope_field(config, "rope_theta", 0, true));
+  check_rope_type(config, family);
+  const double theta_default = family.defaults.rope_theta;
+  c.rope_theta = config.positive_finite(
+      "rope_theta", rope_field(config, "rope_theta", theta_default, theta_default == 0));
+  // Biased projections (LlamaConfig's attention_bias / mlp_bias) would be silently ignored.
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (config.find_bool(key).value_or(false))
+      throw Error(config.file(), config.where(key) + " = true is not supported",
+                  "the engine's projections have no bias");
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 

@@ -11,12 +11,22 @@ prints one JSON object: prefill tokens/s, decode-step latency, peak RSS.
 """
 import argparse
 import json
+import os
 import resource
 import struct
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import target_families  # noqa: E402
+
+# This peer's formulas per family of the table: hybrid = Qwen3.5's (1 + w) norms, gated q_proj, partial RoPE and
+# Gated DeltaNet; qk_norm = per-head q/k RMSNorm before RoPE (not Llama's). A family missing here is a KeyError.
+FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
+            "llama": {"hybrid": False, "qk_norm": False}}
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
@@ -100,9 +110,10 @@ class Target:
         with open(f"{path}/config.json") as f:
             cfg = json.load(f)
         self.c = c = cfg.get("text_config", cfg)
-        self.hybrid = c["model_type"] != "qwen3"
+        formulas = FORMULAS[target_families.family_of(c)]
+        self.hybrid, self.qk_norm = formulas["hybrid"], formulas["qk_norm"]
         w = load_safetensors(f"{path}/model.safetensors")
-        root = "model.language_model." if self.hybrid else "model."
+        root = target_families.decoder_root(w)
         self.w, self.root = w, root
         self.embed = w[root + "embed_tokens.weight"]
         self.norm = w[root + "norm.weight"]
@@ -128,8 +139,11 @@ class Target:
         if self.hybrid:
             q, gate = torch.chunk(q.view(T, self.nh, 2 * self.d), 2, dim=-1)
             gate = gate.reshape(T, -1)
-        q = rms(q.reshape(T, self.nh, self.d), w[p + "q_norm.weight"], self.eps, self.hybrid).transpose(0, 1)
-        k = rms(F.linear(x, w[p + "k_proj.weight"]).view(T, self.nkv, self.d), w[p + "k_norm.weight"], self.eps, self.hybrid).transpose(0, 1)
+        q, k = q.reshape(T, self.nh, self.d), F.linear(x, w[p + "k_proj.weight"]).view(T, self.nkv, self.d)
+        if self.qk_norm:
+            q = rms(q, w[p + "q_norm.weight"], self.eps, self.hybrid)
+            k = rms(k, w[p + "k_norm.weight"], self.eps, self.hybrid)
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
         v = F.linear(x, w[p + "v_proj.weight"]).view(T, self.nkv, self.d).transpose(0, 1)
         freqs = pos.float()[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), -1)

@@ -1,7 +1,7 @@
 #pragma once
-// Full (softmax) attention of both families: per-head q/k RMSNorm before RoPE, GQA, and for Qwen3.5
-// the gated output (q_proj doubled per head into [query | gate], output ⊙ sigmoid(gate)) and
-// partial rotary.
+// Full (softmax) attention of every family: per-head q/k RMSNorm before RoPE (traits.qk_norm), GQA,
+// and for Qwen3.5 the gated output (q_proj doubled per head into [query | gate], output ⊙
+// sigmoid(gate)) and partial rotary.
 
 #include <ATen/ATen.h>
 
@@ -39,6 +39,9 @@ class Attention {
                     KVCache& cache) const;
 
  private:
+  // Per-head q/k RMSNorm where the family has one (traits.qk_norm), else x.
+  at::Tensor head_norm(const at::Tensor& x, const at::Tensor& weight) const;
+
   const TargetConfig& c_;
   at::Tensor q_proj_, k_proj_, v_proj_, o_proj_, q_norm_, k_norm_;
 };

@@ -5,12 +5,9 @@
 
 #include <ATen/ATen.h>
 
-namespace draftgate::model {
+#include "draftgate/model/family_traits.h"
 
-enum class NormStyle {
-  kPlain,     // x̂ · w            (Qwen3RMSNorm: weight * x̂.to(input dtype))
-  kOnePlusW,  // x̂ · (1 + w) in f32 (Qwen3_5RMSNorm, zero-initialised weight)
-};
+namespace draftgate::model {
 
 // RMS-normalises over the last dim.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style);

@@ -1,6 +1,7 @@
 #pragma once
-// Writes small random target checkpoints of both families in their real layouts, for tests,
-// benchmarks and fixtures. Deterministic for a given spec (seeded generator, sorted tensor order).
+// Writes small random target checkpoints of every family of the table in its real layouts, for
+// tests, benchmarks and fixtures. Deterministic for a given spec (seeded generator, sorted tensor
+// order).
 
 #include <ATen/ATen.h>
 
@@ -13,13 +14,6 @@
 #include "draftgate/model/target_config.h"
 
 namespace draftgate::model {
-
-enum class TargetLayout {
-  kFlat,        // model.layers (Qwen3 dense)
-  kVlm,         // model.language_model.layers + model.visual.blocks + mtp.* (Qwen3.5/3.6 VLM)
-  kTextResave,  // model.language_model.layers, flat qwen3_5_text config (Qwen3_5ForCausalLM
-                // re-save)
-};
 
 struct RandomTargetSpec {
   Family family = Family::kQwen3;

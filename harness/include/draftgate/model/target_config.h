@@ -1,6 +1,7 @@
 #pragma once
-// Hyperparameters of a supported target family, read from config.json and validated against the
-// resolved decoder stack. Unsupported families and options are errors, never approximations.
+// Hyperparameters of a target family of the table (family_table.h), read from config.json and
+// validated against the resolved decoder stack. Unknown families and unsupported options are
+// errors, never approximations.
 
 #include <cstdint>
 #include <optional>
@@ -9,39 +10,9 @@
 
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/ops.h"
+#include "draftgate/model/family_table.h"
 
 namespace draftgate::model {
-
-// Adding a target family:
-//  1. Add it to Family and build: -Wswitch names every switch over Family that must handle it
-//     (family_name and traits_of in target_config.cpp; the config, architecture and layout writers
-//     in random_checkpoint.cpp).
-//  2. Two places the compiler cannot list: detect_family (target_config.cpp) maps config.json's
-//     model_type strings to families, and tests/support/naive_target.cpp, the independent float64
-//     reference, reads model_type itself.
-//  3. Behaviour goes into FamilyTraits as data; the math (attention, norms, RoPE, the decoder
-//     layer) branches on traits, never on the family's name. A behaviour no trait describes yet
-//     is a new FamilyTraits field; the compiler then names each family (and the drafter's
-//     kDrafterLayerTraits) that must set it.
-//  4. Add a case to tests/unit/target_numerics_test.cpp (EngineCase) for each layout it ships in.
-enum class Family {
-  kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
-  kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
-};
-
-const char* family_name(Family family);
-
-// How a family's layers compute, filled once from the family when a config is read. No member has
-// a default on purpose: -Wextra (missing-field-initializers) then names every traits_of entry and
-// kDrafterLayerTraits (dflash.cpp) that does not set a new trait.
-struct FamilyTraits {
-  NormStyle norm;         // every RMSNorm of the model (layers, q/k, final)
-  bool partial_rope;      // rotary_dim = head_dim × partial_rotary_factor
-  bool attn_output_gate;  // default of attn_output_gate (q_proj doubled)
-  bool linear_attention;  // Gated DeltaNet layers (layer_types linear_attention)
-};
-FamilyTraits traits_of(Family family);
 
 struct TargetConfig {
   Family family = Family::kQwen3;
