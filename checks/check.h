@@ -128,6 +128,10 @@ class Check {
   // False when this process lacks what the check needs for these artifacts: the torch-free front
   // end then hands the run to the engine.
   virtual bool runs_here(const Artifacts& /*artifacts*/) const { return true; }
+  // True for a check that computes the target over a step record's sequence: a record without
+  // identity is then first matched against the target (record_provenance.h), whose forward the
+  // check needs anyway.
+  virtual bool judges_record_against_target() const { return false; }
 };
 
 // Registry: each check's file registers itself, so adding a check is one file.

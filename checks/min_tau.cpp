@@ -69,12 +69,13 @@ class MinTau : public Check {
                   g.prompt_set_sha256_of_file
                       ? "the golden predates prompt sets identified by their prompts, so the "
                         "file's exact bytes count; re-record it (draftgate golden record --force)"
-                      : own_prompts ? "τ is only comparable on the same prompts; use the golden's "
-                                      "prompt set (" + g.prompt_set.string() + ")"
-                                    : "τ is only comparable on the same prompts: the file was "
-                                      "edited after the golden was recorded; restore it, or "
-                                      "re-record the golden on it (draftgate golden record "
-                                      "--force)");
+                  : own_prompts ? "τ is only comparable on the same prompts; use the golden's "
+                                  "prompt set (" +
+                                      g.prompt_set.string() + ")"
+                                : "τ is only comparable on the same prompts: the file was "
+                                  "edited after the golden was recorded; restore it, or "
+                                  "re-record the golden on it (draftgate golden record "
+                                  "--force)");
     // τ measured on another target says nothing about training: refuse it before decoding.
     if (const auto difference = golden::target_difference(g, *a.target))
       throw Error(a.target->string(),

@@ -61,8 +61,8 @@ class ModelEngine final : public Engine {
                                  const model::DrafterConfig& drafter, const nlohmann::json& params,
                                  CheckResult& result,
                                  std::vector<std::string>& problems) const override;
-  std::optional<std::string> foreign_record(const io::Checkpoint& target,
-                                            const std::filesystem::path& step_record) const override;
+  std::optional<std::string> foreign_record(
+      const io::Checkpoint& target, const std::filesystem::path& step_record) const override;
 };
 
 // Names the layer each fc_input slice came from and reports slices that are not their declared
@@ -112,9 +112,8 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
     r.measured["fed_slices"].push_back(slice_report);
     if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse))
-      problems.push_back("fc input slice " + std::to_string(i) +
-                         " matches no target layer (NMSE " + std::to_string(m.best_nmse) +
-                         " to the closest, " + name(m.best) +
+      problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
+                         std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
                          "): was the record made with this target?");
     else if (m.best != d.target_layer_ids[i] || m.declared_nmse > max_nmse)
       problems.push_back(
@@ -140,8 +139,8 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
     return "its fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide for " +
            std::to_string(n) + " taps, but the target's hidden size is " + std::to_string(h) +
            " (" + std::to_string(n * h) + " wide)";
-  const std::int64_t length =
-      std::min<std::int64_t>(kForeignProbePositions, static_cast<std::int64_t>(rec.input_ids.size()));
+  const std::int64_t length = std::min<std::int64_t>(
+      kForeignProbePositions, static_cast<std::int64_t>(rec.input_ids.size()));
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (metrics::non_finite_problem("fc_input", fed)) return std::nullopt;  // the checks say so
   const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);

@@ -10,8 +10,9 @@ namespace draftgate::checks {
 
 // By the identities the record carries (golden/record_identity.h) against --target and
 // --drafter; for a record without a target identity, by the engine's fed-feature match
-// (Engine::foreign_record) when an engine and a target with weights are at hand. draftgate::Error
-// naming the record otherwise.
-void refuse_foreign_record(const Artifacts& artifacts);
+// (Engine::foreign_record) when an engine and a target with weights are at hand and one of
+// `checks` judges the record against the target (a forward over 32 positions; it would run
+// anyway). draftgate::Error naming the record otherwise.
+void refuse_foreign_record(const Artifacts& artifacts, const std::vector<const Check*>& checks);
 
 }  // namespace draftgate::checks

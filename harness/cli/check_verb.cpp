@@ -125,8 +125,10 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     if (!opt.measured.empty()) p.measured = opt.measured;
     checks::Artifacts artifacts = checks::open_artifacts(p);
     artifacts.engine = engine;
-    checks::refuse_foreign_record(artifacts);
     auto instances = select(suite.checks, opt, params);
+    std::vector<const checks::Check*> selected;
+    for (const auto& in : instances) selected.push_back(in.check);
+    checks::refuse_foreign_record(artifacts, selected);
     // Every instance's parameters (the golden's check_params included) are valid before any
     // check runs.
     for (const auto& in : instances)
@@ -189,9 +191,11 @@ nlohmann::json artifacts_json(const PlannedSuite& p) {
     }
   };
   for (const auto& [role, path] : {std::pair{"target", paths.target}, {"drafter", paths.drafter}})
-    if (path)
-      out[role] = {{"path", path->string()},
-                   {"identity", identity([&] { return golden::target_identity(*path); })}};
+    if (path) {
+      const std::filesystem::path dir = *path;
+      out[role] = {{"path", dir.string()},
+                   {"identity", identity([&dir] { return golden::target_identity(dir); })}};
+    }
   if (paths.step_record)
     out["step_record"] = {{"path", paths.step_record->string()},
                           {"identity", identity([&] {

@@ -28,7 +28,8 @@ void check_decoding_flags(const decode::DecodeConfig& decode);
 void add_device_option(CLI::App* cmd, std::string& device);
 
 // io::require_slot for each (path, kind, flag) whose path was given (non-empty).
-void require_slots(const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots);
+void require_slots(
+    const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots);
 
 // The help page's footer: "Example:" and the command line(s).
 void set_example(CLI::App* cmd, const std::string& example);

@@ -3,8 +3,9 @@
 // from `eval` and its golden's τ are measured alike (they differed, 1.008 vs 1.013 on one pair,
 // when eval decoded as stored and golden record in float32).
 
-#include <CLI/CLI.hpp>
 #include <ATen/ATen.h>
+
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "draftgate/io/checkpoint.h"

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "cli_options.h"
-#include "suggest.h"
 #include "draftgate/error.h"
+#include "suggest.h"
 
 namespace draftgate::cli {
 

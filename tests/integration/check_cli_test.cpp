@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -108,9 +107,10 @@ TEST(CheckCli, GateTestsRefuseRelativePathsByNameAndRunAbsoluteOnes) {
   const std::string err = testing::read_file(elsewhere / "err");
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_THAT(err, HasSubstr("DRAFTGATE_TARGET=fixtures/trained/qwen3-target is a relative path"));
-  cmd = "cd " + elsewhere.string() + " && DRAFTGATE_TARGET=" +
-        (root / "fixtures/trained/qwen3-target").string() + " DRAFTGATE_DRAFTER=" +
-        (root / "fixtures/trained/qwen3-drafter-reference").string() + script + " >out 2>err";
+  cmd = "cd " + elsewhere.string() +
+        " && DRAFTGATE_TARGET=" + (root / "fixtures/trained/qwen3-target").string() +
+        " DRAFTGATE_DRAFTER=" + (root / "fixtures/trained/qwen3-drafter-reference").string() +
+        script + " >out 2>err";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::read_file(elsewhere / "err");
   EXPECT_THAT(testing::read_file(elsewhere / "out"), HasSubstr("layer_path  PASS"));
 }

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "draftgate/golden/golden.h"
@@ -111,9 +113,9 @@ TEST(MixedArtifacts, ARecordCarryingItsOwnIdentityIsJudgedAsBefore) {
 
 TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
   const fs::path missing = testing::fresh_dir("mixed_wrong_target") / "qwen3-targt";
-  const auto r = run_draftgate("check --only min_tau --target " + missing.string() +
-                               " --drafter " + kQwen3Drafter.string() + " --golden " +
-                               (fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json").string());
+  const auto r = run_draftgate(
+      "check --only min_tau --target " + missing.string() + " --drafter " + kQwen3Drafter.string() +
+      " --golden " + (fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(missing.string() + ": no such directory"));
@@ -162,8 +164,9 @@ TEST(ArtifactSlots, AnArtifactInAnotherSlotIsNamedWithTheSlotItGoesIn) {
                 " --prompts " + kQwen3Record.string(),
             kQwen3Record.string(), "it is a training step record", "give it as --step-record"},
            {"golden record --target " + kQwen3Target.string() + " --drafter " +
-                kQwen3Target.string() + " --prompts " + (kTrained / "prompts/held-out.jsonl").string() +
-                " --out " + (testing::fresh_dir("slots") / "g.json").string(),
+                kQwen3Target.string() + " --prompts " +
+                (kTrained / "prompts/held-out.jsonl").string() + " --out " +
+                (testing::fresh_dir("slots") / "g.json").string(),
             kQwen3Target.string(), "it is a target checkpoint", "give it as --target"},
        }) {
     const auto r = run_draftgate(c.args);

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "run_cli.h"
 #include "test_files.h"

@@ -127,6 +127,11 @@ TEST(SkipSemantics, GateShSaysWhatPassedFailedAndSkipped) {
   EXPECT_THAT(out, HasSubstr("gate.sh: FAILED: 1 failed: loss_type (skipped under --fail-on-skip"));
   EXPECT_THAT(out, HasSubstr("loss_type   FAIL"));
   EXPECT_EQ(schema_errors(dir / "draftgate.xml"), "");
+  // The HTML beside the other reports, the failure first.
+  const std::string html = testing::read_file(dir / "draftgate.html");
+  ASSERT_NE(html.find("id=\"s0c1\""), std::string::npos) << html.substr(0, 400);
+  EXPECT_LT(html.find("id=\"s0c1\""),
+            html.find("id=\"s0c0\""));  // loss_type FAIL before layer_path
 }
 
 TEST(Junit, CarriesTimesTotalsTypedFailuresWithTheNumbersAndValidates) {

@@ -20,19 +20,22 @@ bool is_sha256(const std::string& s) {
 // One role's pair of keys: null when neither is recorded.
 nlohmann::json identity_of(const std::map<std::string, std::string>& metadata,
                            const std::string& role, const std::string& file) {
-  const std::string config_key = role + "_config_sha256", weights_key = role + "_weights_fingerprint";
+  const std::string config_key = role + "_config_sha256",
+                    weights_key = role + "_weights_fingerprint";
   const auto config = metadata.find(config_key), weights = metadata.find(weights_key);
   if (config == metadata.end() && weights == metadata.end()) return nullptr;
   if (config == metadata.end() || weights == metadata.end())
-    throw Error(file, "__metadata__ has \"" + (config == metadata.end() ? weights_key : config_key) +
-                          "\" without \"" +
-                          (config == metadata.end() ? config_key : weights_key) + "\"",
-                "write both (draftgate_records.write_step_record computes them from " + role +
-                    "_dir=)");
+    throw Error(
+        file,
+        "__metadata__ has \"" + (config == metadata.end() ? weights_key : config_key) +
+            "\" without \"" + (config == metadata.end() ? config_key : weights_key) + "\"",
+        "write both (draftgate_records.write_step_record computes them from " + role + "_dir=)");
   if (!config->second.empty() && !is_sha256(config->second))
-    throw Error(file, "__metadata__ \"" + config_key + "\" is not a SHA-256 (64 lowercase hex digits)");
+    throw Error(file,
+                "__metadata__ \"" + config_key + "\" is not a SHA-256 (64 lowercase hex digits)");
   if (!is_sha256(weights->second))
-    throw Error(file, "__metadata__ \"" + weights_key + "\" is not a SHA-256 (64 lowercase hex digits)");
+    throw Error(file,
+                "__metadata__ \"" + weights_key + "\" is not a SHA-256 (64 lowercase hex digits)");
   return {{"config_sha256", config->second}, {"weights_fingerprint", weights->second}};
 }
 

@@ -1,5 +1,7 @@
 #include "draftgate/io/artifact_kind.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -34,9 +36,8 @@ Recognized checkpoint(const fs::path& dir) {
   if (auto it = c.find("architectures"); it != c.end() && it->is_array())
     for (const auto& a : *it)
       if (a.is_string() && a.get<std::string>().find("DFlash") != std::string::npos)
-        return {ArtifactKind::kDrafter,
-                "a DFlash drafter checkpoint (config.json architectures " + a.get<std::string>() +
-                    ")"};
+        return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json architectures " +
+                                            a.get<std::string>() + ")"};
   if (c.contains("dflash_config"))
     return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json has dflash_config)"};
   if (auto it = c.find("model_type"); it != c.end() && it->is_string())
@@ -77,7 +78,8 @@ Recognized file(const fs::path& path) {
   std::string schema = doc.is_object() ? doc.value("schema", "") : "";
   if (!doc.is_object() && static_cast<std::streamsize>(size) > kSniffBytes)
     for (const char* s : {"draftgate.golden/1", "draftgate.suite/1", "draftgate.measured_tau/1"})
-      if (schema.empty() && text.find(std::string("\"") + s + "\"") != std::string::npos) schema = s;
+      if (schema.empty() && text.find(std::string("\"") + s + "\"") != std::string::npos)
+        schema = s;
   if (schema == "draftgate.golden/1") return {ArtifactKind::kGolden, "a golden (" + schema + ")"};
   if (schema == "draftgate.suite/1") return {ArtifactKind::kSuite, "a suite (" + schema + ")"};
   if (schema == "draftgate.measured_tau/1")
@@ -156,10 +158,9 @@ std::string slot_flag(ArtifactKind kind) {
 void require_slot(const fs::path& path, ArtifactKind expected, const std::string& flag) {
   const Recognized r = recognize_artifact(path);
   if (r.kind == ArtifactKind::kUnknown || r.kind == expected) return;
-  throw Error(path.string(),
-              "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),
-              "give it as " + slot_flag(r.kind) + " and pass " + kind_name(expected) + " as " +
-                  flag);
+  throw Error(
+      path.string(), "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),
+      "give it as " + slot_flag(r.kind) + " and pass " + kind_name(expected) + " as " + flag);
 }
 
 }  // namespace draftgate::io
