@@ -94,8 +94,9 @@ TEST(CheckCli, GateLabelCoversEveryCheck) {
 }
 
 // ctest runs the gate tests in build/tests and does not say where it was called from: a relative
-// artifact path is refused by name (resolving it against the repository root silently picked the
-// repository's golden/NAME.json over the caller's); absolute paths run the check.
+// artifact path in the gate label's recipe (docs/development/testing.md) is refused by name
+// (resolving it against the repository root silently picked the repository's golden/NAME.json over
+// the caller's); absolute paths run the check.
 TEST(CheckCli, GateTestsRefuseRelativePathsByNameAndRunAbsoluteOnes) {
   const fs::path root = DRAFTGATE_SOURCE_DIR;
   const fs::path elsewhere = testing::fresh_dir("gate_cwd");
