@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "draftgate/golden/golden.h"
 #include "run_cli.h"
 #include "test_files.h"
 
@@ -132,6 +133,13 @@ TEST(SkipSemantics, GateShSaysWhatPassedFailedAndSkipped) {
   ASSERT_NE(html.find("id=\"s0c1\""), std::string::npos) << html.substr(0, 400);
   EXPECT_LT(html.find("id=\"s0c1\""),
             html.find("id=\"s0c0\""));  // loss_type FAIL before layer_path
+  EXPECT_LT(html.find("<th>loss_type</th>"), html.find("<th>layer_path</th>"));
+  // A header names the artifacts with their identities; the verdict row is the drafter's.
+  const std::string fingerprint =
+      golden::target_identity(m.target)["weights_fingerprint"].get<std::string>();
+  for (const std::string& named : {m.target.string(), m.good.string(), fingerprint})
+    EXPECT_LT(html.find(named), html.find("<h2>Verdicts</h2>")) << named;
+  EXPECT_THAT(html, HasSubstr("<tr><th>" + m.good.string() + "</th><td class=\"verdict"));
 }
 
 TEST(Junit, CarriesTimesTotalsTypedFailuresWithTheNumbersAndValidates) {

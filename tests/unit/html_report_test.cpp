@@ -114,34 +114,6 @@ TEST(HtmlReport, VerdictMatrixColoursEveryCheckOfEverySuite) {
   EXPECT_THAT(html, HasSubstr("1 failed: a/y; 1 error: b/y; 1 passed; 1 skipped: b/x"));
 }
 
-// A failure is read first, and the page says what was judged: the checks sorted error, fail, skip,
-// pass (the matrix's columns too), a header naming every artifact with its identity, the verdict
-// row named after the drafter.
-TEST(HtmlReport, FailuresFirstUnderAHeaderNamingTheArtifacts) {
-  SuiteRun run{"draftgate",
-               {result("a_pass", Status::kPass, ""), result("b_skip", Status::kSkip, ""),
-                result("c_fail", Status::kFail, ""), result("d_error", Status::kError, "")},
-               {}};
-  run.artifacts = {
-      {"target", {{"path", "/ckpt/qwen3"}, {"identity", {{"weights_fingerprint", "daf0b2"}}}}},
-      {"drafter", {{"path", "runs/step-2000"}}},
-      {"step_record", {{"path", "records/step-10.safetensors"}}},
-      {"golden", {{"path", "golden/ref.json"}}},
-      {"prompt_set", {{"path", "prompts/held-out.jsonl"}, {"identity", {{"sha256", "5e1f"}}}}}};
-  const std::string html = html_check_report({run});
-  const auto at = [&](const std::string& what) { return html.find(what); };
-  EXPECT_LT(at("id=\"s0c3\""), at("id=\"s0c2\""));  // error, then fail
-  EXPECT_LT(at("id=\"s0c2\""), at("id=\"s0c1\""));  // fail, then skip
-  EXPECT_LT(at("id=\"s0c1\""), at("id=\"s0c0\""));  // skip, then pass
-  EXPECT_LT(at("<th>d_error</th>"), at("<th>a_pass</th>"));
-  for (const char* named :
-       {"/ckpt/qwen3", "daf0b2", "runs/step-2000", "records/step-10.safetensors", "golden/ref.json",
-        "prompts/held-out.jsonl", "5e1f"})
-    EXPECT_LT(at(named), at("<h2>Verdicts</h2>")) << named;
-  EXPECT_THAT(html, HasSubstr("<tr><th>runs/step-2000</th><td class=\"verdict"));
-  EXPECT_THAT(html, Not(HasSubstr("<tr><th>draftgate</th>")));
-}
-
 TEST(HtmlReport, TauHistogramAndDepthAcceptanceStandBesideTheGoldens) {
   CheckResult r = result("min_tau", Status::kFail, "τ low");
   r.measured["histogram"] = {0, 5, 3, 2, 0};
