@@ -51,7 +51,7 @@ std::string suggestion(const CLI::App& app, int argc, char** argv) {
       const auto flags = long_flags(*verb);
       if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
       const std::string near = closest(flag, flags);
-      return near.empty() ? "" : " (did you mean " + near + "?)";
+      return near.empty() ? "" : " (" + flag + ": did you mean " + near + "?)";
     }
     if (arg.empty() || arg[0] == '-') continue;
     const auto subcommands = verb->get_subcommands([](const CLI::App*) { return true; });
@@ -71,7 +71,7 @@ std::string suggestion(const CLI::App& app, int argc, char** argv) {
         std::string(argv[i - 1]).find('=') == std::string::npos)
       continue;
     const std::string near = closest(arg, names);
-    return near.empty() ? "" : " (did you mean " + near + "?)";
+    return near.empty() ? "" : " (" + arg + ": did you mean " + near + "?)";
   }
   return "";
 }

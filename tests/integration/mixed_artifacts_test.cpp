@@ -178,6 +178,58 @@ TEST(ArtifactSlots, AnArtifactInAnotherSlotIsNamedWithTheSlotItGoesIn) {
   }
 }
 
+std::string min_tau_on(const fs::path& golden) {
+  return "check --only min_tau --target " + kQwen3Target.string() + " --drafter " +
+         kQwen3Drafter.string() + " --golden " + golden.string();
+}
+
+TEST(MixedArtifacts, ACopiedGoldenSaysHowToPointAtItsPromptSet) {
+  const fs::path dir = testing::fresh_dir("mixed_copied_golden");
+  const fs::path golden = dir / "copied.json";
+  fs::copy_file(fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json", golden);
+  auto r = run_draftgate(min_tau_on(golden));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("was the golden copied without it?"));
+  EXPECT_THAT(r.err, HasSubstr("--param min_tau.prompts=PATH"));
+  r = run_draftgate(min_tau_on(golden) +
+                    " --param min_tau.prompts=" + (kTrained / "prompts/held-out.jsonl").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(MixedArtifacts, AnEditedPromptSetGivesBothCountsAndHashes) {
+  const fs::path dir = testing::fresh_dir("mixed_edited_prompts");
+  fs::create_directories(dir / "golden");
+  fs::create_directories(dir / "fixtures/trained/prompts");
+  fs::copy_file(fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json",
+                dir / "golden/g.json");
+  const std::string text = testing::read_file(kTrained / "prompts/held-out.jsonl");
+  testing::write_file(dir / "fixtures/trained/prompts/held-out.jsonl",
+                      text.substr(0, text.rfind('\n', text.size() - 2) + 1));  // one prompt less
+  const auto r = run_draftgate(min_tau_on(dir / "golden/g.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("of 39 prompts differs from the golden's"));
+  EXPECT_THAT(r.err, HasSubstr("of 40 prompts"));
+  EXPECT_THAT(r.err, HasSubstr("the file was edited after the golden was recorded"));
+}
+
+TEST(MixedArtifacts, TyposGetTheClosestFlagOrVerb) {
+  auto r = run_draftgate("check --golen golden/x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(--golen: did you mean --golden?)"));
+  r = run_draftgate("chek --target x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(chek: did you mean check?)"));
+  r = run_draftgate("eval --promts p.jsonl");
+  EXPECT_THAT(r.err, HasSubstr("(--promts: did you mean --prompts?)"));
+  r = run_draftgate("check --zzzzzzzz");  // nothing close: no guess
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, Not(HasSubstr("did you mean")));
+}
+
 // A random drafter for the trained target: τ about 1, below min_tau's collapse tripwire.
 fs::path random_drafter(const fs::path& dir) {
   const fs::path out = dir / "random-drafter";
