@@ -68,9 +68,9 @@ class Engine {
                                          const model::DrafterConfig& drafter,
                                          const nlohmann::json& params, CheckResult& result,
                                          std::vector<std::string>& problems) const = 0;
-  // Why `step_record` (a record carrying no identity) cannot have been made with `target`: no
-  // slice of its fc_input comes near any target layer (a record of another target of the same
-  // shapes); nullopt when it may have been (or its width does not fit: the checks name that).
+  // Why `step_record` (a record carrying no identity) cannot have been made with `target`: its
+  // fc_input is not the target's taps wide, or no slice of it comes near any target layer (a
+  // record of another target of the same shapes); nullopt when it may have been.
   virtual std::optional<std::string> foreign_record(
       const io::Checkpoint& target, const std::filesystem::path& step_record) const = 0;
 };
