@@ -133,7 +133,7 @@ std::vector<Case> all_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryVerb, PathFlags, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) { return info.param.flag.label; });
+                         [](const auto& p) { return p.param.flag.label; });
 
 }  // namespace
 }  // namespace draftgate
