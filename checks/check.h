@@ -68,6 +68,11 @@ class Engine {
                                          const model::DrafterConfig& drafter,
                                          const nlohmann::json& params, CheckResult& result,
                                          std::vector<std::string>& problems) const = 0;
+  // Why `step_record` (a record carrying no identity) cannot have been made with `target`: its
+  // fc_input is not the target's taps wide, or no slice of it comes near any target layer (a
+  // record of another target of the same shapes); nullopt when it may have been.
+  virtual std::optional<std::string> foreign_record(
+      const io::Checkpoint& target, const std::filesystem::path& step_record) const = 0;
 };
 
 // One declared parameter of a check. `name` may be dotted: "f32.max_noise_ratio" is the
@@ -116,6 +121,10 @@ class Check {
   // False when this process lacks what the check needs for these artifacts: the torch-free front
   // end then hands the run to the engine.
   virtual bool runs_here(const Artifacts& /*artifacts*/) const { return true; }
+  // True for a check that computes the target over a step record's sequence: a record without
+  // identity is then first matched against the target (record_provenance.h), whose forward the
+  // check needs anyway.
+  virtual bool judges_record_against_target() const { return false; }
 };
 
 // Registry: each check's file registers itself, so adding a check is one file.

@@ -22,6 +22,7 @@ namespace {
 class FcExcludesTargetLayer : public Check {
  public:
   std::string name() const override { return "fc_excludes_target_layer"; }
+  bool judges_record_against_target() const override { return true; }
   std::string summary() const override {
     return "the fc projection never reads the target's final layer";
   }

@@ -23,7 +23,9 @@ const char* kHead = R"(<!DOCTYPE html>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1200px}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px}h3{font-size:15px;margin:0 0 6px}
-table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 7px;
+table{border-collapse:collapse;margin:6px 0;max-width:100%}
+table.matrix th,table.matrix td{overflow-wrap:anywhere;font-size:12px}
+.tables table,.message{overflow-wrap:anywhere}td,th{border:1px solid #d0d7de;padding:3px 7px;
 text-align:left;vertical-align:top}caption{text-align:left;font-weight:600;padding:4px 0}
 .pass{background:#d2f4d3}.fail{background:#ffd7d5}.skip{background:#eaeef2}.error{background:#f1d4ff}
 .unmet{outline:3px solid #cf222e;outline-offset:-3px}
@@ -231,19 +233,63 @@ std::string anchor(std::size_t suite, std::size_t check) {
   return "s" + std::to_string(suite) + "c" + std::to_string(check);
 }
 
+// A verdict row is named after what it judged: the drafter (else the target) of a run from flags.
+std::string row_name(const SuiteRun& run) {
+  for (const char* role : {"drafter", "target"})
+    if (run.name == "draftgate" && run.artifacts.contains(role))
+      return run.artifacts[role].value("path", run.name);
+  return run.name;
+}
+
+// Failures first: errors, failures, skips, then passes (each group in the run's order).
+int severity(Status s) {
+  switch (s) {
+    case Status::kError:
+      return 0;
+    case Status::kFail:
+      return 1;
+    case Status::kSkip:
+      return 2;
+    case Status::kPass:
+      return 3;
+  }
+  return 0;
+}
+
+std::vector<std::size_t> failures_first(const std::vector<CheckResult>& results) {
+  std::vector<std::size_t> order(results.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return severity(results[a].status) < severity(results[b].status);
+  });
+  return order;
+}
+
+// The artifacts a run judged, with their identities.
+std::string artifacts_table(const SuiteRun& run) {
+  if (run.artifacts.empty()) return "";
+  std::ostringstream o;
+  o << "<table class=\"artifacts\"><tr><th>artifact</th><th>path</th><th>identity</th></tr>\n";
+  for (const auto& [role, a] : run.artifacts.items())
+    o << "<tr><th>" << esc(role) << "</th><td class=\"v\">" << esc(a.value("path", ""))
+      << "</td><td class=\"v\">" << (a.contains("identity") ? value_html(a["identity"]) : "")
+      << "</td></tr>\n";
+  return o.str() + "</table>\n";
+}
+
 std::string verdict_table(const std::vector<SuiteRun>& runs) {
   std::vector<std::string> columns;
   for (const auto& run : runs)
-    for (const auto& r : run.results)
-      if (std::find(columns.begin(), columns.end(), r.check) == columns.end())
-        columns.push_back(r.check);
+    for (std::size_t i : failures_first(run.results))
+      if (std::find(columns.begin(), columns.end(), run.results[i].check) == columns.end())
+        columns.push_back(run.results[i].check);
   std::ostringstream o;
   o << "<table class=\"matrix\"><tr><th>suite</th>";
   for (const auto& c : columns) o << "<th>" << esc(c) << "</th>";
   o << "</tr>\n";
   for (std::size_t si = 0; si < runs.size(); ++si) {
     const SuiteRun& run = runs[si];
-    o << "<tr><th>" << esc(run.name) << "</th>";
+    o << "<tr><th>" << esc(row_name(run)) << "</th>";
     for (const auto& c : columns) {
       const auto it = std::find_if(run.results.begin(), run.results.end(),
                                    [&](const CheckResult& r) { return r.check == c; });
@@ -289,11 +335,14 @@ std::string html_check_report(const std::vector<SuiteRun>& runs) {
       worst = r.status;
   std::ostringstream body;
   body << "<h1>draftgate check</h1>\n<p class=\"summary " << status_name(worst) << "\">"
-       << esc(summary_line(all)) << "</p>\n<h2>Verdicts</h2>\n"
-       << verdict_table(runs);
+       << esc(summary_line(all)) << "</p>\n";
+  if (runs.size() == 1 && !runs[0].artifacts.empty())
+    body << "<h2>Artifacts</h2>\n" << artifacts_table(runs[0]);
+  body << "<h2>Verdicts</h2>\n" << verdict_table(runs);
   for (std::size_t si = 0; si < runs.size(); ++si) {
     body << "<h2>" << esc(runs.size() > 1 ? "Suite " + runs[si].name : "Checks") << "</h2>\n";
-    for (std::size_t ci = 0; ci < runs[si].results.size(); ++ci)
+    if (runs.size() > 1) body << artifacts_table(runs[si]);
+    for (std::size_t ci : failures_first(runs[si].results))
       body << check_section(runs[si].results[ci], anchor(si, ci));
   }
   return page("draftgate check: " + summary_line(all), body.str());

@@ -13,6 +13,7 @@
 
 namespace draftgate::checks {
 namespace {
+namespace fs = std::filesystem;
 
 class MinTau : public Check {
  public:
@@ -42,6 +43,15 @@ class MinTau : public Check {
     const bool own_prompts = !p["prompts"].is_null();
     const std::string prompts =
         own_prompts ? p["prompts"].get<std::string>() : g.prompt_set.string();
+    std::error_code ec;
+    if (!own_prompts && !fs::exists(g.prompt_set, ec))
+      throw Error(g.prompt_set.string(),
+                  "the prompt set of the golden " + g.path +
+                      " is not there (prompt_set.path is relative to the golden's folder: was the "
+                      "golden copied without it?)",
+                  "copy the prompt set beside the golden, or name it: --param "
+                  "min_tau.prompts=PATH (the same prompts, sha256 " +
+                      g.prompt_set_sha256.substr(0, 12) + "…)");
     const auto set = decode::read_prompt_set(
         prompts, own_prompts ? "min_tau.prompts" : "the golden " + g.path + " (prompt_set.path)");
     // An older golden identifies its prompt set by the file's bytes; compare those then.
@@ -50,12 +60,22 @@ class MinTau : public Check {
       throw Error(prompts,
                   std::string(g.prompt_set_sha256_of_file ? "prompt file bytes' sha256 "
                                                           : "prompt set sha256 ") +
-                      sha256.substr(0, 12) + "… differs from the golden's " +
-                      g.prompt_set_sha256.substr(0, 12) + "… (" + g.path + ")",
+                      sha256.substr(0, 12) + "… of " + std::to_string(set.prompts.size()) +
+                      " prompts differs from the golden's " + g.prompt_set_sha256.substr(0, 12) +
+                      "…" +
+                      (g.prompt_count ? " of " + std::to_string(*g.prompt_count) + " prompts"
+                                      : std::string()) +
+                      " (" + g.path + ")",
                   g.prompt_set_sha256_of_file
                       ? "the golden predates prompt sets identified by their prompts, so the "
                         "file's exact bytes count; re-record it (draftgate golden record --force)"
-                      : "τ is only comparable on the same prompts; use the golden's prompt set");
+                  : own_prompts ? "τ is only comparable on the same prompts; use the golden's "
+                                  "prompt set (" +
+                                      g.prompt_set.string() + ")"
+                                : "τ is only comparable on the same prompts: the file was "
+                                  "edited after the golden was recorded; restore it, or "
+                                  "re-record the golden on it (draftgate golden record "
+                                  "--force)");
     // τ measured on another target says nothing about training: refuse it before decoding.
     if (const auto difference = golden::target_difference(g, *a.target))
       throw Error(a.target->string(),

@@ -14,6 +14,46 @@
 namespace draftgate::checks {
 namespace {
 
+// NMSE at or above this between a fed slice and every target layer means the features share less
+// than half their energy with anything this target computes: another model's features (measured
+// 1.28 for a qwen3_5 fixture record against the qwen3 fixture target), not a tap off by one (which
+// matches its neighbour below 1e-3 in the fixtures) or the recipe's fc-input noise (about 3e-3).
+constexpr double kNoMatchNmse = 0.5;
+
+// How one fed fc-input slice compares with the target's candidates: -1 = the embeddings (HF
+// hidden_states[0]), 0..L-1 every layer's output, L the final layer's output after the final norm
+// (what HF returns as hidden_states[-1]).
+struct SliceMatch {
+  std::int64_t best = -2;
+  double best_nmse = 0;
+  double declared_nmse = 0;
+};
+
+std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const at::Tensor& fed,
+                                     const std::vector<std::int64_t>& tokens,
+                                     const std::vector<std::int64_t>& declared,
+                                     const std::string& check) {
+  const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
+  std::vector<std::int64_t> all(layers);
+  for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
+  const auto fwd = forward_with_progress(check, target, tokens, all, /*want_logits=*/false);
+  std::vector<at::Tensor> candidates = {target.embed(tokens).to(at::kFloat)};
+  for (auto l : all) candidates.push_back(fwd.taps.at(l));
+  candidates.push_back(target.final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
+  std::vector<SliceMatch> matches;
+  for (std::size_t i = 0; i < declared.size(); ++i) {
+    const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
+    SliceMatch m;
+    for (std::int64_t c = 0; c <= layers + 1; ++c) {
+      const double nmse = metrics::nmse(slice, candidates[c]);
+      if (m.best == -2 || nmse < m.best_nmse) m.best = c - 1, m.best_nmse = nmse;
+      if (c - 1 == declared[i]) m.declared_nmse = nmse;
+    }
+    matches.push_back(m);
+  }
+  return matches;
+}
+
 class ModelEngine final : public Engine {
  public:
   std::string match_fed_features(const io::Checkpoint& target,
@@ -21,6 +61,8 @@ class ModelEngine final : public Engine {
                                  const model::DrafterConfig& drafter, const nlohmann::json& params,
                                  CheckResult& result,
                                  std::vector<std::string>& problems) const override;
+  std::optional<std::string> foreign_record(
+      const io::Checkpoint& target, const std::filesystem::path& step_record) const override;
 };
 
 // Names the layer each fc_input slice came from and reports slices that are not their declared
@@ -50,26 +92,12 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
   if (rec.fc_input.size(1) != n * h)
     throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
                               std::to_string(n) + " taps x " + std::to_string(h));
-  std::vector<std::int64_t> all(layers);
-  for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
-  const auto fwd = forward_with_progress("fc_excludes_target_layer", target, tokens, all,
-                                         /*want_logits=*/false);
-  // Candidates: -1 = the embeddings (HF hidden_states[0]), then every layer's output, then the
-  // final layer's output after the final norm (what HF returns as hidden_states[-1]).
-  std::vector<at::Tensor> candidates = {target.embed(tokens).to(at::kFloat)};
-  for (auto l : all) candidates.push_back(fwd.taps.at(l));
-  candidates.push_back(target.final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
+  const auto matches =
+      match_slices(target, fed, tokens, d.target_layer_ids, "fc_excludes_target_layer");
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   r.measured["fed_slices"] = nlohmann::json::array();
   for (std::int64_t i = 0; i < n; ++i) {
-    const at::Tensor slice = fed.narrow(1, i * h, h);
-    std::int64_t best = -2;
-    double best_nmse = 0, declared_nmse = 0;
-    for (std::int64_t c = 0; c <= layers + 1; ++c) {
-      const double nmse = metrics::nmse(slice, candidates[c]);
-      if (best == -2 || nmse < best_nmse) best = c - 1, best_nmse = nmse;
-      if (c - 1 == d.target_layer_ids[i]) declared_nmse = nmse;
-    }
+    const SliceMatch& m = matches[static_cast<std::size_t>(i)];
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +
@@ -78,20 +106,51 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
     };
     nlohmann::json slice_report = {{"slice", i},
                                    {"declared_layer", d.target_layer_ids[i]},
-                                   {"came_from", std::min(best, layers - 1)},
-                                   {"nmse_to_declared", declared_nmse},
-                                   {"nmse_to_source", best_nmse}};
-    if (best == post_norm) slice_report["after_final_norm"] = true;
+                                   {"came_from", std::min(m.best, layers - 1)},
+                                   {"nmse_to_declared", m.declared_nmse},
+                                   {"nmse_to_source", m.best_nmse}};
+    if (m.best == post_norm) slice_report["after_final_norm"] = true;
     r.measured["fed_slices"].push_back(slice_report);
-    if (best != d.target_layer_ids[i] || declared_nmse > max_nmse)
+    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse))
+      problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
+                         std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
+                         "): was the record made with this target?");
+    else if (m.best != d.target_layer_ids[i] || m.declared_nmse > max_nmse)
       problems.push_back(
           "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
-          " but matches " + name(best) + " (NMSE " + std::to_string(best_nmse) + " vs " +
-          std::to_string(declared_nmse) + " to the declared)" +
-          (best >= layers - 1 ? ", the target's FINAL layer" : "") +
+          " but matches " + name(m.best) + " (NMSE " + std::to_string(m.best_nmse) + " vs " +
+          std::to_string(m.declared_nmse) + " to the declared)" +
+          (m.best >= layers - 1 ? ", the target's FINAL layer" : "") +
           "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
   }
   return scope;
+}
+
+// A short prefix suffices: features of another model miss every layer at every position.
+constexpr std::int64_t kForeignProbePositions = 32;
+
+std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckpt,
+                                                       const std::filesystem::path& record) const {
+  const train::StepRecord rec = train::read_step_record(record);
+  const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
+  const std::int64_t h = target.config().hidden;
+  const auto n = static_cast<std::int64_t>(rec.target_layer_ids.size());
+  // A width that does not fit is the checks' to name (against the drafter's fc, the target's taps).
+  if (rec.fc_input.size(1) != n * h) return std::nullopt;
+  const std::int64_t length = std::min<std::int64_t>(
+      kForeignProbePositions, static_cast<std::int64_t>(rec.input_ids.size()));
+  const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
+  if (metrics::non_finite_problem("fc_input", fed)) return std::nullopt;  // the checks say so
+  const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
+  const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record");
+  double closest = matches.front().best_nmse;
+  for (const auto& m : matches) {
+    if (m.best_nmse < kNoMatchNmse) return std::nullopt;
+    closest = std::min(closest, m.best_nmse);
+  }
+  return "no target layer matches this record (closest NMSE " + format_number(closest) +
+         " over the first " + std::to_string(length) + " positions of its fc_input; " +
+         format_number(kNoMatchNmse) + " or more is no match)";
 }
 
 }  // namespace

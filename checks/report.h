@@ -17,6 +17,9 @@ struct SuiteRun {
   std::string name;
   std::vector<CheckResult> results;
   std::map<std::string, Status> expect;  // optional expected verdicts by instance name
+  // What the run judged, for the reports' header: {"target"|"drafter"|"step_record"|"golden"|
+  // "prompt_set"|...: {"path": ..., "identity": ...}} (empty: not known).
+  nlohmann::json artifacts = nlohmann::json::object();
 };
 
 std::string text_table(const std::vector<CheckResult>& results);

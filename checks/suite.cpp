@@ -1,6 +1,10 @@
 #include "checks/suite.h"
 
+#include <tuple>
+
 #include "draftgate/error.h"
+#include "draftgate/io/artifact_kind.h"
+#include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::checks {
@@ -100,6 +104,23 @@ Suite read_suite(const fs::path& path) {
 }
 
 Artifacts open_artifacts(const ArtifactPaths& paths) {
+  // Each artifact in its own slot first: a drafter given as --target is named as one.
+  using io::ArtifactKind;
+  for (const auto& [path, kind, flag] :
+       {std::tuple{paths.target, ArtifactKind::kTarget, "--target"},
+        {paths.drafter, ArtifactKind::kDrafter, "--drafter"},
+        {paths.step_record, ArtifactKind::kStepRecord, "--step-record"},
+        {paths.reference_dump, ArtifactKind::kReferenceDump, "--reference-dump"},
+        {paths.golden, ArtifactKind::kGolden, "--golden"},
+        {paths.measured, ArtifactKind::kMeasuredTau, "--measured"}})
+    if (path) {
+      // A wrong path is one line naming it, before several checks each fail on it their own way.
+      if (kind == ArtifactKind::kTarget || kind == ArtifactKind::kDrafter)
+        io::require_input_directory(*path, std::string("give the checkpoint directory as ") + flag);
+      else
+        io::require_input_file(*path);
+      io::require_slot(*path, kind, flag);
+    }
   Artifacts a;
   a.target = paths.target;
   a.drafter = paths.drafter;

@@ -36,6 +36,7 @@ at::Tensor inference_logits(const model::DFlashDrafter& drafter, const train::St
 class TrainInferConsistency : public Check {
  public:
   std::string name() const override { return "train_infer_consistency"; }
+  bool judges_record_against_target() const override { return true; }
   std::string summary() const override {
     return "the recorded training-mode drafter logits equal the inference path's";
   }

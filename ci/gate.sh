@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gate a training run in your CI: runs draftgate's checks on a checkpoint (and, optionally, a step
-# record of its first steps and the golden of your reference drafter), writes JSON and JUnit
+# record of its first steps and the golden of your reference drafter), writes JSON, JUnit and HTML
 # reports (and the table as draftgate.txt), and exits with draftgate's code: 0 no check failed (the
 # summary counts the skipped ones), 1 a check failed (with --fail-on-skip, a skip too), 2 bad input
 # or no check could run.
@@ -28,7 +28,7 @@ mkdir -p "$out"
 # draftgate's last "summary:" line says what passed, failed and skipped (and why); the verdict
 # below repeats it, so this script never calls a run with skipped checks "all passed".
 "$draftgate" check "${args[@]}" --report "$out/draftgate.json" --junit "$out/draftgate.xml" \
-  | tee "$out/draftgate.txt"
+  --html "$out/draftgate.html" | tee "$out/draftgate.txt"
 code=${PIPESTATUS[0]}
 summary=$(grep '^summary: ' "$out/draftgate.txt" | tail -n 1)
 summary=${summary#summary: }

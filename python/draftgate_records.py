@@ -46,6 +46,7 @@ Labels. PyTorch's ``ignore_index`` (-100, or any negative id) is kept as-is wher
 error.
 """
 
+import hashlib
 import json
 import math
 import os
@@ -66,7 +67,8 @@ _STORE = {"f32": torch.float32, "bf16": torch.bfloat16}
 def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_logits=None, labels=None,
                       drafter_logits=None, weights=None, block_size, gamma, mask_token_id, target_layer_ids,
                       loss, logged_loss, step=None, teacher_dtype=None, drafter_dtype=None, store_dtype=None,
-                      teacher_positions=None, anchor_subset=None, overwrite=False):
+                      teacher_positions=None, anchor_subset=None, target_dir=None, drafter_dir=None,
+                      overwrite=False):
     """Writes one step record; ValueError (naming the argument) on inconsistent input.
 
     Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
@@ -90,7 +92,7 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
         raise ValueError(f"gamma must be positive, got {gamma}")
     if loss not in ("ce", "kl"):
         raise ValueError(f'loss must be "ce" or "kl", got {loss!r}')
-    taps = [_integer("target_layer_ids", t) for t in target_layer_ids]
+    taps = _taps(target_layer_ids)
     if not taps:
         raise ValueError("target_layer_ids is empty")
     if teacher_logits is None and labels is None:
@@ -185,12 +187,48 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
         metadata["step"] = str(_integer("step", step))
     if anchors_in_step is not None:
         metadata["anchors_in_step"] = str(anchors_in_step)
+    for role, directory in (("target", target_dir), ("drafter", drafter_dir)):
+        if directory is not None:
+            identity = checkpoint_identity(directory)
+            metadata[f"{role}_config_sha256"] = identity["config_sha256"]
+            metadata[f"{role}_weights_fingerprint"] = identity["weights_fingerprint"]
     for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
                                  ("drafter_dtype", drafter_dtype, drafter_logits)):
         precision = _precision(key, claimed, tensor)
         if precision is not None:
             metadata[key] = precision
     write_safetensors(path, tensors, metadata, overwrite=overwrite)
+
+
+def checkpoint_identity(directory):
+    """A checkpoint directory's identity as draftgate computes it (harness/src/golden/golden.cpp,
+    target_identity; goldens carry it as provenance.target.identity): {"config_sha256": SHA-256 of
+    config.json ("" without one), "weights_fingerprint": SHA-256 over each *.safetensors file in name order
+    of its name, size, header and 16 samples of 64 KiB spread over its data}. Cheap on a 50 GB target."""
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory}: not a checkpoint directory")
+    fingerprint = hashlib.sha256()
+    samples, sample_bytes = 16, 64 << 10
+    shards = sorted(name for name in os.listdir(directory)
+                    if name.endswith(".safetensors") and os.path.isfile(os.path.join(directory, name)))
+    for name in shards:
+        size = os.path.getsize(os.path.join(directory, name))
+        fingerprint.update(f"{name}\n{size}\n".encode())
+        with open(os.path.join(directory, name), "rb") as f:
+            header = int.from_bytes(f.read(8).ljust(8, b"\0"), "little")
+            data = min(size, 8 + min(header, size))
+            f.seek(0)
+            fingerprint.update(f.read(data))
+            span = size - data
+            for k in range(samples if span > 0 else 0):
+                f.seek(data + span * k // samples)
+                fingerprint.update(f.read(min(sample_bytes, span)))
+    config = os.path.join(directory, "config.json")
+    config_sha = ""
+    if os.path.isfile(config):
+        with open(config, "rb") as f:
+            config_sha = hashlib.sha256(f.read()).hexdigest()
+    return {"config_sha256": config_sha, "weights_fingerprint": fingerprint.hexdigest()}
 
 
 def write_reference_dump(path, *, hidden_states, logits, tokens, taps=None, final_layer_output=None,
@@ -280,6 +318,16 @@ def write_safetensors(path, tensors, metadata, *, overwrite=False):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _taps(value):
+    # The metadata's own form ("1,9,17", as the README's table shows it) or a sequence of ints.
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if not all(p.lstrip("-").isdigit() for p in parts):
+            raise ValueError(f'target_layer_ids must be integers ("1,9,17" or [1, 9, 17]), got {value!r}')
+        return [int(p) for p in parts]
+    return [_integer("target_layer_ids", t) for t in value]
 
 
 def _integer(name, value):

@@ -5,15 +5,19 @@
 // runs it when every selected check is structural; otherwise the engine does.
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <set>
 
 #include "checks/check.h"
 #include "checks/html_report.h"
+#include "checks/record_provenance.h"
 #include "checks/report.h"
 #include "checks/suite.h"
 #include "cli_options.h"
 #include "draftgate/error.h"
+#include "draftgate/golden/record_identity.h"
+#include "draftgate/io/artifact_kind.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/output_file.h"
@@ -104,7 +108,10 @@ struct PlannedSuite {
 std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* engine) {
   const auto params = parse_params(opt.params);
   std::vector<checks::Suite> suites;
-  for (const auto& path : opt.suites) suites.push_back(checks::read_suite(path));
+  for (const auto& path : opt.suites) {
+    io::require_slot(path, io::ArtifactKind::kSuite, "--suite");
+    suites.push_back(checks::read_suite(path));
+  }
   if (suites.empty())
     suites.push_back({"", "draftgate", {}, checks::all_check_instances(), true, {}});
   std::vector<PlannedSuite> planned;
@@ -119,6 +126,9 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     checks::Artifacts artifacts = checks::open_artifacts(p);
     artifacts.engine = engine;
     auto instances = select(suite.checks, opt, params);
+    std::vector<const checks::Check*> selected;
+    for (const auto& in : instances) selected.push_back(in.check);
+    checks::refuse_foreign_record(artifacts, selected);
     // Every instance's parameters (the golden's check_params included) are valid before any
     // check runs.
     for (const auto& in : instances)
@@ -168,6 +178,43 @@ void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>
                     inputs);
 }
 
+// The artifacts a suite judged with their identities, for the HTML report's header. An identity
+// that cannot be computed says why; the checks that read the artifact report the error itself.
+nlohmann::json artifacts_json(const PlannedSuite& p) {
+  const checks::ArtifactPaths& paths = p.suite.artifacts;
+  nlohmann::json out = nlohmann::json::object();
+  const auto identity = [](const std::function<nlohmann::json()>& compute) -> nlohmann::json {
+    try {
+      return compute();
+    } catch (const Error& e) {
+      return "unreadable: " + e.one_line();
+    }
+  };
+  for (const auto& [role, path] : {std::pair{"target", paths.target}, {"drafter", paths.drafter}})
+    if (path) {
+      const std::filesystem::path dir = *path;
+      out[role] = {{"path", dir.string()},
+                   {"identity", identity([&dir] { return golden::target_identity(dir); })}};
+    }
+  if (paths.step_record)
+    out["step_record"] = {{"path", paths.step_record->string()},
+                          {"identity", identity([&] {
+                             const auto id = golden::read_record_identity(*paths.step_record);
+                             return nlohmann::json{{"target", id.target}, {"drafter", id.drafter}};
+                           })}};
+  if (p.artifacts.golden) {
+    const golden::Golden& g = *p.artifacts.golden;
+    out["golden"] = {{"path", g.path}, {"identity", {{"target", g.target_identity}}}};
+    if (!g.measured)
+      out["prompt_set"] = {{"path", g.prompt_set.string()},
+                           {"identity", {{"sha256", g.prompt_set_sha256}}}};
+  }
+  for (const auto& [role, path] :
+       {std::pair{"reference_dump", paths.reference_dump}, {"measured", paths.measured}})
+    if (path) out[role] = {{"path", path->string()}};
+  return out;
+}
+
 int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
   const bool front_end = engine == nullptr;
   if (opt.list) {
@@ -184,6 +231,7 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
   bool nothing_ran = true;
   for (const auto& p : planned) {
     checks::SuiteRun run{p.suite.name, {}, p.suite.expect};
+    if (!opt.html.empty()) run.artifacts = artifacts_json(p);
     run.results = checks::run_instances(p.instances, p.artifacts);
     nothing_ran =
         nothing_ran && std::all_of(run.results.begin(), run.results.end(),

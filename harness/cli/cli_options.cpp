@@ -53,4 +53,10 @@ void set_example(CLI::App* cmd, const std::string& example) {
   cmd->footer("\nExample:\n  " + example + "\n");
 }
 
+void require_slots(
+    const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots) {
+  for (const auto& [path, kind, flag] : slots)
+    if (!path.empty()) io::require_slot(path, kind, flag);
+}
+
 }  // namespace draftgate::cli

@@ -6,8 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "draftgate/decode/decode_config.h"
+#include "draftgate/io/artifact_kind.h"
 
 namespace draftgate::cli {
 
@@ -23,6 +26,10 @@ void check_decoding_flags(const decode::DecodeConfig& decode);
 
 // --device cpu|cuda[:N]: where the target (and the drafter) compute.
 void add_device_option(CLI::App* cmd, std::string& device);
+
+// io::require_slot for each (path, kind, flag) whose path was given (non-empty).
+void require_slots(
+    const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots);
 
 // The help page's footer: "Example:" and the command line(s).
 void set_example(CLI::App* cmd, const std::string& example);

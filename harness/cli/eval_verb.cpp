@@ -8,6 +8,7 @@
 
 #include "checks/html_report.h"
 #include "cli_options.h"
+#include "decode_dtype.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
@@ -94,10 +95,13 @@ int run_eval(const EvalOptions& opt) {
       {{opt.target, "--target", true},
        {opt.drafter, "--drafter", true},
        {opt.prompts, "--prompts"}});
+  require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"},
+                 {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
+                 {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
-  if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
+  options.dtype = decode_dtype(opt.dtype, target_ckpt);
   options.gdn = model::parse_gdn_flag(opt.gdn);
   options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
@@ -192,7 +196,7 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
       ->required();
   add_decoding_options(cmd, opt->decode);
-  cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
+  add_decode_dtype_option(cmd, opt->dtype);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/golden/golden.h"
@@ -20,6 +21,7 @@ int record_measured_golden(const std::string& measured, const std::string& out, 
   if (fs::exists(out, ec) && !force)
     throw Error(out, "golden file exists; refusing to overwrite it",
                 "pass --force to replace the baseline");
+  require_slots({{measured, io::ArtifactKind::kMeasuredTau, "--measured"}});
   const tau::MeasuredTau m = tau::read_measured_tau(measured);
   if (!m.prompt_set_sha256)
     throw Error(measured, "the measurement names no prompt set, so nothing can be compared with it",

@@ -6,9 +6,11 @@
 
 #include "checks/check.h"
 #include "cli_options.h"
+#include "decode_dtype.h"
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/checkpoint.h"
@@ -29,8 +31,9 @@ struct GoldenOptions {
   std::string prompts;
   std::string out;
   bool force = false;
+  bool allow_collapsed = false;  // record a τ at or below min_tau's collapse tripwire, loudly
   decode::DecodeConfig decode;
-  std::string dtype;  // empty: f32 when the target fits the memory budget, else as stored
+  std::string dtype;  // empty: decode_dtype's default
   std::string gdn = "chunked";
   std::string device = "cpu";  // where to decode; τ does not depend on it (recorded all the same)
   std::string loss = "ce";
@@ -45,14 +48,6 @@ std::string utc_now() {
   return buf;
 }
 
-// Decoding holds the whole target in memory: float32 when it fits the memory budget comfortably,
-// the stored dtype (mapped, not copied) otherwise.
-at::ScalarType default_dtype(const io::Checkpoint& target) {
-  const layout::DecoderStack stack = layout::resolve_decoder_stack(target);
-  if (model::fits_in_memory(target, stack, at::kFloat)) return at::kFloat;
-  return model::compute_dtype(target, stack, {});
-}
-
 int record(const GoldenOptions& opt) {
   std::error_code ec;
   if (fs::exists(opt.out, ec) && !opt.force)
@@ -61,14 +56,16 @@ int record(const GoldenOptions& opt) {
   io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
                                            {opt.drafter, "--drafter", true},
                                            {opt.prompts, "--prompts"}});
+  require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"},
+                 {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
+                 {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
   check_decoding_flags(opt.decode);
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
-  options.dtype =
-      opt.dtype.empty() ? default_dtype(target_ckpt) : model::parse_dtype_flag(opt.dtype);
+  options.dtype = decode_dtype(opt.dtype, target_ckpt);
   options.gdn = model::parse_gdn_flag(opt.gdn);
   options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
@@ -86,6 +83,22 @@ int record(const GoldenOptions& opt) {
     e = decode::evaluate(*target, *drafter, set, opt.decode, [&](std::size_t done, std::size_t) {
       progress.update(static_cast<std::int64_t>(done));
     });
+  }
+
+  // A golden at the collapse tripwire fails every drafter compared with it, its own included.
+  const double collapse =
+      checks::find_check("min_tau")->default_params()["collapse_tau"].get<double>();
+  std::string collapsed;
+  if (e.stats.tau_macro <= collapse) {
+    collapsed = "τ macro " + format_number(e.stats.tau_macro, 4) +
+                " is at or below min_tau's collapse tripwire " + format_number(collapse, 4) +
+                ": every drafter checked against this golden fails min_tau, this one included";
+    if (!opt.allow_collapsed)
+      throw Error(opt.drafter, collapsed,
+                  "record the golden with the trained reference drafter and the target it was "
+                  "trained for (--allow-collapsed records it anyway)");
+    std::cerr << "WARNING: " << opt.out << ": recorded as asked (--allow-collapsed): " << collapsed
+              << "\n";
   }
 
   nlohmann::json g;
@@ -118,6 +131,7 @@ int record(const GoldenOptions& opt) {
       {"device", target->device().str()},
       {"draftgate_version", DRAFTGATE_VERSION},
       {"recorded_at", utc_now()}};
+  if (!collapsed.empty()) g["provenance"]["note"] = "recorded with --allow-collapsed: " + collapsed;
   // Without --force the golden is linked into place, never replacing one that appeared meanwhile.
   io::write_text_atomically(opt.out, io::dump_json(g) + "\n",
                             opt.force ? io::WriteMode::kReplace : io::WriteMode::kCreateNew);
@@ -144,10 +158,11 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
                   "of decoding; excludes --target, --drafter, --prompts");
   cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
+  cmd->add_flag("--allow-collapsed", opt->allow_collapsed,
+                "Record a golden whose τ is at or below min_tau's collapse tripwire (refused "
+                "otherwise: every drafter would fail against it), with a warning and a note in it");
   add_decoding_options(cmd, opt->decode);
-  cmd->add_option("--dtype", opt->dtype,
-                  "Target dtype for the measurement: f32 or bf16 (default: f32 when the target "
-                  "fits the memory budget, else as stored)");
+  add_decode_dtype_option(cmd, opt->dtype);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,

@@ -8,6 +8,7 @@
 
 #include "cli_options.h"
 #include "draftgate/error.h"
+#include "suggest.h"
 
 namespace draftgate::cli {
 
@@ -38,7 +39,8 @@ int run_cli(int argc, char** argv, const std::vector<AddVerb>& verbs,
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "draftgate: usage error: " << one_line(e.what()) << " (run with --help)\n";
+    std::cerr << "draftgate: usage error: " << one_line(e.what()) << suggestion(app, argc, argv)
+              << " (run with --help)\n";
     return 2;
   }
   apply_threads(threads);

@@ -61,6 +61,7 @@ window.addEventListener('load', () => {
   document.body.setAttribute('data-charts', charts.length);
   document.body.setAttribute('data-drawn', drawn.length);
   document.body.setAttribute('data-bytes', d.documentElement.outerHTML.length);
+  document.body.setAttribute('data-overflow', d.documentElement.scrollWidth > 1280 ? 1 : 0);
 });
 </script></body></html>)");
   const std::string common = "timeout 60 " + chromium() +
@@ -96,6 +97,7 @@ void expect_rendered(const fs::path& report, int charts) {
   EXPECT_THAT(r.dom, HasSubstr("data-charts=\"" + std::to_string(charts) + "\""));
   EXPECT_THAT(r.dom, HasSubstr("data-drawn=\"" + std::to_string(charts) + "\""));
   EXPECT_THAT(r.dom, Not(HasSubstr("data-bytes=\"0\"")));
+  EXPECT_THAT(r.dom, HasSubstr("data-overflow=\"0\"")) << report << " is wider than 1280 px";
   // A blank 1280x2400 page compresses to a few kB; text and charts take tens.
   EXPECT_GT(r.screenshot_bytes, 20000u) << report;
 }
@@ -103,12 +105,12 @@ void expect_rendered(const fs::path& report, int charts) {
 TEST(HtmlReportBrowser, FixtureRunRendersEveryChart) {
   REQUIRE_CHROMIUM();
   const fs::path dir = testing::fresh_dir("html_browser_check");
-  const auto run = run_draftgate(
-      "check --suite " + (kSource / "fixtures/suites/qwen3-reference.json").string() +
-      " --only min_tau,hidden_state_parity,fc_excludes_target_layer --html " +
-      (dir / "report.html").string());
+  const auto run =
+      run_draftgate("check --suite " + (kSource / "fixtures/suites/qwen3-reference.json").string() +
+                    " --html " + (dir / "report.html").string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  // τ histogram, per-depth acceptance, parity curve, source map.
+  // Every check in the matrix (it overflowed 1280 px before); τ histogram, per-depth acceptance,
+  // parity curve, source map.
   expect_rendered(dir / "report.html", 4);
 }
 

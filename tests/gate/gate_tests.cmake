@@ -2,7 +2,7 @@
 # per registered check, from the list the build wrote with `draftgate check --list --json` — the registry is the
 # only list of checks, so a new check gets its gate test without anyone editing a list.
 # Set by the including file (tests/CMakeLists.txt): DRAFTGATE_GATE_LIST, DRAFTGATE_GATE_BINARY,
-# DRAFTGATE_GATE_RUNNER, DRAFTGATE_GATE_ROOT, DRAFTGATE_GATE_ENVIRONMENT.
+# DRAFTGATE_GATE_RUNNER, DRAFTGATE_GATE_ENVIRONMENT.
 if(NOT EXISTS "${DRAFTGATE_GATE_LIST}")
   # Not built yet: say so as a failing test rather than listing no gate tests at all.
   add_test(gate.not_built sh -c
@@ -22,8 +22,7 @@ endif()
 math(EXPR last "${count} - 1")
 foreach(i RANGE ${last})
   string(JSON check GET "${checks_json}" checks ${i} name)
-  add_test(gate.${check} sh "${DRAFTGATE_GATE_RUNNER}" "${DRAFTGATE_GATE_BINARY}" ${check}
-    "${DRAFTGATE_GATE_ROOT}")
+  add_test(gate.${check} sh "${DRAFTGATE_GATE_RUNNER}" "${DRAFTGATE_GATE_BINARY}" ${check})
   set_tests_properties(gate.${check} PROPERTIES LABELS gate SKIP_RETURN_CODE 77
     ENVIRONMENT "${DRAFTGATE_GATE_ENVIRONMENT}")
 endforeach()

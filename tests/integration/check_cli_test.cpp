@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -109,18 +110,25 @@ TEST(CheckCli, GateLabelCoversEveryCheck) {
   EXPECT_EQ(run_draftgate("check --skip-exit-code 77").exit_code, 77);
 }
 
-// The gate label's ctest recipe (docs/development/testing.md) names artifacts relative to the
-// repository root; ctest runs the gate tests in build/tests, so run_check.sh resolves them from
-// the root.
-TEST(CheckCli, GateTestsTakeRelativePathsFromTheRepositoryRoot) {
+// ctest runs the gate tests in build/tests and does not say where it was called from: a relative
+// artifact path in the gate label's recipe (docs/development/testing.md) is refused by name
+// (resolving it against the repository root silently picked the repository's golden/NAME.json over
+// the caller's); absolute paths run the check.
+TEST(CheckCli, GateTestsRefuseRelativePathsByNameAndRunAbsoluteOnes) {
   const fs::path root = DRAFTGATE_SOURCE_DIR;
   const fs::path elsewhere = testing::fresh_dir("gate_cwd");
-  const std::string cmd = "cd " + elsewhere.string() +
-                          " && DRAFTGATE_TARGET=fixtures/trained/qwen3-target "
-                          "DRAFTGATE_DRAFTER=fixtures/trained/qwen3-drafter-reference "
-                          "DRAFTGATE_GOLDEN=golden/qwen3-reference.json sh " +
-                          (root / "tests/gate/run_check.sh").string() + " " + DRAFTGATE_BINARY +
-                          " layer_path " + root.string() + " >out 2>err";
+  const std::string script =
+      " sh " + (root / "tests/gate/run_check.sh").string() + " " + DRAFTGATE_BINARY + " layer_path";
+  std::string cmd = "cd " + elsewhere.string() +
+                    " && DRAFTGATE_TARGET=fixtures/trained/qwen3-target" + script + " >out 2>err";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  const std::string err = testing::read_file(elsewhere / "err");
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_THAT(err, HasSubstr("DRAFTGATE_TARGET=fixtures/trained/qwen3-target is a relative path"));
+  cmd = "cd " + elsewhere.string() +
+        " && DRAFTGATE_TARGET=" + (root / "fixtures/trained/qwen3-target").string() +
+        " DRAFTGATE_DRAFTER=" + (root / "fixtures/trained/qwen3-drafter-reference").string() +
+        script + " >out 2>err";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::read_file(elsewhere / "err");
   EXPECT_THAT(testing::read_file(elsewhere / "out"), HasSubstr("layer_path  PASS"));
 }

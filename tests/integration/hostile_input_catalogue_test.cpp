@@ -1405,5 +1405,47 @@ INSTANTIATE_TEST_SUITE_P(
             "refused mask_embedding.pt: a separate MASK embedding")),
     [](const auto& p) { return p.param.label; });
 
+// Identity keys of step records (golden/record_identity.h) and the golden's prompt count.
+Hostile record_metadata_case(std::string label, std::map<std::string, std::string> keys,
+                             std::string message) {
+  return {label,
+          [keys](const fs::path& dir) {
+            const fs::path r = dir / "r.safetensors";
+            fs::copy_file(reference_record(), r);
+            edit_header(r, [&](json h) {
+              for (const auto& [k, v] : keys) h["__metadata__"][k] = v;
+              return h.dump();
+            });
+            return "check --only loss_type --target " + target() + " --step-record " + r.string();
+          },
+          message};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Identity, HostileInput,
+    ::testing::Values(
+        record_metadata_case("record_target_sha256_not_hex",
+                             {{"target_config_sha256", std::string(64, 'g')},
+                              {"target_weights_fingerprint", std::string(64, 'a')}},
+                             "\"target_config_sha256\" is not a SHA-256"),
+        record_metadata_case("record_drafter_fingerprint_short",
+                             {{"drafter_config_sha256", std::string(64, 'a')},
+                              {"drafter_weights_fingerprint", "abc"}},
+                             "\"drafter_weights_fingerprint\" is not a SHA-256"),
+        record_metadata_case("record_target_identity_half",
+                             {{"target_weights_fingerprint", std::string(64, 'a')}},
+                             "has \"target_weights_fingerprint\" without \"target_config_sha256\""),
+        record_metadata_case("record_target_identity_uppercase",
+                             {{"target_config_sha256", std::string(64, 'A')},
+                              {"target_weights_fingerprint", std::string(64, 'a')}},
+                             "\"target_config_sha256\" is not a SHA-256"),
+        golden_case(
+            "golden_prompt_count_zero", [](json& g) { g["prompt_set"]["prompts"] = 0; },
+            "golden prompt_set.prompts must be at least 1"),
+        golden_case(
+            "golden_prompt_count_fractional", [](json& g) { g["prompt_set"]["prompts"] = 2.5; },
+            "/prompt_set/prompts must be an integer")),
+    [](const auto& p) { return p.param.label; });
+
 }  // namespace
 }  // namespace draftgate::hostile

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "draftgate/golden/golden.h"
 #include "run_cli.h"
 #include "test_files.h"
 
@@ -127,6 +128,18 @@ TEST(SkipSemantics, GateShSaysWhatPassedFailedAndSkipped) {
   EXPECT_THAT(out, HasSubstr("gate.sh: FAILED: 1 failed: loss_type (skipped under --fail-on-skip"));
   EXPECT_THAT(out, HasSubstr("loss_type   FAIL"));
   EXPECT_EQ(schema_errors(dir / "draftgate.xml"), "");
+  // The HTML beside the other reports, the failure first.
+  const std::string html = testing::read_file(dir / "draftgate.html");
+  ASSERT_NE(html.find("id=\"s0c1\""), std::string::npos) << html.substr(0, 400);
+  EXPECT_LT(html.find("id=\"s0c1\""),
+            html.find("id=\"s0c0\""));  // loss_type FAIL before layer_path
+  EXPECT_LT(html.find("<th>loss_type</th>"), html.find("<th>layer_path</th>"));
+  // A header names the artifacts with their identities; the verdict row is the drafter's.
+  const std::string fingerprint =
+      golden::target_identity(m.target)["weights_fingerprint"].get<std::string>();
+  for (const std::string& named : {m.target.string(), m.good.string(), fingerprint})
+    EXPECT_LT(html.find(named), html.find("<h2>Verdicts</h2>")) << named;
+  EXPECT_THAT(html, HasSubstr("<tr><th>" + m.good.string() + "</th><td class=\"verdict"));
 }
 
 TEST(Junit, CarriesTimesTotalsTypedFailuresWithTheNumbersAndValidates) {

@@ -153,6 +153,51 @@ class StepRecordTest(unittest.TestCase):
                 self.assertAlmostEqual(result["measured"]["recomputed_ce"], loss, places=6)
 
 
+class IdentityTest(unittest.TestCase):
+    """Records carry the identity of the checkpoints they were made with, computed as draftgate computes a
+    golden's (the bundled golden recorded the fixture target's), and draftgate refuses them with others."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "record.safetensors")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_the_identity_is_the_one_goldens_carry(self):
+        golden = os.path.join(FIXTURES, "..", "..", "golden", "qwen3-reference.json")
+        with open(golden) as f:
+            recorded = json.load(f)["provenance"]["target"]["identity"]
+        self.assertEqual(dg.checkpoint_identity(os.path.join(FIXTURES, "qwen3-target")), recorded)
+        dg.write_step_record(self.path, **record_args(target_dir=os.path.join(FIXTURES, "qwen3-target"),
+                                                      drafter_dir=os.path.join(FIXTURES, "qwen3-drafter-reference")))
+        _, meta = td.read_safetensors(self.path)
+        self.assertEqual(meta["target_config_sha256"], recorded["config_sha256"])
+        self.assertEqual(meta["target_weights_fingerprint"], recorded["weights_fingerprint"])
+        self.assertEqual(set(meta) & {"drafter_config_sha256", "drafter_weights_fingerprint"},
+                         {"drafter_config_sha256", "drafter_weights_fingerprint"})
+        with self.assertRaises(ValueError) as caught:
+            dg.write_step_record(self.path, **record_args(target_dir=self.dir.name + "/missing", overwrite=True))
+        self.assertIn("not a checkpoint directory", str(caught.exception))
+
+    def test_target_layer_ids_in_the_metadata_form(self):
+        dg.write_step_record(self.path, **record_args(target_layer_ids="0,2"))
+        self.assertEqual(td.read_safetensors(self.path)[1]["target_layer_ids"], "0,2")
+        with self.assertRaises(ValueError) as caught:
+            dg.write_step_record(self.path, **record_args(target_layer_ids="0,x", overwrite=True))
+        self.assertIn("target_layer_ids must be integers", str(caught.exception))
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_draftgate_refuses_a_record_of_another_target_naming_both(self):
+        dg.write_step_record(self.path, **record_args(target_dir=os.path.join(FIXTURES, "qwen35-target")))
+        done = subprocess.run([DRAFTGATE, "check", "--target", os.path.join(FIXTURES, "qwen3-target"),
+                               "--step-record", self.path, "--only", "loss_type"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertEqual(done.stderr.count("\n"), 1, done.stderr)
+        self.assertIn("this step record was made with the target of", done.stderr)
+        self.assertIn("--target " + os.path.join(FIXTURES, "qwen3-target") + " is", done.stderr)
+
+
 class SmallRecordTest(unittest.TestCase):
     """Records that stay small: teacher logits for every 4th position and every other anchor, written through
     teacher_positions / anchor_subset, read back and judged on what they hold."""

@@ -10,6 +10,7 @@
 #include "draftgate/decode/decode_config.h"
 #include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
+#include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"
 #include "draftgate/model/drafter_config.h"
@@ -104,6 +105,10 @@ Golden read_golden(const fs::path& path) {
   if (g.prompt_set_sha256.size() != 64)
     throw Error(file, "golden prompt_set.sha256 is not a SHA-256 hex digest");
   g.prompt_set_sha256_of_file = !doc["prompt_set"].contains("sha256_of");
+  if (doc["prompt_set"].contains("prompts")) {
+    g.prompt_count = field<std::int64_t>(doc, "/prompt_set/prompts", file);
+    if (*g.prompt_count < 1) throw Error(file, "golden prompt_set.prompts must be at least 1");
+  }
   if (!g.prompt_set_sha256_of_file &&
       field<std::string>(doc, "/prompt_set/sha256_of", file) != decode::kPromptsIdentity)
     throw Error(file, std::string("golden prompt_set.sha256_of must be \"") +
@@ -198,6 +203,7 @@ void hash_range(std::ifstream& in, std::uint64_t offset, std::uint64_t n, io::Sh
 }  // namespace
 
 nlohmann::json directory_hashes(const fs::path& dir) {
+  io::require_input_directory(dir, "give the checkpoint directory");
   std::map<std::string, std::string> hashes;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_regular_file())
@@ -206,6 +212,8 @@ nlohmann::json directory_hashes(const fs::path& dir) {
 }
 
 nlohmann::json target_identity(const fs::path& dir) {
+  // A wrong path is the user's one-line error here, not std::filesystem's text.
+  io::require_input_directory(dir, "give the checkpoint directory");
   std::vector<fs::path> shards;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_regular_file() && entry.path().extension() == ".safetensors")

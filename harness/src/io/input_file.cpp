@@ -49,8 +49,11 @@ void refuse_pseudo_file(const fs::path& path) {
                 "pass a regular file");
 }
 
-std::string read_input_file(const fs::path& path, std::uint64_t max_bytes,
-                            const std::string& kind) {
+namespace {
+
+// A read-only descriptor of the regular file `path`, and its size; draftgate::Error naming the path
+// otherwise (no such file, not a regular file and what it is, cannot open and why).
+std::pair<int, std::uint64_t> open_regular_file(const fs::path& path) {
   const std::string file = path.string();
   refuse_pseudo_file(path);
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
@@ -60,15 +63,31 @@ std::string read_input_file(const fs::path& path, std::uint64_t max_bytes,
     if (err == ENOENT) throw Error(file, "no such file");
     throw Error(file, "cannot open for reading: " + errno_text(err));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error(file, "cannot stat: " + errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(file, "not a regular file (it is " + file_kind(st.st_mode) + ")");
+  }
+  return {fd, static_cast<std::uint64_t>(st.st_size)};
+}
+
+}  // namespace
+
+void require_input_file(const fs::path& path) { ::close(open_regular_file(path).first); }
+
+std::string read_input_file(const fs::path& path, std::uint64_t max_bytes,
+                            const std::string& kind) {
+  const std::string file = path.string();
+  const auto [fd, size] = open_regular_file(path);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error(file, "cannot stat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode))
-    throw Error(file, "not a regular file (it is " + file_kind(st.st_mode) + ")");
-  const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > max_bytes)
     throw Error(file, "file is " + std::to_string(size) + " bytes, over the " +
                           std::to_string(max_bytes) + "-byte limit for " + kind);

@@ -37,7 +37,8 @@ struct Golden {
   std::string gdn;                   // chunked | recurrent
   std::filesystem::path prompt_set;  // resolved against the golden file's directory
   std::string prompt_set_sha256;
-  bool prompt_set_sha256_of_file = false;  // an older golden: sha256 of the prompt file's bytes
+  bool prompt_set_sha256_of_file = false;    // an older golden: sha256 of the prompt file's bytes
+  std::optional<std::int64_t> prompt_count;  // prompt_set.prompts (absent in older goldens)
   // The target τ was measured with: provenance.target.identity (null in older goldens) and
   // provenance.target.files and .path.
   nlohmann::json target_identity;

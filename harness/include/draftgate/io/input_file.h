@@ -22,6 +22,9 @@ void refuse_pseudo_file(const std::filesystem::path& path);
 std::string read_input_file(const std::filesystem::path& path, std::uint64_t max_bytes,
                             const std::string& kind);
 
+// Throws (like read_input_file) unless `path` is a regular file this process can open for reading.
+void require_input_file(const std::filesystem::path& path);
+
 // Throws unless `dir` is a directory this process can list.
 void require_input_directory(const std::filesystem::path& dir, const std::string& hint = {});
 

@@ -1,0 +1,166 @@
+#include "draftgate/io/artifact_kind.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "draftgate/error.h"
+
+namespace draftgate::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Enough for any config.json and the head of any JSON artifact draftgate writes.
+constexpr std::streamsize kSniffBytes = 1 << 20;
+
+std::string head(const fs::path& path, std::streamsize n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<std::size_t>(n), '\0');
+  in.read(text.data(), n);
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return text;
+}
+
+nlohmann::json parse_or_null(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+Recognized checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "config.json", ec)) return {};
+  const nlohmann::json c = parse_or_null(head(dir / "config.json", kSniffBytes));
+  if (!c.is_object()) return {};
+  if (auto it = c.find("architectures"); it != c.end() && it->is_array())
+    for (const auto& a : *it)
+      if (a.is_string() && a.get<std::string>().find("DFlash") != std::string::npos)
+        return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json architectures " +
+                                            a.get<std::string>() + ")"};
+  if (c.contains("dflash_config"))
+    return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json has dflash_config)"};
+  if (auto it = c.find("model_type"); it != c.end() && it->is_string())
+    return {ArtifactKind::kTarget,
+            "a target checkpoint (config.json model_type " + it->get<std::string>() + ")"};
+  return {};
+}
+
+// A safetensors file's __metadata__, or null.
+nlohmann::json safetensors_metadata(const fs::path& file, std::uintmax_t size) {
+  const std::string prefix = head(file, 8);
+  if (prefix.size() < 8) return nullptr;
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(prefix[i]);
+  if (length < 2 || length > size - 8 || length > (100u << 20)) return nullptr;
+  const nlohmann::json header =
+      parse_or_null(head(file, static_cast<std::streamsize>(8 + length)).substr(8));
+  if (!header.is_object()) return nullptr;
+  return header.value("__metadata__", nlohmann::json::object());
+}
+
+Recognized file(const fs::path& path) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec || size == 0) return {};
+  const nlohmann::json meta = safetensors_metadata(path, size);
+  if (meta.is_object()) {
+    if (meta.value("schema", "") == "draftgate.step_record/1")
+      return {ArtifactKind::kStepRecord, "a training step record (draftgate.step_record/1)"};
+    if (meta.contains("tap_convention"))
+      return {ArtifactKind::kReferenceDump, "a reference dump (draftgate forward --out)"};
+    return {};
+  }
+  const std::string text = head(path, kSniffBytes);
+  const nlohmann::json doc = parse_or_null(text);
+  // The top-level schema; in a file longer than the sniffed head, the outermost schema string it
+  // holds (a measured golden nests a measured_tau/1 object, so golden wins).
+  std::string schema = doc.is_object() ? doc.value("schema", "") : "";
+  if (!doc.is_object() && static_cast<std::streamsize>(size) > kSniffBytes)
+    for (const char* s : {"draftgate.golden/1", "draftgate.suite/1", "draftgate.measured_tau/1"})
+      if (schema.empty() && text.find(std::string("\"") + s + "\"") != std::string::npos)
+        schema = s;
+  if (schema == "draftgate.golden/1") return {ArtifactKind::kGolden, "a golden (" + schema + ")"};
+  if (schema == "draftgate.suite/1") return {ArtifactKind::kSuite, "a suite (" + schema + ")"};
+  if (schema == "draftgate.measured_tau/1")
+    return {ArtifactKind::kMeasuredTau, "a measured-τ file (" + schema + ")"};
+  if (doc.is_object()) return {};
+  // JSONL: a prompt set's first line is an object with input_ids.
+  const nlohmann::json first = parse_or_null(text.substr(0, text.find('\n')));
+  if (first.is_object() && first.contains("input_ids"))
+    return {ArtifactKind::kPromptSet, "a prompt set (JSONL with input_ids)"};
+  return {};
+}
+
+const char* kind_name(ArtifactKind kind) {
+  switch (kind) {
+    case ArtifactKind::kTarget:
+      return "a target checkpoint";
+    case ArtifactKind::kDrafter:
+      return "a drafter checkpoint";
+    case ArtifactKind::kStepRecord:
+      return "a step record";
+    case ArtifactKind::kReferenceDump:
+      return "a reference dump";
+    case ArtifactKind::kGolden:
+      return "a golden";
+    case ArtifactKind::kSuite:
+      return "a suite";
+    case ArtifactKind::kMeasuredTau:
+      return "a measured-τ file";
+    case ArtifactKind::kPromptSet:
+      return "a prompt set";
+    case ArtifactKind::kUnknown:
+      break;
+  }
+  return "an artifact";
+}
+
+}  // namespace
+
+Recognized recognize_artifact(const fs::path& path) {
+  try {
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (ec) return {};
+    if (fs::is_directory(st)) return checkpoint(path);
+    if (fs::is_regular_file(st)) return file(path);
+  } catch (const std::exception&) {
+    // unreadable in some other way: the artifact's own reader names the problem
+  }
+  return {};
+}
+
+std::string slot_flag(ArtifactKind kind) {
+  switch (kind) {
+    case ArtifactKind::kTarget:
+      return "--target";
+    case ArtifactKind::kDrafter:
+      return "--drafter";
+    case ArtifactKind::kStepRecord:
+      return "--step-record";
+    case ArtifactKind::kReferenceDump:
+      return "--reference-dump";
+    case ArtifactKind::kGolden:
+      return "--golden";
+    case ArtifactKind::kSuite:
+      return "--suite";
+    case ArtifactKind::kMeasuredTau:
+      return "--measured";
+    case ArtifactKind::kPromptSet:
+      return "--prompts";
+    case ArtifactKind::kUnknown:
+      break;
+  }
+  return "";
+}
+
+void require_slot(const fs::path& path, ArtifactKind expected, const std::string& flag) {
+  const Recognized r = recognize_artifact(path);
+  if (r.kind == ArtifactKind::kUnknown || r.kind == expected) return;
+  throw Error(
+      path.string(), "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),
+      "give it as " + slot_flag(r.kind) + " and pass " + kind_name(expected) + " as " + flag);
+}
+
+}  // namespace draftgate::io

@@ -1,0 +1,285 @@
+// Mixed-up artifacts end in one line naming the real cause, not in a confident wrong diagnosis:
+// a step record made with another target (by the identity it carries, or — without one — by its
+// fed features matching no target layer), a wrong --target path inside min_tau, a golden recorded
+// from a collapsed pair. Measured on main before the fix: the qwen3_5 record against the qwen3
+// target failed three checks with three wrong causes (a tap bug, teacher noise, the mask), exit 1.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "draftgate/golden/golden.h"
+#include "draftgate/io/artifact_kind.h"
+#include "draftgate/io/safetensors.h"
+#include "run_cli.h"
+#include "test_files.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+
+const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
+const fs::path kQwen3Target = kTrained / "qwen3-target";
+const fs::path kQwen35Target = kTrained / "qwen35-target";
+const fs::path kQwen3Drafter = kTrained / "qwen3-drafter-reference";
+const fs::path kQwen3Record = kTrained / "step-records/qwen3-drafter-reference.safetensors";
+const fs::path kQwen35Record = kTrained / "step-records/qwen35-drafter-reference.safetensors";
+
+int lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// A copy of `record` with `extra` added to its __metadata__ (tensors byte for byte).
+fs::path with_metadata(const fs::path& record, const fs::path& out,
+                       const std::map<std::string, std::string>& extra) {
+  const auto file = io::SafetensorsFile::open(record);
+  std::vector<io::TensorBytes> tensors;
+  for (const auto& info : file->header().tensors)
+    tensors.push_back({info.name, info.dtype, info.shape, file->bytes(info)});
+  auto metadata = file->header().metadata;
+  for (const auto& [k, v] : extra) metadata[k] = v;
+  io::write_safetensors(out, tensors, metadata);
+  return out;
+}
+
+std::map<std::string, std::string> identity_keys(const std::string& role, const fs::path& dir) {
+  const nlohmann::json id = golden::target_identity(dir);
+  return {{role + "_config_sha256", id["config_sha256"].get<std::string>()},
+          {role + "_weights_fingerprint", id["weights_fingerprint"].get<std::string>()}};
+}
+
+std::string check_record(const fs::path& record) {
+  return "check --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
+         " --step-record " + record.string();
+}
+
+TEST(MixedArtifacts, ARecordOfAnotherTargetWithoutIdentityIsNamedNotDiagnosedAsTapBugs) {
+  const auto r = run_draftgate(check_record(kQwen35Record));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(kQwen35Record.string()));
+  EXPECT_THAT(r.err, HasSubstr("no target layer matches this record"));
+  EXPECT_THAT(r.err, HasSubstr("was it made with this target"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("fix the trainer's tap indexing")));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("remove noise")));
+}
+
+TEST(MixedArtifacts, ARecordCarryingAnotherTargetsIdentityIsRefusedNamingBoth) {
+  const fs::path dir = testing::fresh_dir("mixed_identity");
+  const fs::path record =
+      with_metadata(kQwen3Record, dir / "r.safetensors", identity_keys("target", kQwen35Target));
+  const auto r = run_draftgate(check_record(record));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  const auto brief = [](const fs::path& d) {
+    return golden::target_identity(d)["weights_fingerprint"].get<std::string>().substr(0, 12);
+  };
+  EXPECT_THAT(r.err, HasSubstr("made with the target of"));
+  EXPECT_THAT(r.err, HasSubstr(brief(kQwen35Target)));
+  EXPECT_THAT(r.err, HasSubstr("--target " + kQwen3Target.string() + " is"));
+  EXPECT_THAT(r.err, HasSubstr(brief(kQwen3Target)));
+  EXPECT_THAT(r.out, Not(HasSubstr("FAIL")));  // refused before any numeric verdict
+}
+
+TEST(MixedArtifacts, ARecordCarryingAnotherDrafterIdentityIsRefusedNamingTheDrafterFlag) {
+  const fs::path dir = testing::fresh_dir("mixed_drafter_identity");
+  auto keys = identity_keys("target", kQwen3Target);
+  keys.merge(identity_keys("drafter", kTrained / "qwen3-drafter-dflash2"));
+  const fs::path record = with_metadata(kQwen3Record, dir / "r.safetensors", keys);
+  const auto r = run_draftgate(check_record(record));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("made with the drafter of"));
+  EXPECT_THAT(r.err, HasSubstr("--drafter " + kQwen3Drafter.string()));
+}
+
+TEST(MixedArtifacts, ARecordCarryingItsOwnIdentityIsJudgedAsBefore) {
+  const fs::path dir = testing::fresh_dir("mixed_own_identity");
+  auto keys = identity_keys("target", kQwen3Target);
+  keys.merge(identity_keys("drafter", kQwen3Drafter));
+  const fs::path record = with_metadata(kQwen3Record, dir / "r.safetensors", keys);
+  const auto plain = run_draftgate(check_record(kQwen3Record));
+  const auto tagged = run_draftgate(check_record(record));
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_EQ(tagged.exit_code, 0) << tagged.out << tagged.err;
+}
+
+TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
+  const fs::path missing = testing::fresh_dir("mixed_wrong_target") / "qwen3-targt";
+  const auto r = run_draftgate(
+      "check --only min_tau --target " + missing.string() + " --drafter " + kQwen3Drafter.string() +
+      " --golden " + (fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(missing.string() + ": no such directory"));
+  EXPECT_THAT(r.err, Not(HasSubstr("filesystem error")));
+  EXPECT_THAT(r.err, Not(HasSubstr(kQwen3Drafter.string() + ":")));
+}
+
+TEST(ArtifactSlots, EveryKindIsRecognisedByItsContent) {
+  using io::ArtifactKind;
+  const fs::path root = DRAFTGATE_SOURCE_DIR;
+  for (const auto& [path, kind] :
+       {std::pair{kQwen3Target, ArtifactKind::kTarget},
+        {kQwen35Target, ArtifactKind::kTarget},
+        {kQwen3Drafter, ArtifactKind::kDrafter},
+        {kTrained / "qwen3-drafter-dflash2", ArtifactKind::kDrafter},
+        {kQwen3Record, ArtifactKind::kStepRecord},
+        {root / "golden/qwen3-reference.json", ArtifactKind::kGolden},
+        {root / "fixtures/suites/qwen3-reference.json", ArtifactKind::kSuite},
+        {root / "tests/fuzz/seeds/measured_tau/vllm.json", ArtifactKind::kMeasuredTau},
+        {kTrained / "prompts/held-out.jsonl", ArtifactKind::kPromptSet},
+        {root / "README.md", ArtifactKind::kUnknown},
+        {root / "no-such-file", ArtifactKind::kUnknown}})
+    EXPECT_EQ(io::recognize_artifact(path).kind, kind) << path;
+}
+
+TEST(ArtifactSlots, AnArtifactInAnotherSlotIsNamedWithTheSlotItGoesIn) {
+  const fs::path root = DRAFTGATE_SOURCE_DIR;
+  const std::string golden = (root / "golden/qwen3-reference.json").string();
+  struct Case {
+    std::string args, named, what, goes;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"check --target " + kQwen3Drafter.string() + " --drafter " + kQwen3Target.string(),
+            kQwen3Drafter.string(), "it is a DFlash drafter checkpoint", "give it as --drafter"},
+           {"check --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
+                " --golden " + (root / "fixtures/suites/qwen3-reference.json").string(),
+            "suites/qwen3-reference.json", "it is a suite", "give it as --suite"},
+           {"check --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
+                " --golden " + (root / "tests/fuzz/seeds/measured_tau/vllm.json").string(),
+            "vllm.json", "it is a measured-τ file", "give it as --measured"},
+           {"check --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
+                " --step-record " + golden,
+            golden, "it is a golden", "give it as --golden"},
+           {"check --suite " + golden, golden, "it is a golden", "give it as --golden"},
+           {"eval --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
+                " --prompts " + kQwen3Record.string(),
+            kQwen3Record.string(), "it is a training step record", "give it as --step-record"},
+           {"golden record --target " + kQwen3Target.string() + " --drafter " +
+                kQwen3Target.string() + " --prompts " +
+                (kTrained / "prompts/held-out.jsonl").string() + " --out " +
+                (testing::fresh_dir("slots") / "g.json").string(),
+            kQwen3Target.string(), "it is a target checkpoint", "give it as --target"},
+       }) {
+    const auto r = run_draftgate(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.named)) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.what)) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.goes)) << c.args;
+  }
+}
+
+std::string min_tau_on(const fs::path& golden) {
+  return "check --only min_tau --target " + kQwen3Target.string() + " --drafter " +
+         kQwen3Drafter.string() + " --golden " + golden.string();
+}
+
+TEST(MixedArtifacts, ACopiedGoldenSaysHowToPointAtItsPromptSet) {
+  const fs::path dir = testing::fresh_dir("mixed_copied_golden");
+  const fs::path golden = dir / "copied.json";
+  fs::copy_file(fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json", golden);
+  auto r = run_draftgate(min_tau_on(golden));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("was the golden copied without it?"));
+  EXPECT_THAT(r.err, HasSubstr("--param min_tau.prompts=PATH"));
+  r = run_draftgate(min_tau_on(golden) +
+                    " --param min_tau.prompts=" + (kTrained / "prompts/held-out.jsonl").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(MixedArtifacts, AnEditedPromptSetGivesBothCountsAndHashes) {
+  const fs::path dir = testing::fresh_dir("mixed_edited_prompts");
+  fs::create_directories(dir / "golden");
+  fs::create_directories(dir / "fixtures/trained/prompts");
+  fs::copy_file(fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json",
+                dir / "golden/g.json");
+  const std::string text = testing::read_file(kTrained / "prompts/held-out.jsonl");
+  testing::write_file(dir / "fixtures/trained/prompts/held-out.jsonl",
+                      text.substr(0, text.rfind('\n', text.size() - 2) + 1));  // one prompt less
+  const auto r = run_draftgate(min_tau_on(dir / "golden/g.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("of 39 prompts differs from the golden's"));
+  EXPECT_THAT(r.err, HasSubstr("of 40 prompts"));
+  EXPECT_THAT(r.err, HasSubstr("the file was edited after the golden was recorded"));
+}
+
+TEST(MixedArtifacts, TyposGetTheClosestFlagOrVerb) {
+  auto r = run_draftgate("check --golen golden/x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(--golen: did you mean --golden?)"));
+  r = run_draftgate("chek --target x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(chek: did you mean check?)"));
+  r = run_draftgate("eval --promts p.jsonl");
+  EXPECT_THAT(r.err, HasSubstr("(--promts: did you mean --prompts?)"));
+  r = run_draftgate("check --zzzzzzzz");  // nothing close: no guess
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, Not(HasSubstr("did you mean")));
+}
+
+// A random drafter for the trained target: τ about 1, below min_tau's collapse tripwire.
+fs::path random_drafter(const fs::path& dir) {
+  const fs::path out = dir / "random-drafter";
+  const auto r = run_draftgate("make-drafter --target " + kQwen3Target.string() +
+                               " --taps 0,2 --mask-token-id 63 --out " + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+std::string golden_record(const fs::path& drafter, const fs::path& out) {
+  return "golden record --target " + kQwen3Target.string() + " --drafter " + drafter.string() +
+         " --prompts " + (kTrained / "prompts/held-out.jsonl").string() +
+         " --max-new 4 --eos 0 --out " + out.string();
+}
+
+TEST(MixedArtifacts, GoldenRecordRefusesACollapsedGoldenUnlessAskedAndThenSaysSoLoudly) {
+  const fs::path dir = testing::fresh_dir("mixed_collapsed_golden");
+  const fs::path drafter = random_drafter(dir), out = dir / "g.json";
+  auto r = run_draftgate(golden_record(drafter, out));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("at or below min_tau's collapse tripwire 1.05"));
+  EXPECT_THAT(r.err, HasSubstr("--allow-collapsed"));
+  EXPECT_FALSE(fs::exists(out));
+  r = run_draftgate(golden_record(drafter, out) + " --allow-collapsed");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("WARNING: " + out.string()));
+  const auto g = nlohmann::json::parse(testing::read_file(out));
+  EXPECT_THAT(g["provenance"]["note"].get<std::string>(), HasSubstr("collapse tripwire"));
+  // The trained reference is far above the tripwire and records as before.
+  EXPECT_EQ(run_draftgate(golden_record(kQwen3Drafter, dir / "ref.json")).exit_code, 0);
+}
+
+TEST(MixedArtifacts, EvalAndGoldenRecordDecodeAtTheSameDefaultDtypeStatedInTheirHelp) {
+  const fs::path dir = testing::fresh_dir("mixed_dtype");
+  const fs::path golden = dir / "g.json", eval = dir / "e.json";
+  ASSERT_EQ(run_draftgate(golden_record(kQwen3Drafter, golden)).exit_code, 0);
+  const auto r = run_draftgate("eval --target " + kQwen3Target.string() + " --drafter " +
+                               kQwen3Drafter.string() + " --prompts " +
+                               (kTrained / "prompts/held-out.jsonl").string() +
+                               " --max-new 4 --eos 0 --json " + eval.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto g = nlohmann::json::parse(testing::read_file(golden));
+  const auto e = nlohmann::json::parse(testing::read_file(eval));
+  EXPECT_EQ(e["target"]["dtype"], g["decoding"]["dtype"]);
+  EXPECT_EQ(e["tau"]["tau_macro"], g["tau"]["tau_macro"]);
+  const std::string stated = "the same for eval and golden record";
+  EXPECT_THAT(run_draftgate("eval --help").out, HasSubstr(stated));
+  EXPECT_THAT(run_draftgate("golden record --help").out, HasSubstr(stated));
+}
+
+}  // namespace
+}  // namespace draftgate

@@ -1,0 +1,139 @@
+// One line, always: every verb, every path flag, given a path that is missing, unreadable or of
+// the wrong kind (a file where a checkpoint directory belongs, a directory where a file does),
+// exits 2 with one stderr line naming that path — no std::filesystem text, no second line from
+// another check, no blame on another artifact. Measured on main before: a wrong --target inside
+// min_tau printed "filesystem error: directory iterator cannot open directory" under the
+// drafter's name, and a wrong --target given to `check` printed a line per check that read it.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+#include "run_cli.h"
+#include "test_files.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+const fs::path kRoot = DRAFTGATE_SOURCE_DIR;
+const fs::path kTrained = kRoot / "fixtures/trained";
+
+// The command with "{P}" where the path under test goes and "{OUT}" for the case's directory.
+struct PathFlag {
+  std::string label;
+  std::string command;
+  bool directory;  // the flag takes a checkpoint directory (else a file)
+};
+
+std::string fill(std::string s) {
+  const std::map<std::string, fs::path> paths = {
+      {"{T}", kTrained / "qwen3-target"},
+      {"{D}", kTrained / "qwen3-drafter-reference"},
+      {"{R}", kTrained / "step-records/qwen3-drafter-reference.safetensors"},
+      {"{G}", kRoot / "golden/qwen3-reference.json"},
+      {"{PR}", kTrained / "prompts/held-out.jsonl"},
+      {"{V}", kRoot / "tests/fuzz/seeds/vllm_metrics/two-engines.txt"}};
+  for (const auto& [key, path] : paths)
+    for (auto at = s.find(key); at != std::string::npos; at = s.find(key))
+      s.replace(at, key.size(), path.string());
+  return s;
+}
+
+const std::vector<PathFlag> kPathFlags = {
+    {"probe", "probe {P}", true},
+    {"forward_model", "forward --model {P} --tokens 1,2 --out {OUT}/f.safetensors", true},
+    {"eval_target", "eval --target {P} --drafter {D} --prompts {PR} --max-new 2 --eos 0", true},
+    {"eval_drafter", "eval --target {T} --drafter {P} --prompts {PR} --max-new 2 --eos 0", true},
+    {"eval_prompts", "eval --target {T} --drafter {D} --prompts {P} --max-new 2 --eos 0", false},
+    {"golden_target", "golden record --target {P} --drafter {D} --prompts {PR} --out {OUT}/g.json",
+     true},
+    {"golden_drafter", "golden record --target {T} --drafter {P} --prompts {PR} --out {OUT}/g.json",
+     true},
+    {"golden_prompts", "golden record --target {T} --drafter {D} --prompts {P} --out {OUT}/g.json",
+     false},
+    {"golden_measured", "golden record --measured {P} --out {OUT}/g.json", false},
+    {"check_target", "check --target {P} --drafter {D}", true},
+    {"check_drafter", "check --target {T} --drafter {P}", true},
+    {"check_step_record", "check --target {T} --drafter {D} --step-record {P}", false},
+    {"check_golden", "check --target {T} --drafter {D} --golden {P}", false},
+    {"check_golden_min_tau", "check --only min_tau --target {P} --drafter {D} --golden {G}", true},
+    {"check_reference_dump", "check --target {T} --reference-dump {P}", false},
+    {"check_measured", "check --golden {G} --measured {P}", false},
+    {"check_suite", "check --suite {P}", false},
+    {"tau_vllm_metrics", "tau import --vllm-metrics {P} --out {OUT}/m.json", false},
+    {"tau_before", "tau import --vllm-metrics {V} --before {P} --out {OUT}/m.json", false},
+    {"tau_sglang", "tau import --sglang-requests {P} --prompts {PR} --out {OUT}/m.json", false},
+    {"tau_prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json", false},
+    {"make_drafter_target", "make-drafter --target {P} --taps 0,2 --out {OUT}/d", true},
+};
+
+enum class Fault { kMissing, kUnreadable, kWrongKind };
+
+struct Case {
+  PathFlag flag;
+  Fault fault;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.flag.label; }
+
+class PathFlags : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PathFlags, AreOneLineNamingThePath) {
+  const Case& c = GetParam();
+  const fs::path dir = testing::fresh_dir("path_flags_" + c.flag.label);
+  fs::permissions(dir, fs::perms::all);  // "nobody" writes its outputs here
+  fs::path path = dir / "missing";
+  std::string prefix;
+  if (c.fault == Fault::kUnreadable) {
+    path = dir / "unreadable";
+    if (c.flag.directory)
+      fs::create_directory(path);
+    else
+      testing::write_file(path, "{}\n");
+    fs::permissions(path, fs::perms::none);
+    prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups";  // root reads mode 000
+  } else if (c.fault == Fault::kWrongKind) {
+    path = dir / "wrong-kind";
+    if (c.flag.directory)
+      testing::write_file(path, "not a checkpoint\n");
+    else
+      fs::create_directory(path);
+  }
+  std::string command = fill(c.flag.command);
+  command.replace(command.find("{P}"), 3, path.string());
+  for (auto at = command.find("{OUT}"); at != std::string::npos; at = command.find("{OUT}"))
+    command.replace(at, 5, dir.string());
+  const auto r = testing::run_draftgate_measured(command, prefix, 120);
+  EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.out << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << "\n" << r.err;
+  EXPECT_THAT(r.err, HasSubstr("draftgate: error: " + path.string())) << command;
+  for (const char* raw : {"filesystem error", "what()", "terminate", "std::", "c10::"})
+    EXPECT_THAT(r.err, Not(HasSubstr(raw))) << command;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const auto& flag : kPathFlags)
+    for (const auto& [fault, suffix] : {std::pair{Fault::kMissing, "_missing"},
+                                        {Fault::kUnreadable, "_unreadable"},
+                                        {Fault::kWrongKind, "_wrong_kind"}}) {
+      PathFlag f = flag;
+      f.label += suffix;
+      cases.push_back({f, fault});
+    }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryVerb, PathFlags, ::testing::ValuesIn(all_cases()),
+                         [](const auto& p) { return p.param.flag.label; });
+
+}  // namespace
+}  // namespace draftgate
