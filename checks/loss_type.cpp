@@ -1,6 +1,8 @@
-// loss_type: which loss did the trainer actually compute? Recomputes the decay-weighted hard
-// cross-entropy and the soft KL from a step record with the recipe module and compares both with
-// the logged loss.
+// loss_type: which loss did the trainer actually compute? Recomputes the record's recipe (hard
+// cross-entropy and soft KL under its weighting — decay γ, uniform, D-PACE — and its
+// normalisation) and every other hypothesis (the other weightings and normalisations, the other
+// loss, labels shifted by one), and fails when the logged loss is not the configured recipe or is
+// another hypothesis by more than the precision explains.
 
 #include <cmath>
 #include <optional>
@@ -48,6 +50,87 @@ double ce_rounding_std(const at::Tensor& logits, const train::BlockTargets& t, i
   return (w.pow(2) * variance).sum().sqrt().item<double>() / w.sum().item<double>();
 }
 
+// The trainer's scalar under `recipe` (weights from the elementwise loss for D-PACE).
+double recipe_value(const train::LossRecipe& recipe, const at::Tensor& elements,
+                    const at::Tensor& mask) {
+  return train::recipe_loss(recipe, elements, mask, train::recipe_weights(recipe, mask, elements));
+}
+
+struct Candidate {
+  std::string name;  // empty: none
+  double value = 0;
+};
+
+// Every other hypothesis of what the trainer computed, closest to the logged loss: the other
+// weightings (uniform, decay γ of the record and the trainers' defaults 4 and 7, D-PACE), the
+// other normalisations, the other loss, and labels shifted by one position either way.
+Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_loss,
+                           const at::Tensor& logits, const train::BlockTargets& targets,
+                           const at::Tensor& ce_elements, const at::Tensor& kl_elements) {
+  train::LossRecipe configured = rec.recipe();
+  configured.loss = judged_loss;
+  // Every weighting × every normalisation.
+  std::vector<train::LossRecipe> weightings;
+  auto fixed = [&](double gamma) {
+    train::LossRecipe r = configured;
+    r.weighting = train::Weighting::kFixed, r.gamma = gamma;
+    weightings.push_back(r);
+  };
+  fixed(0);  // uniform
+  for (double gamma : {rec.gamma, 4.0, 7.0})
+    if (gamma > 0) fixed(gamma);
+  train::LossRecipe dpace = configured;
+  dpace.weighting = train::Weighting::kDpace;
+  weightings.push_back(dpace);
+  std::vector<train::LossRecipe> recipes;
+  for (train::LossRecipe r : weightings)
+    for (auto n : {train::Normalization::kWeightSum, train::Normalization::kMaskSum,
+                   train::Normalization::kRows}) {
+      r.normalization = n;
+      recipes.push_back(r);
+    }
+  const at::Tensor mask = (targets.weight > 0).to(at::kDouble);
+  struct LabelSet {
+    std::string name;
+    at::Tensor ce, mask;
+  };
+  std::vector<LabelSet> labels = {{"", ce_elements, mask}};
+  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
+  const at::Tensor ids = at::tensor(rec.input_ids, at::kLong);
+  for (std::int64_t d : {1, -1}) {
+    const at::Tensor pos = at::tensor(rec.anchors, at::kLong).unsqueeze(1) +
+                           at::arange(rec.block_size, at::kLong).unsqueeze(0) + d;
+    const at::Tensor inside = (pos >= 0) & (pos < s);
+    const at::Tensor shifted = ids.index({pos.clamp(0, s - 1)});
+    labels.push_back({", labels shifted to input_ids[a+k" + std::string(d > 0 ? "+1" : "-1") + "]",
+                      train::elementwise_cross_entropy(logits, shifted),
+                      mask * inside.to(at::kDouble)});
+  }
+  Candidate best;
+  double best_distance = 0;
+  auto consider = [&](const train::LossRecipe& recipe, const at::Tensor& elements,
+                      const at::Tensor& m, const std::string& suffix) {
+    if (suffix.empty() && recipe.loss == configured.loss &&
+        recipe.weighting == configured.weighting && recipe.gamma == configured.gamma &&
+        recipe.normalization == configured.normalization)
+      return;  // the configured recipe itself
+    if (!(m.sum().item<double>() > 0)) return;
+    const double v = recipe_value(recipe, elements, m);
+    const double distance = std::abs(v - rec.logged_loss);
+    if (std::isfinite(v) && (best.name.empty() || distance < best_distance))
+      best = {"the " + recipe.describe() + suffix, v}, best_distance = distance;
+  };
+  for (train::LossRecipe recipe : recipes) {
+    recipe.loss = train::LossType::kHardCrossEntropy;
+    for (const auto& l : labels) consider(recipe, l.ce, l.mask, l.name);
+    if (kl_elements.defined()) {
+      recipe.loss = train::LossType::kSoftKl;
+      consider(recipe, kl_elements, mask, "");
+    }
+  }
+  return best;
+}
+
 class LossType : public Check {
  public:
   std::string name() const override { return "loss_type"; }
@@ -85,7 +168,10 @@ class LossType : public Check {
           problems.push_back(*bad + "; the loss cannot be recomputed from non-finite logits");
     if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
     const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
-    const double ce = train::weighted_cross_entropy(logits, targets).item<double>();
+    const train::LossRecipe configured = rec.recipe();
+    const at::Tensor mask = (targets.weight > 0).to(at::kDouble);  // the 0/1 supervision
+    const at::Tensor ce_elements = train::elementwise_cross_entropy(logits, targets.labels);
+    const double ce = recipe_value(configured, ce_elements, mask);
     // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
     // rounding, half an ulp (reductions accumulate in float32, so the final rounding dominates).
     // Logits stored below the precision they were computed in moved by up to half an ulp each
@@ -110,10 +196,12 @@ class LossType : public Check {
     r.measured["tolerance"] = tol;
     r.measured["recomputed_ce"] = ce;
     std::optional<double> kl;
+    at::Tensor kl_elements;
     std::string no_kl = "no teacher_logits";  // why the KL is n/a
     if (rec.teacher_logits.defined()) {
       if (const auto teacher = train::recorded_block_teacher_logits(rec, targets)) {
-        kl = train::weighted_kl(logits, *teacher, targets).item<double>();
+        kl_elements = train::elementwise_kl(logits, *teacher);
+        kl = recipe_value(configured, kl_elements, mask);
         r.measured["recomputed_kl"] = *kl;
       } else {
         no_kl = "teacher_logits recorded at " + std::to_string(rec.teacher_positions.size()) +
@@ -122,15 +210,26 @@ class LossType : public Check {
       }
     }
     if (rec.weights.defined()) {
-      const at::Tensor expect_w = targets.weight;
+      const at::Tensor expect_w =
+          train::recipe_weights(configured, mask,
+                                rec.loss == train::LossType::kSoftKl && kl_elements.defined()
+                                    ? kl_elements
+                                    : ce_elements)
+              .to(at::kFloat);
       const double diff = (rec.weights - expect_w).abs().max().item<double>();
       r.measured["weights_max_abs_diff"] = diff;
       if (diff > 1e-4)
-        problems.push_back("recorded weights differ from the recipe's (w_0 = 0, w_k = exp(-(k-1)/" +
-                           format_number(rec.gamma, 6) + ") on the loss mask) by up to " +
-                           format_number(diff, 6));
+        problems.push_back(
+            "recorded weights differ from the recipe's (" +
+            std::string(configured.weighting == train::Weighting::kDpace
+                            ? "D-PACE, alpha " + format_number(configured.dpace_alpha, 6)
+                        : configured.gamma > 0
+                            ? "w_0 = 0, w_k = exp(-(k-1)/" + format_number(rec.gamma, 6) + ")"
+                            : "uniform, w_0 = 0") +
+            " on the loss mask) by up to " + format_number(diff, 6));
     }
     const bool is_ce = close(ce), is_kl = kl && close(*kl);
+    r.measured["configured_recipe"] = configured.describe();
     const std::string found = is_ce && is_kl ? "both" : is_ce ? "ce" : is_kl ? "kl" : "neither";
     r.measured["logged_loss_matches"] = found;
     const std::string numbers = "logged " + format_number(rec.logged_loss, 6) + ", recomputed CE " +
@@ -141,12 +240,28 @@ class LossType : public Check {
       return skip(name(), "the logged loss is not the CE (" + numbers +
                               ") and the expected KL cannot be recomputed; record teacher_logits "
                               "at every position a block element reads (a + k - 1)");
+    const Candidate best = best_alternative(
+        rec, expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl,
+        logits, targets, ce_elements, kl_elements);
+    r.measured["best_alternative"] = {{"recipe", best.name}, {"loss", best.value}};
+    const std::string ce_name = configured.weighting == train::Weighting::kFixed &&
+                                        configured.gamma > 0 &&
+                                        configured.normalization == train::Normalization::kWeightSum
+                                    ? "decay-weighted CE"
+                                    : "CE of the configured recipe (" + configured.describe() + ")";
+    // Named when the logged loss is that other hypothesis.
+    auto closest_alternative = [&]() -> std::string {
+      if (best.name.empty() || !close(best.value)) return "";
+      return "; it is " + best.name + " (" + format_number(best.value, 8) + ")";
+    };
     if (found == "neither" && !kl && rec.teacher_logits.defined())
-      problems.push_back("the logged loss is not the decay-weighted CE the recipe requires (" +
-                         numbers + "); check the loss code, the weights and the labels");
+      problems.push_back("the logged loss is not the " + ce_name + " the recipe requires (" +
+                         numbers + ")" + closest_alternative() +
+                         "; check the loss code, the weights and the labels");
     else if (found == "neither")
-      problems.push_back("the logged loss matches neither the decay-weighted CE nor the KL (" +
-                         numbers + "); check the loss code, the weights and the labels");
+      problems.push_back("the logged loss matches neither the " + ce_name + " nor the KL (" +
+                         numbers + ")" + closest_alternative() +
+                         "; check the loss code, the weights and the labels");
     else if (found != "both" && found != expected && found != train::loss_name(rec.loss))
       problems.push_back(
           "the record's metadata says the loss is " + std::string(train::loss_name(rec.loss)) +
@@ -158,6 +273,30 @@ class LossType : public Check {
       problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
                          found + " (" + numbers + "); switch the trainer to " +
                          (expected == "ce" ? "hard cross-entropy" : "soft KL"));
+    if (problems.empty() && (found == expected || found == "both")) {
+      // The configured recipe matches; does another hypothesis match clearly better? The margin
+      // is what the precision explains (the logged scalar's rounding, the stored logits').
+      const double configured_value = expected == "ce" ? ce : *kl;
+      const double margin = std::max(atol, computed_rounding) + storage_rounding;
+      train::LossRecipe judged_recipe = configured;
+      judged_recipe.loss =
+          expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl;
+      const std::string configured_name = judged_recipe.describe();
+      const Candidate best = best_alternative(
+          rec, expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl,
+          logits, targets, ce_elements, kl_elements);
+      r.measured["best_alternative"] = {{"recipe", best.name}, {"loss", best.value}};
+      const double gap =
+          std::abs(configured_value - rec.logged_loss) - std::abs(best.value - rec.logged_loss);
+      if (!best.name.empty() && gap > margin)
+        problems.push_back(
+            "the logged loss " + format_number(rec.logged_loss, 8) + " is " + best.name + " (" +
+            format_number(best.value, 8) + ") rather than the configured " + configured_name +
+            " (" + format_number(configured_value, 8) + "): closer by " + format_number(gap, 3) +
+            ", more than the " + format_number(margin, 3) +
+            " the precision explains; make the trainer compute the configured recipe, or record "
+            "the recipe it runs");
+    }
     return conclude_judged(std::move(r), problems,
                            "logged loss is the " + expected + " (" + numbers + ")", scope);
   }

@@ -87,6 +87,7 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
     problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
                        "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
   const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
+  train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
   const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
   const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
   if (rec.fc_input.size(1) != n * h)

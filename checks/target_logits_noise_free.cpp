@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "checks/check.h"
+#include "checks/data_labels.h"
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
@@ -49,8 +50,11 @@ class TargetLogitsNoiseFree : public Check {
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.step_record) return skip(name(), "needs a step record (--step-record)");
-    if (!a.target) return skip(name(), "needs the target checkpoint (--target)");
     const train::StepRecord rec = train::read_step_record(*a.step_record);
+    // A data-label trainer has no teacher: what it takes from the target is fc_input.
+    if (rec.labels_source == train::LabelsSource::kData)
+      return judge_data_label_record(name(), a, p, rec);
+    if (!a.target) return skip(name(), "needs the target checkpoint (--target)");
     const io::Checkpoint ckpt = io::Checkpoint::open(*a.target);
     if (ckpt.metadata_only())
       return skip(name(), a.target->string() + " is metadata-only: no weights to recompute with");
@@ -73,13 +77,23 @@ class TargetLogitsNoiseFree : public Check {
     const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
 
     const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
+    train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
     const std::int64_t last = target.config().num_layers - 1;
     const auto fwd = forward_with_progress(name(), target, tokens, {last});
     const at::Tensor ref = fwd.logits;  // [length, V]
     CheckResult r;
     r.evidence["step_record"] = rec.path;
+    r.evidence["labels_source"] = "teacher";
+    // Which parts the verdict rests on, and which the record does not hold.
     const std::string scope = rec.teacher_logits.defined() ? judged(r, teacher_rows, recorded)
                                                            : judged(r, length, recorded);
+    std::string not_recorded;
+    for (const auto& [part, held] :
+         {std::pair<std::string, bool>{"teacher_logits", rec.teacher_logits.defined()},
+          {"labels", rec.labels.defined()}}) {
+      r.measured[held ? "judged" : "not_recorded"].push_back(part);
+      if (!held) not_recorded += part;
+    }
     std::vector<std::string> problems;
     if (auto bad = metrics::non_finite_problem("the target's own logits (float32)", ref)) {
       problems.push_back(*bad + "; the target overflows on these ids, so no teacher can be judged");
@@ -158,11 +172,13 @@ class TargetLogitsNoiseFree : public Check {
             format_number(min_top1) +
             "); the labels must be argmax of the clean teacher at the same position");
     }
-    return conclude_judged(std::move(r), problems,
-                           "the recorded teacher is the target's own output within what its "
-                           "precision explains (" +
-                               precision.describe() + ")",
-                           scope);
+    CheckResult out = conclude_judged(std::move(r), problems,
+                                      "the recorded teacher is the target's own output within "
+                                      "what its precision explains (" +
+                                          precision.describe() + ")",
+                                      scope);
+    if (!not_recorded.empty()) out.message += " (" + not_recorded + " not recorded, not judged)";
+    return out;
   }
 
  private:

@@ -4,6 +4,7 @@
 // training masks that leak (context through the anchor), causal blocks, and position offsets.
 
 #include <algorithm>
+#include <optional>
 
 #include "checks/check.h"
 #include "checks/metrics.h"
@@ -31,6 +32,45 @@ at::Tensor inference_logits(const model::DFlashDrafter& drafter, const train::St
     out.push_back(drafter.draft(state, rec.input_ids[anchor]).to(at::kFloat));
   }
   return at::stack(out);
+}
+
+// Which sliding layers the trainer ran as full attention, when the recorded logits are the
+// training forward with those layers' windows dropped (each alone, then all): the message naming
+// them, or nullopt.
+std::optional<std::string> windowless_layers_matching(const model::DFlashDrafter& drafter,
+                                                      const train::StepRecord& rec,
+                                                      const std::vector<std::int64_t>& which,
+                                                      const at::Tensor& got, double rms,
+                                                      double budget, CheckResult& r) {
+  const auto& config = drafter.config();
+  std::vector<std::int64_t> sliding;
+  for (std::size_t i = 0; i < config.layer_types.size(); ++i)
+    if (config.layer_types[i] == "sliding_attention")
+      sliding.push_back(static_cast<std::int64_t>(i));
+  if (sliding.empty()) return std::nullopt;
+  std::vector<std::vector<std::int64_t>> hypotheses;
+  for (auto i : sliding) hypotheses.push_back({i});
+  if (sliding.size() > 1) hypotheses.push_back(sliding);
+  std::vector<std::int64_t> anchors;
+  for (auto j : which) anchors.push_back(rec.anchors[j]);
+  for (const auto& layers : hypotheses) {
+    const at::Tensor as_full =
+        drafter
+            .training_logits(rec.fc_input, rec.input_ids, anchors,
+                             model::DFlashDrafter::ContextVisibility::kBeforeAnchor, layers)
+            .narrow(1, 1, config.block_size - 1);
+    const double rel = (got - as_full).abs().max().item<double>() / rms;
+    if (rel > budget) continue;
+    r.measured["sliding_layers_run_as_full"] = layers;
+    return "the recorded logits are the training forward with drafter layer" +
+           std::string(layers.size() > 1 ? "s " : " ") + format_ids(layers) +
+           " (sliding_attention, window " + std::to_string(*config.sliding_window) +
+           ") run as full attention (" + format_number(rel) +
+           " of RMS from that); apply the sliding window in the trainer's mask for " +
+           (layers.size() > 1 ? "those layers" : "that layer") +
+           " (keys fewer than sliding_window positions behind each query)";
+  }
+  return std::nullopt;
 }
 
 class TrainInferConsistency : public Check {
@@ -79,6 +119,7 @@ class TrainInferConsistency : public Check {
     if (rec.fc_input.size(1) != fc_width)
       throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) +
                                 " wide but the drafter's fc reads " + std::to_string(fc_width));
+    train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
     if (rec.drafter_logits.size(2) != target.config().vocab)
       throw Error(rec.path, "drafter_logits have a vocabulary of " +
                                 std::to_string(rec.drafter_logits.size(2)) +
@@ -179,6 +220,9 @@ class TrainInferConsistency : public Check {
                ? "each block's DFlash2 convolutions over its own B rows only (zeros before row 0), "
                : "") +
           "and that --drafter is the checkpoint the record was made with");
+    if (rel > budget || top1.agreement < min_top1)
+      if (auto layers = windowless_layers_matching(*drafter, rec, which, got, rms, budget, r))
+        problems.push_back(*layers);
     return conclude_judged(std::move(r), problems,
                            "training and inference agree (" + format_number(rel) +
                                " of RMS, budget " + format_number(budget) + ", " +

@@ -68,7 +68,8 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
                       drafter_logits=None, weights=None, block_size, gamma, mask_token_id, target_layer_ids,
                       loss, logged_loss, step=None, teacher_dtype=None, drafter_dtype=None, store_dtype=None,
                       teacher_positions=None, anchor_subset=None, target_dir=None, drafter_dir=None,
-                      overwrite=False):
+                      overwrite=False, labels_source=None, weighting=None, dpace_alpha=None,
+                      loss_normalization=None, hidden_dtype=None):
     """Writes one step record; ValueError (naming the argument) on inconsistent input.
 
     Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
@@ -87,16 +88,34 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     block_size = _integer("block_size", block_size)
     if block_size < 2:
         raise ValueError(f"block_size must be at least 2, got {block_size}")
-    gamma = _finite("gamma", gamma)
-    if gamma <= 0:
-        raise ValueError(f"gamma must be positive, got {gamma}")
+    if gamma is not None:
+        gamma = _finite("gamma", gamma)
+        if gamma <= 0:
+            raise ValueError(f"gamma must be positive (None for uniform weights), got {gamma}")
+    recipe = {}
+    for key, value, allowed in (("labels_source", labels_source, ("teacher", "data")),
+                                ("weighting", weighting, ("fixed", "dpace")),
+                                ("loss_normalization", loss_normalization, ("weight_sum", "mask_sum", "rows"))):
+        if value is not None:
+            if value not in allowed:
+                raise ValueError(f"{key} must be one of {', '.join(allowed)}, got {value!r}")
+            recipe[key] = value
+    if dpace_alpha is not None:
+        if weighting != "dpace":
+            raise ValueError('dpace_alpha needs weighting="dpace"')
+        dpace_alpha = _finite("dpace_alpha", dpace_alpha)
+        if not 0 <= dpace_alpha <= 1:
+            raise ValueError(f"dpace_alpha must be in [0, 1], got {dpace_alpha}")
+    if weighting == "dpace":
+        recipe["dpace_alpha"] = repr(0.5 if dpace_alpha is None else dpace_alpha)
     if loss not in ("ce", "kl"):
         raise ValueError(f'loss must be "ce" or "kl", got {loss!r}')
     taps = _taps(target_layer_ids)
     if not taps:
         raise ValueError("target_layer_ids is empty")
-    if teacher_logits is None and labels is None:
-        raise ValueError("record teacher_logits or labels (or both): what the loss was computed against")
+    if teacher_logits is None and labels is None and labels_source != "data":
+        raise ValueError("record teacher_logits or labels (or both): what the loss was computed against "
+                         '(labels_source="data": the sequence itself)')
     if teacher_positions is not None and teacher_logits is None:
         raise ValueError("teacher_positions needs teacher_logits")
     if store_dtype not in (None, "f32", "bf16"):
@@ -153,7 +172,8 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
         weight = _floats("weights", weights, 2).float()
         _expect_shape("weights", weight, (n, block_size))
     else:
-        weight = _recipe_weights(ids, mask, anchor_ids, block_size, gamma)
+        # D-PACE's factor is the drafter's: the recipe's weight is then the supervision mask.
+        weight = _recipe_weights(ids, mask, anchor_ids, block_size, None if weighting == "dpace" else gamma)
     if labels is not None:
         label_ids = _ints("labels", labels, 2)
         _expect_shape("labels", label_ids, (n, block_size))
@@ -177,7 +197,7 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     metadata = {
         "schema": SCHEMA,
         "block_size": str(block_size),
-        "gamma": repr(gamma),
+        "gamma": "none" if gamma is None else repr(gamma),
         "mask_token_id": str(_integer("mask_token_id", mask_token_id)),
         "target_layer_ids": ",".join(map(str, taps)),
         "loss": loss,
@@ -192,8 +212,10 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
             identity = checkpoint_identity(directory)
             metadata[f"{role}_config_sha256"] = identity["config_sha256"]
             metadata[f"{role}_weights_fingerprint"] = identity["weights_fingerprint"]
+    metadata.update(recipe)
     for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
-                                 ("drafter_dtype", drafter_dtype, drafter_logits)):
+                                 ("drafter_dtype", drafter_dtype, drafter_logits),
+                                 ("hidden_dtype", hidden_dtype, fc_input)):
         precision = _precision(key, claimed, tensor)
         if precision is not None:
             metadata[key] = precision
@@ -392,13 +414,15 @@ def _expect_shape(name, t, shape):
 
 
 def _recipe_weights(ids, mask, anchors, block_size, gamma):
-    # w_k = exp(-(k-1)/gamma) for k >= 1 where a+k is inside the sequence and on the loss mask; 0 elsewhere.
+    # w_k = exp(-(k-1)/gamma) (1 when gamma is None) for k >= 1 where a+k is inside the sequence and on the loss
+    # mask; 0 elsewhere.
     k = torch.arange(block_size)
     position = anchors[:, None] + k[None, :]
     inside = position < ids.shape[0]
     on_mask = torch.zeros_like(inside)
     on_mask[inside] = mask[position[inside]] != 0
-    decay = torch.exp(-(k - 1).clamp(min=0).double() / gamma).float()
+    decay = (torch.ones(block_size) if gamma is None
+             else torch.exp(-(k - 1).clamp(min=0).double() / gamma).float())
     return torch.where(on_mask & (k[None, :] > 0), decay.expand_as(position), torch.zeros(()))
 
 

@@ -1089,6 +1089,71 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                             "\"tokens\" metadata holds \"abc\", not a token id"}),
                          [](const auto& p) { return p.param.label; });
 
+// The reference record with `meta` merged into its __metadata__, run through `check`.
+Hostile record_meta_case(std::string label, json meta, std::string check, std::string message) {
+  return {std::move(label),
+          [meta, check](const fs::path& dir) {
+            const fs::path r = dir / "r.safetensors";
+            fs::copy_file(reference_record(), r);
+            edit_header(r, [&](json h) {
+              for (const auto& [k, v] : meta.items()) h["__metadata__"][k] = v;
+              return h.dump();
+            });
+            return "check --only " + check + " --target " + target() + " --step-record " +
+                   r.string();
+          },
+          std::move(message)};
+}
+
+// The trainer-recipe keys (issue 26): labels_source, weighting, dpace_alpha, loss_normalization,
+// hidden_dtype, gamma "none".
+INSTANTIATE_TEST_SUITE_P(
+    TrainerRecipes, HostileInput,
+    ::testing::Values(
+        record_meta_case("record_labels_source_both", {{"labels_source", "both"}}, "loss_type",
+                         "\"labels_source\" = \"both\" is not one of teacher | data"),
+        record_meta_case("record_labels_source_2mb", {{"labels_source", std::string(2 << 20, 'd')}},
+                         "target_logits_noise_free", "is not one of teacher | data"),
+        record_meta_case("record_weighting_unknown", {{"weighting", "dpace2"}}, "loss_type",
+                         "\"weighting\" = \"dpace2\" is not one of fixed | dpace"),
+        record_meta_case(
+            "record_normalization_empty", {{"loss_normalization", ""}}, "loss_type",
+            "\"loss_normalization\" = \"\" is not one of weight_sum | mask_sum | rows"),
+        record_meta_case("record_dpace_alpha_above_one",
+                         {{"weighting", "dpace"}, {"dpace_alpha", "1.5"}}, "loss_type",
+                         "\"dpace_alpha\" = 1.5 is outside [0, 1]"),
+        record_meta_case("record_dpace_alpha_nan", {{"weighting", "dpace"}, {"dpace_alpha", "nan"}},
+                         "loss_type", "\"dpace_alpha\" = \"nan\" is not a finite number"),
+        record_meta_case("record_dpace_alpha_without_dpace", {{"dpace_alpha", "0.5"}}, "loss_type",
+                         "\"dpace_alpha\" is recorded but weighting is not \"dpace\""),
+        record_meta_case("record_gamma_none_capitalised", {{"gamma", "None"}}, "loss_type",
+                         "\"gamma\" = \"None\" is not a finite number"),
+        record_meta_case("record_gamma_zero", {{"gamma", "0"}}, "loss_type",
+                         "gamma must be positive, or \"none\" for uniform weights"),
+        record_case(
+            "record_input_ids_past_the_logits_vocabulary",
+            [](train::StepRecord& r) { r.input_ids[3] = 100000; }, "loss_type",
+            "tensor \"input_ids\" holds id 100000 at position 3, outside the recorded logits' "
+            "vocabulary of 64"),
+        record_case(
+            "record_data_labels_input_ids_past_the_target_vocabulary",
+            [](train::StepRecord& r) {
+              r.labels_source = train::LabelsSource::kData;
+              r.teacher_logits = at::Tensor();
+              r.teacher_positions.clear();
+              r.drafter_logits = at::Tensor();
+              r.labels = r.labels.clamp_max(63);
+              r.input_ids[3] = 100000;
+            },
+            "target_logits_noise_free",
+            "tensor \"input_ids\" holds id 100000 at position 3, outside the target's vocabulary "
+            "of 64"),
+        record_meta_case("record_hidden_dtype_fp8",
+                         {{"labels_source", "data"}, {"hidden_dtype", "fp8"}},
+                         "target_logits_noise_free",
+                         "\"hidden_dtype\" = \"fp8\" is not f32, bf16 or f16")),
+    [](const auto& p) { return p.param.label; });
+
 INSTANTIATE_TEST_SUITE_P(
     Params, HostileInput,
     ::testing::Values(

@@ -131,6 +131,32 @@ class StepRecordTest(unittest.TestCase):
             self.assertIn(message, str(caught.exception))
         self.assertFalse(os.listdir(self.dir.name))
 
+    def test_trainer_recipe_keys(self):
+        # SpecForge: data labels, gamma None (uniform), no teacher; D-PACE with speculators' normalisation.
+        dg.write_step_record(self.path, **record_args(teacher_logits=None, labels=None, gamma=None,
+                                                      labels_source="data", weighting="dpace", dpace_alpha=0.25,
+                                                      loss_normalization="mask_sum", hidden_dtype="bf16",
+                                                      weights=None))
+        meta = td.read_safetensors(self.path)[1]
+        self.assertEqual((meta["gamma"], meta["labels_source"], meta["weighting"], meta["dpace_alpha"],
+                          meta["loss_normalization"], meta["hidden_dtype"]),
+                         ("none", "data", "dpace", "0.25", "mask_sum", "bf16"))
+        os.remove(self.path)
+        dg.write_step_record(self.path, **record_args())
+        self.assertFalse({"labels_source", "weighting", "dpace_alpha", "loss_normalization"}
+                         & set(td.read_safetensors(self.path)[1]))
+        os.remove(self.path)
+        for message, change in {
+                "labels_source must be one of teacher, data": dict(labels_source="both"),
+                "weighting must be one of fixed, dpace": dict(weighting="dpace2"),
+                'dpace_alpha needs weighting="dpace"': dict(dpace_alpha=0.5),
+                "dpace_alpha must be in [0, 1]": dict(weighting="dpace", dpace_alpha=2.0),
+                "gamma must be positive (None for uniform weights)": dict(gamma=0.0),
+                "hidden_dtype must be one of f32, bf16, f16": dict(hidden_dtype="fp8")}.items():
+            with self.subTest(message), self.assertRaises(ValueError) as caught:
+                dg.write_step_record(self.path, **record_args(**change))
+            self.assertIn(message, str(caught.exception))
+
     @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
     def test_draftgate_reads_it_and_recomputes_the_logged_loss(self):
         args = record_args()

@@ -244,7 +244,7 @@ TEST(Dflash2Decoding, SpeculativeOutputEqualsGreedyAndDdtreeIsRefused) {
               HasSubstr("--tree-budget: DDTree is not defined for DFlash2 drafters"));
 }
 
-// A DFlash2 drafter whose layers are all full attention (training mode refuses sliding ones).
+// A DFlash2 drafter whose layers are all full attention.
 fs::path full_attention_dflash2(const std::string& name) {
   const auto dir = random_dflash2(name);
   auto c = read_json(dir / "config.json");
@@ -296,13 +296,38 @@ TEST(Dflash2Training, GradientsReachTheConvolutionKernels) {
     }
 }
 
-TEST(Dflash2Training, SlidingLayersAreRefusedAsForDflash) {
-  const auto drafter =
-      DFlashDrafter::load(io::Checkpoint::open(random_dflash2("sliding")), *setup().target);
-  EXPECT_EQ(error_of([&] {
-              drafter->training_logits(at::zeros({4, 2 * 64}), {1, 2, 3, 4}, {0});
-            }),
-            "drafter: training_logits supports full-attention drafter layers only");
+// Sliding layers in training mode (the z-lab fixture's is_causal false: a two-sided window inside
+// the block), with a window of 3 < the block size, and one reaching back into the context: each
+// block equals propose() after its context; run as full attention, it does not.
+TEST(Dflash2Training, SlidingLayersEqualProposeAndDifferRunAsFull) {
+  for (const std::int64_t window : {3, 9}) {
+    const auto dir = random_dflash2("sliding" + std::to_string(window));
+    auto c = read_json(dir / "config.json");
+    c["sliding_window"] = window;
+    c["layer_types"] = {"sliding_attention", "full_attention"};
+    std::ofstream(dir / "config.json") << c.dump(2);
+    const auto drafter = DFlashDrafter::load(io::Checkpoint::open(dir), *setup().target);
+    ASSERT_FALSE(drafter->config().layer_causal[0]);
+    std::vector<std::int64_t> ids, all;
+    for (std::int64_t i = 0; i < 20; ++i) {
+      ids.push_back((i * 31 + 5) % 250);
+      all.push_back(i);
+    }
+    const at::Tensor features =
+        drafter->features(setup().target->forward(ids, drafter->config().target_layer_ids), all);
+    const std::vector<std::int64_t> anchors = {0, 3, 12, 13};
+    const at::Tensor training = drafter->training_logits(features, ids, anchors);
+    const at::Tensor as_full = drafter->training_logits(
+        features, ids, anchors, DFlashDrafter::ContextVisibility::kBeforeAnchor, {0});
+    for (std::size_t j = 0; j < anchors.size(); ++j) {
+      DrafterState state = drafter->new_state();
+      if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));
+      const at::Tensor inference = drafter->propose(state, ids[anchors[j]]).logits;
+      EXPECT_LT((training[j].narrow(0, 1, 7) - inference).abs().max().item<double>(), 1e-5)
+          << "window " << window << " anchor " << anchors[j];
+    }
+    EXPECT_GT((as_full - training).abs().max().item<double>(), 1e-3) << "window " << window;
+  }
 }
 
 }  // namespace

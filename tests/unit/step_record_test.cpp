@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/safetensors.h"
 #include "draftgate/io/tensor_view.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
@@ -63,6 +64,40 @@ TEST(StepRecord, IgnoreIndexLabelsWhereTheWeightIsZeroAreIgnoredAndDeclaredPreci
   EXPECT_TRUE(at::equal(t.weight, written.weights));
   EXPECT_DOUBLE_EQ(weighted_cross_entropy(back.drafter_logits.to(at::kDouble), t).item<double>(),
                    back.logged_loss);
+}
+
+// The trainer-recipe keys round-trip, written only where they differ from the defaults; gamma
+// "none" is uniform.
+TEST(StepRecord, TrainerRecipeKeysRoundTrip) {
+  StepRecord written = testing::training_step(LossType::kHardCrossEntropy);
+  const fs::path dir = testing::fresh_dir("recipe_keys");
+  write_step_record(dir / "default.safetensors", written);
+  const auto defaults = io::SafetensorsFile::open(dir / "default.safetensors")->header().metadata;
+  for (const char* key :
+       {"labels_source", "weighting", "dpace_alpha", "loss_normalization", "hidden_dtype"})
+    EXPECT_EQ(defaults.count(key), 0u) << key;
+  written.labels_source = LabelsSource::kData;
+  written.weighting = Weighting::kDpace;
+  written.dpace_alpha = 0.25;
+  written.normalization = Normalization::kMaskSum;
+  written.hidden_dtype = ComputePrecision::kBF16;
+  written.gamma = 0;
+  written.weights = at::Tensor();
+  write_step_record(dir / "recipe.safetensors", written);
+  const auto meta = io::SafetensorsFile::open(dir / "recipe.safetensors")->header().metadata;
+  EXPECT_EQ(meta.at("gamma"), "none");
+  EXPECT_EQ(meta.at("labels_source"), "data");
+  EXPECT_EQ(meta.at("loss_normalization"), "mask_sum");
+  const StepRecord back = read_step_record(dir / "recipe.safetensors");
+  EXPECT_EQ(back.labels_source, LabelsSource::kData);
+  EXPECT_EQ(back.weighting, Weighting::kDpace);
+  EXPECT_DOUBLE_EQ(back.dpace_alpha, 0.25);
+  EXPECT_EQ(back.normalization, Normalization::kMaskSum);
+  EXPECT_EQ(back.hidden_dtype, ComputePrecision::kBF16);
+  EXPECT_EQ(back.gamma, 0.0);
+  // Under D-PACE the targets carry the plain supervision mask.
+  const BlockTargets t = recorded_block_targets(back);
+  EXPECT_TRUE(((t.weight == 0) | (t.weight == 1)).all().item<bool>());
 }
 
 TEST(StepRecord, ATeacherSubsetAndAnAnchorSubsetRoundTrip) {

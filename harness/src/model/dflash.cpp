@@ -2,6 +2,9 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -204,17 +207,45 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
   return out;
 }
 
-at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
-                                          const std::vector<std::int64_t>& input_ids,
-                                          const std::vector<std::int64_t>& anchors,
-                                          ContextVisibility context) const {
+namespace {
+
+// Training-mode visibility [N·B, S + N·B] of one layer: query row (j, q) is block j's position
+// a_j + q; it sees context keys c < a_j (+1 under kThroughAnchor) and its own block's keys, causal
+// inside the block in a causal layer; a window w keeps keys fewer than w positions behind the
+// query (and, not causal, fewer than w ahead inside the block): block_visibility per anchor.
+at::Tensor training_visibility(const std::vector<std::int64_t>& anchors, std::int64_t s,
+                               std::int64_t b, std::int64_t extra_context, bool causal,
+                               std::optional<std::int64_t> window) {
+  const auto n = static_cast<std::int64_t>(anchors.size());
+  const at::Tensor row = at::arange(n * b, at::kLong);
+  const at::Tensor row_block = at::floor_divide(row, b);
+  const at::Tensor block = row_block.unsqueeze(1), q = (row % b).unsqueeze(1);
+  const at::Tensor anchor = at::tensor(anchors, at::kLong).index_select(0, row_block).unsqueeze(1);
+  const at::Tensor c = at::arange(s, at::kLong).unsqueeze(0);
+  at::Tensor context = c < anchor + extra_context;
+  const at::Tensor key = at::arange(n * b, at::kLong).unsqueeze(0);
+  const at::Tensor k = key % b;
+  at::Tensor own = at::floor_divide(key, b) == block;
+  if (causal) own = own.logical_and(k <= q);
+  if (window) {
+    context = context.logical_and((anchor + q - c) < *window);
+    own = own.logical_and((q - k) < *window);
+    if (!causal) own = own.logical_and((k - q) < *window);
+  }
+  return at::cat({context, own}, 1);
+}
+
+}  // namespace
+
+at::Tensor DFlashDrafter::training_logits(
+    const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
+    const std::vector<std::int64_t>& anchors, ContextVisibility context,
+    const std::vector<std::int64_t>& windowless_layers) const {
   c10::InferenceMode inference(!autograd_);
   const auto s = static_cast<std::int64_t>(input_ids.size());
   const auto n = static_cast<std::int64_t>(anchors.size());
   const std::int64_t b = config_.block_size;
   if (features.size(0) != s) throw std::invalid_argument("features must have one row per input id");
-  for (const auto& w : config_.layer_window)
-    if (w) throw Error("drafter", "training_logits supports full-attention drafter layers only");
   std::vector<std::int64_t> ids, positions;
   for (auto a : anchors) {
     if (a < 0 || a >= s) throw std::invalid_argument("anchor outside the sequence");
@@ -224,21 +255,19 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
     }
   }
   const auto device = target_.device();
-  // Visibility [N·B, S + N·B]: context keys < a_j, then the own block only (lower-triangular in a
-  // causal layer).
-  at::Tensor visible = at::zeros({n * b, s + n * b}, at::kBool);
-  at::Tensor causal_visible = at::zeros({n * b, s + n * b}, at::kBool);
-  const at::Tensor own_block_causal = at::ones({b, b}, at::kBool).tril();
-  for (std::int64_t j = 0; j < n; ++j) {
-    const std::int64_t visible_context =
-        anchors[j] + (context == ContextVisibility::kThroughAnchor ? 1 : 0);
-    for (at::Tensor* m : {&visible, &causal_visible})
-      m->narrow(0, j * b, b).narrow(1, 0, visible_context).fill_(true);
-    visible.narrow(0, j * b, b).narrow(1, s + j * b, b).fill_(true);
-    causal_visible.narrow(0, j * b, b).narrow(1, s + j * b, b).copy_(own_block_causal);
-  }
-  visible = visible.to(device);
-  causal_visible = causal_visible.to(device);
+  const std::int64_t extra_context = context == ContextVisibility::kThroughAnchor ? 1 : 0;
+  // One visibility per (causal, window) pair the layers use.
+  std::map<std::pair<bool, std::int64_t>, at::Tensor> visibility;
+  auto visible_in = [&](std::size_t i) -> const at::Tensor& {
+    const Layer& l = layers_[i];
+    const bool windowless = std::find(windowless_layers.begin(), windowless_layers.end(),
+                                      static_cast<std::int64_t>(i)) != windowless_layers.end();
+    const std::optional<std::int64_t> window = windowless ? std::nullopt : l.window;
+    at::Tensor& v = visibility[{l.causal, window.value_or(0)}];
+    if (!v.defined())
+      v = training_visibility(anchors, s, b, extra_context, l.causal, window).to(device);
+    return v;
+  };
   const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,
                                   config_.rms_eps, kDrafterLayerTraits.norm);
   const RopeTables ctx_rope =
@@ -247,14 +276,15 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
       rope_tables(at::tensor(positions, at::kLong).to(device), inv_freq_, target_.dtype());
   at::Tensor h = target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(device));
   if (config_.input_embedding_scale != 1.0) h = h * config_.input_embedding_scale;
-  for (const Layer& l : layers_) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
     KVCache cache;
     l.attention->append_kv(ctx, ctx_rope, cache);
+    const at::Tensor& visible = visible_in(i);
     h = h + around(l.attention_conv,
                    l.parts.mixer_input(h, config_.rms_eps, kDrafterLayerTraits.norm), b,
                    [&](const at::Tensor& u) {
-                     return l.attention->extend(u, block_rope, l.causal ? causal_visible : visible,
-                                                cache);
+                     return l.attention->extend(u, block_rope, visible, cache);
                    });
     h = add_mlp(l, h, b);
   }

@@ -1,16 +1,43 @@
 #include "draftgate/train/recipe.h"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace draftgate::train {
 
 const char* loss_name(LossType type) { return type == LossType::kHardCrossEntropy ? "ce" : "kl"; }
+const char* weighting_name(Weighting w) { return w == Weighting::kFixed ? "fixed" : "dpace"; }
+const char* normalization_name(Normalization n) {
+  switch (n) {
+    case Normalization::kWeightSum:
+      return "weight_sum";
+    case Normalization::kMaskSum:
+      return "mask_sum";
+    case Normalization::kRows:
+      return "rows";
+  }
+  return "weight_sum";
+}
+
+std::string LossRecipe::describe() const {
+  std::ostringstream out;
+  out << loss_name(loss) << ", ";
+  if (weighting == Weighting::kDpace)
+    out << "D-PACE alpha " << dpace_alpha;
+  else if (gamma > 0)
+    out << "decay gamma " << gamma;
+  else
+    out << "uniform weights";
+  out << ", normalised by " << normalization_name(normalization);
+  return out.str();
+}
 
 at::Tensor position_weights(std::int64_t block_size, double gamma) {
   at::Tensor w = at::zeros({block_size}, at::kFloat);
   for (std::int64_t k = 1; k < block_size; ++k)
-    w[k] = std::exp(-static_cast<double>(k - 1) / gamma);
+    w[k] = gamma > 0 ? std::exp(-static_cast<double>(k - 1) / gamma) : 1.0;
   return w;
 }
 
@@ -49,21 +76,61 @@ at::Tensor block_teacher_logits(const at::Tensor& teacher, const std::vector<std
       .view({static_cast<std::int64_t>(anchors.size()), block_size, teacher.size(1)});
 }
 
-at::Tensor weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets) {
+at::Tensor elementwise_cross_entropy(const at::Tensor& logits, const at::Tensor& labels) {
   const at::Tensor logp = at::log_softmax(logits, -1);
-  const at::Tensor nll =
-      -logp.gather(-1, targets.labels.to(logits.device()).unsqueeze(-1)).squeeze(-1);
+  return -logp.gather(-1, labels.to(logits.device()).unsqueeze(-1)).squeeze(-1);
+}
+
+at::Tensor elementwise_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits) {
+  const at::Tensor logq = at::log_softmax(logits, -1);
+  const at::Tensor logp = at::log_softmax(teacher_block_logits.to(logits.scalar_type()), -1);
+  return (logp.exp() * (logp - logq)).sum(-1);
+}
+
+at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha) {
+  const at::Tensor m = mask.to(cross_entropy.scalar_type());
+  const at::Tensor smooth = at::where(m > 0, (1.0 - alpha) * at::exp(-cross_entropy) + alpha,
+                                      at::ones_like(cross_entropy));
+  const at::Tensor prefix = at::cumprod(smooth, -1);
+  return at::flip(at::cumsum(at::flip(prefix * m, {-1}), -1), {-1});
+}
+
+at::Tensor recipe_weights(const LossRecipe& recipe, const at::Tensor& mask,
+                          const at::Tensor& cross_entropy) {
+  const at::Tensor m = mask.to(cross_entropy.scalar_type());
+  if (recipe.weighting == Weighting::kDpace)
+    return m * dpace_weights(cross_entropy.detach(), m, recipe.dpace_alpha);
+  return m * position_weights(m.size(-1), recipe.gamma).to(m.scalar_type()).unsqueeze(0);
+}
+
+double recipe_loss(const LossRecipe& recipe, const at::Tensor& elementwise, const at::Tensor& mask,
+                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor) {
+  const at::Tensor l = elementwise.to(at::kDouble), w = weights.to(at::kDouble);
+  const at::Tensor m = mask.to(at::kDouble);
+  const at::Tensor weighted = (l * w).sum(-1);  // per anchor
+  if (recipe.normalization == Normalization::kWeightSum)
+    return weighted.sum().item<double>() / w.sum().item<double>();
+  std::int64_t rows = 1;
+  for (auto r : row_of_anchor) rows = std::max(rows, r + 1);
+  at::Tensor row = row_of_anchor.empty() ? at::zeros({l.size(0)}, at::kLong)
+                                         : at::tensor(row_of_anchor, at::kLong);
+  const at::Tensor numerator = at::zeros({rows}, at::kDouble).index_add_(0, row, weighted);
+  if (recipe.normalization == Normalization::kRows)
+    return numerator.sum().item<double>() / static_cast<double>(rows);
+  // speculators' _LOSS_REDUCTION_EPS (losses/utils.py :10, :301).
+  const at::Tensor denominator = at::zeros({rows}, at::kDouble).index_add_(0, row, m.sum(-1));
+  return (numerator / (denominator + 1e-5)).mean().item<double>();
+}
+
+at::Tensor weighted_cross_entropy(const at::Tensor& logits, const BlockTargets& targets) {
   const at::Tensor w = targets.weight.to(logits.device(), logits.scalar_type());
-  return (nll * w).sum() / w.sum();
+  return (elementwise_cross_entropy(logits, targets.labels) * w).sum() / w.sum();
 }
 
 at::Tensor weighted_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits,
                        const BlockTargets& targets) {
-  const at::Tensor logq = at::log_softmax(logits, -1);
-  const at::Tensor logp = at::log_softmax(teacher_block_logits.to(logits.scalar_type()), -1);
-  const at::Tensor kl = (logp.exp() * (logp - logq)).sum(-1);
   const at::Tensor w = targets.weight.to(logits.device(), logits.scalar_type());
-  return (kl * w).sum() / w.sum();
+  return (elementwise_kl(logits, teacher_block_logits) * w).sum() / w.sum();
 }
 
 }  // namespace draftgate::train

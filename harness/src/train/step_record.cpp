@@ -97,11 +97,30 @@ std::optional<ComputePrecision> precision_meta(const Reader& r, const std::strin
   throw Error(r.name(), "__metadata__ \"" + key + "\" = \"" + *v + "\" is not f32, bf16 or f16");
 }
 
+// The γ of the fixed position weights; D-PACE's factor is the drafter's, so its targets carry the
+// plain supervision mask.
+double fixed_gamma(const StepRecord& rec) {
+  return rec.weighting == Weighting::kFixed ? rec.gamma : 0.0;
+}
+
+// One of `names` (the first is the default when the key is absent), as its index.
+std::size_t choice_meta(const Reader& r, const std::string& key,
+                        const std::vector<std::string>& names) {
+  const auto v = r.optional_meta(key);
+  if (!v) return 0;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (*v == names[i]) return i;
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : " | ") + n;
+  throw Error(r.name(),
+              "__metadata__ \"" + key + "\" = \"" + v->substr(0, 40) + "\" is not one of " + all);
+}
+
 // Labels are ids inside the vocabulary where they carry weight; elsewhere negative (ignored) ids
 // are PyTorch's convention.
 void check_labels(const std::string& f, const StepRecord& rec) {
   const BlockTargets recipe =
-      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, fixed_gamma(rec));
   if (!rec.labels.defined()) {
     if (!(recipe.weight > 0).any().item<bool>())
       throw Error(f, "no block element carries a label (loss_mask and anchors leave nothing)",
@@ -149,6 +168,10 @@ void check_teacher_positions(const std::string& f, const std::vector<std::int64_
 
 }  // namespace
 
+const char* labels_source_name(LabelsSource source) {
+  return source == LabelsSource::kData ? "data" : "teacher";
+}
+
 const char* precision_name(ComputePrecision precision) {
   switch (precision) {
     case ComputePrecision::kF32:
@@ -183,9 +206,20 @@ std::optional<at::Tensor> recorded_block_teacher_logits(const StepRecord& rec,
              rec.teacher_logits.size(1)});
 }
 
+void require_ids_in_vocabulary(const StepRecord& rec, std::int64_t vocab,
+                               const std::string& whose) {
+  for (std::size_t p = 0; p < rec.input_ids.size(); ++p)
+    if (rec.input_ids[p] >= vocab)
+      throw Error(rec.path,
+                  "tensor \"input_ids\" holds id " + std::to_string(rec.input_ids[p]) +
+                      " at position " + std::to_string(p) + ", outside " + whose +
+                      " vocabulary of " + std::to_string(vocab),
+                  "record the token ids the trainer fed the target");
+}
+
 BlockTargets recorded_block_targets(const StepRecord& rec) {
   BlockTargets t =
-      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, rec.gamma);
+      block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, fixed_gamma(rec));
   if (rec.labels.defined()) {
     const at::Tensor ignored = rec.labels < 0;
     t.labels = rec.labels.masked_fill(ignored, 0);
@@ -202,11 +236,14 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   StepRecord rec;
   rec.path = f;
   rec.block_size = r.meta_int("block_size");
-  rec.gamma = r.meta_number("gamma");
+  // "none" / "null": uniform weights, stored as γ 0 (train::position_weights).
+  const std::string gamma = r.meta("gamma");
+  rec.gamma = gamma == "none" || gamma == "null" ? 0.0 : r.meta_number("gamma");
   rec.mask_token_id = r.meta_int("mask_token_id");
   rec.logged_loss = r.meta_number("logged_loss");
   if (rec.block_size < 2) throw Error(f, "block_size must be at least 2");
-  if (rec.gamma <= 0) throw Error(f, "gamma must be positive");
+  if (rec.gamma <= 0 && gamma != "none" && gamma != "null")
+    throw Error(f, "gamma must be positive, or \"none\" for uniform weights");
   if (rec.mask_token_id < 0)
     throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) + " is negative");
   const std::string loss = r.meta("loss");
@@ -228,7 +265,21 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   if (r.optional_meta("step")) rec.step = r.meta_int("step");
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
   rec.drafter_dtype = precision_meta(r, "drafter_dtype");
-
+  rec.hidden_dtype = precision_meta(r, "hidden_dtype");
+  rec.labels_source = choice_meta(r, "labels_source", {"teacher", "data"}) ? LabelsSource::kData
+                                                                           : LabelsSource::kTeacher;
+  rec.weighting =
+      choice_meta(r, "weighting", {"fixed", "dpace"}) ? Weighting::kDpace : Weighting::kFixed;
+  rec.normalization = static_cast<Normalization>(
+      choice_meta(r, "loss_normalization", {"weight_sum", "mask_sum", "rows"}));
+  if (r.optional_meta("dpace_alpha")) {
+    if (rec.weighting != Weighting::kDpace)
+      throw Error(f, "__metadata__ \"dpace_alpha\" is recorded but weighting is not \"dpace\"");
+    rec.dpace_alpha = r.meta_number("dpace_alpha");
+    if (rec.dpace_alpha < 0 || rec.dpace_alpha > 1)
+      throw Error(f, "__metadata__ \"dpace_alpha\" = " + format_number(rec.dpace_alpha) +
+                         " is outside [0, 1]");
+  }
   rec.stored_dtypes = r.stored_dtypes();
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
   rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
@@ -239,7 +290,9 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
   rec.weights = r.tensor("weights", 2, at::kFloat, false);
   const at::Tensor teacher_positions = r.tensor("teacher_positions", 1, at::kLong, false);
-  if (!rec.teacher_logits.defined() && !rec.labels.defined())
+  // Data labels are input_ids[a+k]: the sequence is what the loss was computed against.
+  if (!rec.teacher_logits.defined() && !rec.labels.defined() &&
+      rec.labels_source == LabelsSource::kTeacher)
     throw Error(f, "neither teacher_logits nor labels is recorded",
                 "record what the loss was computed against");
 
@@ -250,6 +303,7 @@ StepRecord read_step_record(const std::filesystem::path& path) {
   const std::int64_t vocab = rec.teacher_logits.defined()   ? rec.teacher_logits.size(1)
                              : rec.drafter_logits.defined() ? rec.drafter_logits.size(2)
                                                             : -1;
+  if (vocab >= 0) require_ids_in_vocabulary(rec, vocab, "the recorded logits'");
   if (vocab >= 0 && rec.mask_token_id >= vocab)
     throw Error(f, "mask_token_id " + std::to_string(rec.mask_token_id) +
                        " is outside the recorded vocabulary (" + std::to_string(vocab) + ")");
@@ -327,7 +381,10 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
   loss << rec.logged_loss;
   std::ostringstream gamma;
   gamma.precision(17);
-  gamma << rec.gamma;
+  if (rec.gamma > 0)
+    gamma << rec.gamma;
+  else
+    gamma << "none";
   std::map<std::string, std::string> meta = {{"schema", kStepRecordSchema},
                                              {"block_size", std::to_string(rec.block_size)},
                                              {"gamma", gamma.str()},
@@ -339,6 +396,19 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
   if (rec.anchors_in_step) meta["anchors_in_step"] = std::to_string(*rec.anchors_in_step);
   if (rec.teacher_dtype) meta["teacher_dtype"] = precision_name(*rec.teacher_dtype);
   if (rec.drafter_dtype) meta["drafter_dtype"] = precision_name(*rec.drafter_dtype);
+  if (rec.hidden_dtype) meta["hidden_dtype"] = precision_name(*rec.hidden_dtype);
+  // The recipe keys only where they differ from the defaults (older readers stay able to read).
+  if (rec.labels_source != LabelsSource::kTeacher)
+    meta["labels_source"] = labels_source_name(rec.labels_source);
+  if (rec.weighting != Weighting::kFixed) {
+    meta["weighting"] = weighting_name(rec.weighting);
+    std::ostringstream alpha;
+    alpha.precision(17);
+    alpha << rec.dpace_alpha;
+    meta["dpace_alpha"] = alpha.str();
+  }
+  if (rec.normalization != Normalization::kWeightSum)
+    meta["loss_normalization"] = normalization_name(rec.normalization);
   io::write_tensors(path, tensors, meta);
 }
 

@@ -88,7 +88,11 @@ class DFlashDrafter {
   // hidden] of the whole sequence, `input_ids` [S], one block [input_ids[a], MASK × (B−1)] per
   // anchor a at positions a…a+B−1. Block j sees context positions strictly before a_j and its own
   // block (bidirectionally, or causally in a causal layer), no other block. Returns [anchors, B,
-  // vocab] float32 (row 0, the anchor itself, carries no label). Full-attention layers only.
+  // vocab] float32 (row 0, the anchor itself, carries no label). A sliding layer (window w) sees
+  // keys fewer than w positions behind each query a+q, context and block alike (causal inside the
+  // block by z-lab's rule, dflash/model.py @10129599; SpecForge's training mask,
+  // dflash_family_model.py @a6b6b023 :47-88, is the same where w ≥ B) — what propose() gives.
+  // `windowless_layers` runs those layers as full attention: a trainer bug's hypothesis.
   // DFlash2: each block's convolutions run over its own B rows (zeros before its row 0, nothing
   // from another block), so every block's logits equal propose()'s after the anchor's context.
   // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
@@ -96,7 +100,8 @@ class DFlashDrafter {
   enum class ContextVisibility { kBeforeAnchor, kThroughAnchor };
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,
-                             ContextVisibility context = ContextVisibility::kBeforeAnchor) const;
+                             ContextVisibility context = ContextVisibility::kBeforeAnchor,
+                             const std::vector<std::int64_t>& windowless_layers = {}) const;
 
  private:
   struct Layer {

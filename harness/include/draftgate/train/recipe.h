@@ -15,7 +15,8 @@ namespace draftgate::train {
 enum class LossType { kHardCrossEntropy, kSoftKl };
 const char* loss_name(LossType type);  // "ce" / "kl"
 
-// [B]: 0 for k = 0, exp(−(k−1)/γ) for k ≥ 1.
+// [B]: 0 for k = 0, exp(−(k−1)/γ) for k ≥ 1; γ ≤ 0 (SpecForge's loss_decay_gamma None, its
+// default) is uniform: 1 for k ≥ 1.
 at::Tensor position_weights(std::int64_t block_size, double gamma);
 
 struct BlockTargets {
@@ -35,6 +36,46 @@ BlockTargets block_targets(const std::vector<std::int64_t>& input_ids,
 // weight 0).
 at::Tensor block_teacher_logits(const at::Tensor& teacher, const std::vector<std::int64_t>& anchors,
                                 std::int64_t block_size);
+
+// How a trainer weights the block elements. kFixed: the position weights above (decay or uniform).
+// kDpace: D-PACE, identical in SpecForge (specforge/algorithms/common/dflash_family_model.py
+// @a6b6b023 :245-275 `_dpace_weight`, loss_type "dpace") and speculators
+// (src/speculators/losses/utils.py @c05b95b3 :64-112 `dpace_loss_decay`): on the supervised mask m,
+// s_k = (1−α)·exp(−CE_k) + α (1 where m = 0), P_k = Π_{j≤k} s_j, W_k = Σ_{j≥k} P_j·m_j, detached;
+// the element weight is m·W.
+enum class Weighting { kFixed, kDpace };
+// How a trainer divides the weighted sum. kWeightSum: Σ ℓ·w / Σ w (SpecForge loss_type dflash,
+// dflash_family_model.py :351-362, :455-458). kMaskSum: per row Σ ℓ·w / (Σ m + 1e-5), mean over
+// rows (speculators losses/utils.py :290-304). kRows: Σ ℓ·w / rows (SpecForge D-PACE, :455-458).
+enum class Normalization { kWeightSum, kMaskSum, kRows };
+const char* weighting_name(Weighting w);          // "fixed" / "dpace"
+const char* normalization_name(Normalization n);  // "weight_sum" / "mask_sum" / "rows"
+
+struct LossRecipe {
+  LossType loss = LossType::kHardCrossEntropy;
+  Weighting weighting = Weighting::kFixed;
+  double gamma = 0;  // kFixed: the decay γ, ≤ 0 uniform
+  double dpace_alpha = 0.5;
+  Normalization normalization = Normalization::kWeightSum;
+  std::string describe() const;  // e.g. "ce, decay gamma 7, weight_sum"
+};
+
+// Per element [N, B] (double precision where the logits are): −log softmax(logits)[label], and
+// KL(softmax(teacher) ‖ softmax(logits)).
+at::Tensor elementwise_cross_entropy(const at::Tensor& logits, const at::Tensor& labels);
+at::Tensor elementwise_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits);
+
+// D-PACE weights W [N, B] (see Weighting) from the elementwise CE and the 0/1 supervised mask.
+at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha);
+
+// The element weights `recipe` gives [N, B]: `mask` [N, B] is the 0/1 supervision (block kept, in
+// bounds, k > 0, loss_mask); `cross_entropy` feeds D-PACE.
+at::Tensor recipe_weights(const LossRecipe& recipe, const at::Tensor& mask,
+                          const at::Tensor& cross_entropy);
+// The trainer's scalar: Σ ℓ·w normalised as `recipe` says, over the elementwise loss [N, B] of
+// `rows` batch rows (`row_of_anchor` [N] names each anchor's row; empty = one row).
+double recipe_loss(const LossRecipe& recipe, const at::Tensor& elementwise, const at::Tensor& mask,
+                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor = {});
 
 // Σ w·CE(logits, labels) / Σ w over [N, B, V] logits: a scalar in the logits' dtype,
 // differentiable (checks pass float64 logits, trainers float32).

@@ -14,7 +14,7 @@
 //   [N, B]       the per-element loss weights used                                optional
 //   teacher_positions I64 [P]     the sequence positions of the teacher_logits rows (sorted,
 //                                  unique); absent = every position (P = S)    optional
-//   (* at least one of teacher_logits and labels)
+//   (* at least one of teacher_logits and labels, unless labels_source = data)
 // __metadata__: schema = "draftgate.step_record/1", block_size, gamma, mask_token_id,
 // target_layer_ids ("1,9,17"), loss ("ce" | "kl"), logged_loss (decimal), step (optional),
 // teacher_dtype / drafter_dtype (optional, "f32" | "bf16" | "f16": the precision the trainer
@@ -22,6 +22,14 @@
 // anchors_in_step (optional integer >= N): the step used that many anchors and the record holds N
 // of them (logged_loss is then the loss over the recorded anchors).
 // labels may hold negative ids (PyTorch's ignore_index -100) where the loss weight is 0.
+// Trainer recipes (optional, absent = the defaults, which are what records before them meant):
+//   gamma = "none" (or "null"): uniform weights (SpecForge's loss_decay_gamma default None);
+//   labels_source = "teacher" (default: labels are the teacher's greedy tokens) | "data" (labels
+//     are the data tokens input_ids[a+k], SpecForge; no teacher logits needed);
+//   weighting = "fixed" (default: decay γ or uniform) | "dpace" (D-PACE, dpace_alpha, default
+//     0.5); loss_normalization = "weight_sum" (default) | "mask_sum" | "rows" (recipe.h);
+//   hidden_dtype = "f32" | "bf16" | "f16": the precision the target computed the captured
+//     fc_input in (undeclared: judged as bf16).
 
 #include <ATen/ATen.h>
 
@@ -37,6 +45,10 @@
 namespace draftgate::train {
 
 inline constexpr const char* kStepRecordSchema = "draftgate.step_record/1";
+
+// Where a record's labels come from.
+enum class LabelsSource { kTeacher, kData };
+const char* labels_source_name(LabelsSource source);  // "teacher" / "data"
 
 // The precision a trainer computed a tensor in.
 enum class ComputePrecision { kF32, kBF16, kF16 };
@@ -66,6 +78,14 @@ struct StepRecord {
   std::map<std::string, std::string> stored_dtypes;  // tensor -> dtype as stored ("F32", "BF16")
   std::optional<ComputePrecision> teacher_dtype;     // as the trainer declared it
   std::optional<ComputePrecision> drafter_dtype;
+  std::optional<ComputePrecision> hidden_dtype;  // the captured fc_input's
+  LabelsSource labels_source = LabelsSource::kTeacher;
+  Weighting weighting = Weighting::kFixed;
+  double dpace_alpha = 0.5;
+  Normalization normalization = Normalization::kWeightSum;
+
+  // The loss recipe the record declares (loss, weighting, gamma, normalisation).
+  LossRecipe recipe() const { return {loss, weighting, gamma, dpace_alpha, normalization}; }
 
   // True when `tensor` was stored below float32 precision (its values carry that rounding).
   bool stored_below_f32(const std::string& tensor) const {
@@ -75,7 +95,8 @@ struct StepRecord {
 };
 
 // The recipe's block targets for the record, with the recorded labels where there are some: a
-// negative recorded label (ignore_index) is an ignored element, weight 0.
+// negative recorded label (ignore_index) is an ignored element, weight 0. Under D-PACE the weight
+// is the 0/1 supervision mask (the D-PACE factor depends on the drafter's CE: recipe_weights).
 BlockTargets recorded_block_targets(const StepRecord& record);
 
 // The recorded teacher logits of every block element, [N, B, V] (train::block_teacher_logits over
@@ -84,6 +105,11 @@ BlockTargets recorded_block_targets(const StepRecord& record);
 // row.
 std::optional<at::Tensor> recorded_block_teacher_logits(const StepRecord& record,
                                                         const BlockTargets& targets);
+
+// draftgate::Error naming the record and the key when input_ids holds an id outside `vocab`
+// (`whose`: e.g. "the target's").
+void require_ids_in_vocabulary(const StepRecord& record, std::int64_t vocab,
+                               const std::string& whose);
 
 // Validates everything listed above; draftgate::Error naming the file and the problem.
 StepRecord read_step_record(const std::filesystem::path& path);
