@@ -1,7 +1,8 @@
 // The independent oracle for tests/tokenizer/tokenizer_oracle_test.cpp: the Hugging Face Rust
 // `tokenizers` library through its npm binding. Reads TOKENIZER_JSON and CORPUS_JSONL (one
 // {"name", "text"} object a line) and prints, per line, {"name", "ids", "decoded",
-// "decoded_skip"}: encode with add_special_tokens, decode without and with skip_special_tokens.
+// "decoded_skip", "pieces"}: encode with add_special_tokens, decode without and with
+// skip_special_tokens, and the pre-tokenizer's pieces of the raw text (preTokenizeString).
 // Usage: node oracle.js NODE_MODULES_PREFIX TOKENIZER_JSON CORPUS_JSONL
 const path = require('path');
 const fs = require('fs');
@@ -16,8 +17,9 @@ const { Tokenizer } = require(path.join(prefix, 'node_modules', 'tokenizers'));
     const ids = Array.from(enc.getIds());
     const decoded = await tok.decode(ids, false);
     const decodedSkip = await tok.decode(ids, true);
+    const pieces = tok.getPreTokenizer().preTokenizeString(entry.text).map((p) => p[0]);
     process.stdout.write(
-      JSON.stringify({ name: entry.name, ids, decoded, decoded_skip: decodedSkip }) + '\n');
+      JSON.stringify({ name: entry.name, ids, decoded, decoded_skip: decodedSkip, pieces }) + '\n');
   }
 })().catch((e) => {
   process.stderr.write(String(e) + '\n');

@@ -49,13 +49,13 @@ std::string translate_escape(char c, bool in_class) {
 
 std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
   std::string out;
-  std::vector<bool> caseless{false};  // per open group
+  int depth = 0;  // open groups
   bool in_class = false;
   std::size_t class_start = 0;
   const auto unsupported = [&](std::size_t i, const std::string& what) {
     at.fail("regex construct " + what + " at character " + std::to_string(i) + " is not supported",
             "draftgate translates Oniguruma's \\s \\S \\d \\D \\w \\W, \\p{…}, classes, groups, "
-            "lookarounds, quantifiers and (?i:…) over ASCII letters");
+            "lookarounds, quantifiers and (?i:…)");
   };
   for (std::size_t i = 0; i < onig.size(); ++i) {
     const char c = onig[i];
@@ -87,10 +87,6 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
         out += c;
       } else if (c == '[') {
         unsupported(i, "a nested class");
-      } else if (caseless.back() && std::isalpha(static_cast<unsigned char>(c))) {
-        if (i + 1 < onig.size() && onig[i + 1] == '-') unsupported(i, "a caseless letter range");
-        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       } else {
         out += c;
       }
@@ -113,46 +109,32 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
       continue;
     }
     if (c == '(') {
-      if (onig.compare(i, 4, "(?i:") == 0) {
-        caseless.push_back(true);
-        out += "(?:";
-        i += 3;
-      } else if (onig.compare(i, 5, "(?-i:") == 0) {
-        caseless.push_back(false);
-        out += "(?:";
-        i += 4;
-      } else if (onig.compare(i, 4, "(?i)") == 0) {
-        caseless.back() = true;
-        i += 3;
-      } else if (onig.compare(i, 3, "(?:") == 0 || onig.compare(i, 3, "(?=") == 0 ||
-                 onig.compare(i, 3, "(?!") == 0 || onig.compare(i, 4, "(?<=") == 0 ||
-                 onig.compare(i, 4, "(?<!") == 0 || onig.compare(i, 3, "(?>") == 0 ||
-                 i + 1 >= onig.size() || onig[i + 1] != '?') {
-        caseless.push_back(caseless.back());
-        out += c;
-      } else {
+      // Groups pass through; flag groups other than (?i…) would change meaning.
+      if (i + 1 < onig.size() && onig[i + 1] == '?' &&
+          !(onig.compare(i, 4, "(?i:") == 0 || onig.compare(i, 4, "(?i)") == 0 ||
+            onig.compare(i, 3, "(?:") == 0 || onig.compare(i, 3, "(?=") == 0 ||
+            onig.compare(i, 3, "(?!") == 0 || onig.compare(i, 4, "(?<=") == 0 ||
+            onig.compare(i, 4, "(?<!") == 0 || onig.compare(i, 3, "(?>") == 0))
         unsupported(i, "a group flag");
+      if (onig.compare(i, 4, "(?i)") == 0) {
+        out += "(?i)";
+        i += 3;
+        continue;
       }
-      continue;
-    }
-    if (c == ')') {
-      if (caseless.size() == 1)
-        at.fail("regex has an unmatched ')' at character " + std::to_string(i));
-      caseless.pop_back();
+      ++depth;
       out += c;
       continue;
     }
-    if (caseless.back() && std::isalpha(static_cast<unsigned char>(c))) {
-      out += '[';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      out += ']';
+    if (c == ')') {
+      if (depth == 0) at.fail("regex has an unmatched ')' at character " + std::to_string(i));
+      --depth;
+      out += c;
       continue;
     }
     out += c;
   }
   if (in_class) at.fail("regex has an unterminated character class");
-  if (caseless.size() != 1) at.fail("regex has an unclosed group");
+  if (depth != 0) at.fail("regex has an unclosed group");
   return out;
 }
 

@@ -97,6 +97,12 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text,
   return ids;
 }
 
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+  std::vector<std::string> pieces{std::string(text)};
+  if (pre_tokenizer_) pre_tokenizer_->apply(pieces);
+  return pieces;
+}
+
 std::string Tokenizer::id_to_token(std::int32_t id) const {
   if (const std::string* c = added_.decoded_content(id)) return *c;
   if (const std::string* t = model_.id_to_token(id)) return *t;

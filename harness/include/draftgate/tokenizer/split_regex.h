@@ -6,8 +6,8 @@
 //   \d \D   Unicode decimal digits                   -> \p{Nd} / \P{Nd}
 //   \w \W   letters, marks, decimal digits, Pc       -> explicit property classes
 //   \v      a vertical tab (PCRE2: any vertical space) -> \x{0B}
-//   (?i:…)  Oniguruma folds only ASCII letters here (the library tokenizes "'ſ" as "'", "ſ"
-//           where PCRE2's Unicode folding would match 's): each ASCII letter becomes [xX]
+//   (?i:…)  passes as is: PCRE2 in UTF mode folds as Oniguruma does here ("'ſs" splits as
+//           "'ſ", "s" in both: s, S and ſ are one case set)
 //   ^ $     line anchors in Oniguruma's Ruby syntax  -> PCRE2_MULTILINE
 // A construct outside this set (\b, \h, \R, \X, \G, \K, backreferences, …) is refused, never
 // guessed.

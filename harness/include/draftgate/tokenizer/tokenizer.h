@@ -36,6 +36,9 @@ class Tokenizer {
   // post-processors draftgate accepts add none). Throws Error naming `source` when `text` is not
   // valid UTF-8.
   std::vector<std::int32_t> encode(std::string_view text, const std::string& source) const;
+  // The pre-tokenizer alone on `text` as one piece (what the library's preTokenizeString shows):
+  // the pieces, in the byte-level alphabet when the pre-tokenizer maps bytes.
+  std::vector<std::string> pre_tokenize(std::string_view text) const;
   // The text of `ids`; an id no token has is an Error.
   std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens) const;
   // The vocabulary's string for `id` (added tokens by content; byte-level alphabet as is).
