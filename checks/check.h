@@ -4,20 +4,13 @@
 // input (unreadable or inconsistent artifacts) is a draftgate::Error, reported as status "error"
 // and exit code 2; any other exception inside a check becomes that check's error verdict too.
 //
-// Adding a check:
-//  1. One file `checks/NAME.cpp` with a Check subclass and `const bool registered =
-//     register_as<NAME>();`. Compare tensors with `metrics.h` (NMSE, KL, top-1 outside near-ties,
-//     the first non-finite element: NaN must fail, never pass); judge recorded training tensors
-//     at the precision they were computed in (`recorded_precision.h`). Name what was expected,
-//     what was measured, where, and what to do in every failure message.
-//  2. List the file in checks/CMakeLists.txt: `draftgate_structural_checks` if it needs no
-//     libtorch (it then also runs in the torch-free front end), else `draftgate_checks`. A
-//     structural check that runs a model for some artifacts asks Artifacts::engine for it (add the
-//     computation to Engine and model_engine.cpp) and returns false from runs_here() without one.
-//  3. Add it to DRAFTGATE_GATE_CHECKS in tests/CMakeLists.txt, to the `expect` block of the
-//     reference suites in fixtures/suites/, and a row to the README's check table —
-//     CheckCatalogue.EveryCheckIsDocumentedGatedAndExpected fails until all three are done.
-//  4. Prove it both ways in tests/unit: it passes the reference and fails the bug it exists for.
+// Adding a check: docs/development/adding-a-check.md names every place a new check touches (this
+// file's registry is the source of truth; CheckCatalogue.* fails when a place is missed). In short:
+// one file `checks/NAME.cpp` with a Check subclass and `const bool registered =
+// register_as<NAME>();`. Compare tensors with `metrics.h` (NMSE, KL, top-1 outside near-ties, the
+// first non-finite element: NaN must fail, never pass); judge recorded training tensors at the
+// precision they were computed in (`recorded_precision.h`). Name what was expected, what was
+// measured, where, and what to do in every failure message.
 
 #include <filesystem>
 #include <functional>

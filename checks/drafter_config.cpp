@@ -19,6 +19,7 @@
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
+#include "draftgate/model/drafter_keys.h"
 
 namespace draftgate::checks {
 namespace {
@@ -121,7 +122,8 @@ class DrafterConfigCheck : public Check {
         bool_param("allow_rope_type_mismatch", false,
                    "accept a RoPE type different from the target's"),
         bool_param("allow_ambiguous_causality", false,
-                   "accept dflash_config.causal without is_causal (z-lab and vLLM disagree)"),
+                   "accept a config z-lab and vLLM run differently (dflash_config.causal, use_swa, "
+                   "swa_window_size)"),
         bool_param("allow_float16", false, "accept torch_dtype / dtype float16")};
   }
 
@@ -136,6 +138,21 @@ class DrafterConfigCheck : public Check {
     if (t) r.evidence["target_config"] = t->file();
     std::vector<std::string> problems, not_checked;
     if (!t) not_checked.emplace_back("every comparison with the target (no --target)");
+
+    // Keys and files draftgate would not read: the evaluators refuse the drafter for them.
+    json refused = json::array();
+    auto unread = model::refused_keys(d);
+    for (auto& f : model::refused_files(*a.drafter)) unread.push_back(std::move(f));
+    for (const auto& k : unread) {
+      refused.push_back(k.key);
+      problems.push_back("refused " + k.line());
+    }
+    r.measured["refused_keys"] = refused;
+    r.evidence["format"] = model::drafter_format_name(model::detect_drafter_format(d));
+    if (model::detect_drafter_format(d) == model::DrafterFormat::kSpeculators) {
+      r.evidence["not_checked"] = json::array({"the speculators config's keys (format refused)"});
+      return conclude(std::move(r), problems, "");
+    }
 
     // The target's text decoder: its layer count and embedding rows.
     std::optional<std::int64_t> target_layers, target_vocab;
@@ -329,15 +346,20 @@ class DrafterConfigCheck : public Check {
     r.evidence["causality"] = how + ": " + std::to_string(causal) + " of " +
                               std::to_string(zlab.size()) + " layers causal inside the block";
     if (!keys.readings_disagree()) return;
-    json vllm = json::array();
+    json vllm = json::array(), vllm_windows = json::array();
     for (bool b : keys.layers(model::CausalityReading::kVllm)) vllm.push_back(b);
+    for (const auto& w : keys.windows(model::CausalityReading::kVllm))
+      vllm_windows.push_back(w ? json(*w) : json(nullptr));
     r.measured["layer_causality_vllm"] = vllm;
+    r.measured["layer_windows_vllm"] = vllm_windows;
     if (!p["allow_ambiguous_causality"].get<bool>())
       problems.push_back(
-          std::string("dflash_config.causal = ") + (*keys.dflash_causal ? "true" : "false") +
-          " without is_causal: vLLM applies it to every layer, z-lab and SGLang ignore it, so "
-          "the engines run different attention; set the top-level is_causal to what the drafter "
-          "was trained with (allow_ambiguous_causality relaxes this)");
+          "the engines run different attention: z-lab and SGLang run " +
+          keys.describe(model::CausalityReading::kZLab) + ", vLLM runs " +
+          keys.describe(model::CausalityReading::kVllm) +
+          " (it reads dflash_config.causal / use_swa / swa_window_size, z-lab does not); set "
+          "is_causal, layer_types and sliding_window to what the drafter was trained with and "
+          "drop the vLLM-only keys (allow_ambiguous_causality relaxes this)");
   }
 };
 

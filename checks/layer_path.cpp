@@ -9,7 +9,7 @@
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
-#include "draftgate/model/dflash.h"
+#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 namespace {

@@ -1,7 +1,7 @@
 """Trainer-side writers for draftgate's input files; depends on torch only.
 
-``write_step_record`` writes a training step record (schema ``draftgate.step_record/1``, see the README's
-"Training step records"): what a DFlash trainer fed and computed at one step, for ``draftgate check
+``write_step_record`` writes a training step record (schema ``draftgate.step_record/1``, see
+docs/step-records.md): what a DFlash trainer fed and computed at one step, for ``draftgate check
 --step-record``. ``write_reference_dump`` writes a target forward in the format of ``draftgate forward --out``,
 for ``draftgate check --reference-dump`` (hidden_state_parity). Both write safetensors atomically (temporary file,
 fsync, rename), through the ``safetensors`` package when it is installed and a built-in writer otherwise, and

@@ -46,7 +46,7 @@ void check_decoding_flags(const decode::DecodeConfig& decode) {
 
 void add_device_option(CLI::App* cmd, std::string& device) {
   cmd->add_option("--device", device,
-                  "cpu or cuda[:N] (cuda needs a CUDA build of libtorch: README \"GPU builds\")");
+                  "cpu or cuda[:N] (cuda needs a CUDA build of libtorch: docs/gpu.md)");
 }
 
 void set_example(CLI::App* cmd, const std::string& example) {

@@ -196,8 +196,9 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
   add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,
-                  "Whose reading of dflash_config.causal without is_causal: zlab (ignore it, the "
-                  "reference) or vllm (apply it to every layer)")
+                  "Whose reading of the drafter's attention keys: zlab (the reference: is_causal, "
+                  "layer_types, sliding_window) or vllm (also dflash_config.causal, use_swa, "
+                  "swa_window_size)")
       ->check(CLI::IsMember({"zlab", "vllm"}))
       ->capture_default_str();
   cmd->add_option("--json", opt->json, "Write the full result as JSON");

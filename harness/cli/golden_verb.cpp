@@ -151,7 +151,8 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
   add_device_option(cmd, opt->device);
   cmd->add_option("--causality", opt->causality,
-                  "Whose reading of dflash_config.causal without is_causal: zlab or vllm")
+                  "Whose reading of the drafter's attention keys (dflash_config.causal, use_swa, "
+                  "swa_window_size): zlab or vllm")
       ->check(CLI::IsMember({"zlab", "vllm"}));
   cmd->add_option("--loss", opt->loss, "The loss the reference was trained with: ce or kl");
   const std::string example =

@@ -5,11 +5,13 @@
 #include <map>
 
 #include "cli_options.h"
+#include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/layout/module_tree.h"
+#include "probe_drafter.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -38,6 +40,11 @@ std::string layer_type_summary(const std::vector<std::string>& types) {
 }
 
 int run_probe(const ProbeOptions& opt) {
+  if (is_drafter_dir(opt.dir)) {
+    if (opt.tree)
+      throw Error(opt.dir, "--tree is for targets; a drafter probe reads config.json only");
+    return run_probe_drafter(opt.dir, opt.json);
+  }
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.dir);
   const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
   const layout::EngineSupport engine = layout::engine_support(ckpt, stack);
@@ -90,10 +97,10 @@ int run_probe(const ProbeOptions& opt) {
 
 void add_probe(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<ProbeOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("probe", "Resolve the decoder stack of a checkpoint (headers only)");
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "Resolve a target's decoder stack, or a drafter's facts (headers only)");
   cmd->add_option("checkpoint", opt->dir,
-                  "Checkpoint directory (config.json + safetensors or index)")
+                  "Checkpoint directory (config.json + safetensors or index), target or drafter")
       ->required();
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_flag("--tree", opt->tree, "Also print the module tree with repeated layers collapsed");

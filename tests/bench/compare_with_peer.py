@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs draftgate's target benchmark beside the Python peer and prints the ratios reported in the README.
+"""Runs draftgate's target benchmark beside the Python peer and prints the ratios reported in docs/performance.md.
 
     /usr/bin/python3 tests/bench/compare_with_peer.py [--build build] [--models DIR] [--threads N] [--rounds 3]
 

@@ -1,7 +1,7 @@
 // Target engine speed and memory: prefill throughput and decode-step latency on a tiny model, a
 // Qwen3-0.6B-shaped random model and a comparable Qwen3.5 hybrid, plus the machine's memory read
 // bandwidth (the bound for decode, which streams every weight once per token). compare_with_peer.py
-// runs these beside the Python peer and prints the ratios reported in the README.
+// runs these beside the Python peer and prints the ratios reported in docs/performance.md.
 //
 // Models are written on first use under $DRAFTGATE_BENCH_MODELS (default: bench-models/ in the
 // working dir).

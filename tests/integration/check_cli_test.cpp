@@ -91,8 +91,9 @@ TEST(CheckCli, GateLabelCoversEveryCheck) {
   EXPECT_EQ(run_draftgate("check --skip-exit-code 77").exit_code, 77);
 }
 
-// The README's ctest recipe names artifacts relative to the repository root; ctest runs the gate
-// tests in build/tests, so run_check.sh resolves them from the root.
+// The gate label's ctest recipe (docs/development/testing.md) names artifacts relative to the
+// repository root; ctest runs the gate tests in build/tests, so run_check.sh resolves them from
+// the root.
 TEST(CheckCli, GateTestsTakeRelativePathsFromTheRepositoryRoot) {
   const fs::path root = DRAFTGATE_SOURCE_DIR;
   const fs::path elsewhere = testing::fresh_dir("gate_cwd");

@@ -91,14 +91,15 @@ TEST(EvalCli, StatesEachDrafterLayersCausalityAndTheReading) {
   const auto zlab = run_draftgate(run);
   ASSERT_EQ(zlab.exit_code, 0) << zlab.err;
   EXPECT_THAT(zlab.err, HasSubstr("note: "));
-  EXPECT_THAT(zlab.err, HasSubstr("dflash_config.causal = true without is_causal: z-lab and "
-                                  "SGLang ignore it, vLLM applies it to every layer; using "
-                                  "z-lab's reading (--causality vllm applies it)"));
+  EXPECT_THAT(zlab.err, HasSubstr("z-lab and SGLang run 0 full non-causal, 1 full non-causal; "
+                                  "vLLM (dflash_config.causal / use_swa / swa_window_size) runs "
+                                  "0 full causal, 1 full causal; using z-lab's reading "
+                                  "(--causality vllm applies vLLM's)"));
   EXPECT_THAT(zlab.out, HasSubstr("drafter layers 0 full non-causal, 1 full non-causal (is_causal "
                                   "absent: sliding layers causal, full layers not)"));
   const auto vllm = run_draftgate(run + " --causality vllm");
   ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
-  EXPECT_THAT(vllm.err, HasSubstr("using vLLM's reading (--causality zlab ignores it)"));
+  EXPECT_THAT(vllm.err, HasSubstr("using vLLM's reading (--causality zlab applies z-lab's)"));
   EXPECT_THAT(vllm.out, HasSubstr("drafter layers 0 full causal, 1 full causal "
                                   "(dflash_config.causal, vLLM reading)"));
   const auto as_vllm =

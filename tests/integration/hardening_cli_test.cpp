@@ -135,7 +135,7 @@ TEST(GoldenRecord, OfTwoConcurrentRecordsToOneNewFileExactlyOneSucceeds) {
   const std::string loser = testing::read_file(dir / (c1 == "2\n" ? "e1" : "e2"));
   EXPECT_THAT(loser, HasSubstr("g.json: "));
   EXPECT_THAT(loser, HasSubstr("exists"));
-  EXPECT_NO_THROW(json::parse(testing::read_file(dir / "g.json")));
+  EXPECT_TRUE(json::parse(testing::read_file(dir / "g.json")).is_object());
 }
 
 }  // namespace

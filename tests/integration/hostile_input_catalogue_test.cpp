@@ -1516,5 +1516,55 @@ INSTANTIATE_TEST_SUITE_P(
                 "resolves into /proc"}),
     [](const auto& p) { return p.param.label; });
 
+// Drafter keys and files the reader refuses (model/drafter_keys.cpp), run through eval: each a
+// key the evaluator would otherwise have ignored.
+Hostile key_case(std::string label, std::function<void(json&)> edit, std::string message) {
+  return drafter_case(std::move(label), config_edit(std::move(edit)), std::move(message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DrafterKeys, HostileInput,
+    ::testing::Values(
+        key_case(
+            "projector_type_gru",
+            [](json& c) {
+              c["dflash_config"]["projector_type"] = "gru";
+              c["dflash_config"]["sample_from_anchor"] = true;
+            },
+            "refused dflash_config.projector_type = \"gru\": selects SpecForge's Domino"),
+        key_case(
+            "sample_from_anchor", [](json& c) { c["dflash_config"]["sample_from_anchor"] = 1; },
+            "refused dflash_config.sample_from_anchor = 1: drafts block_size tokens"),
+        key_case(
+            "pure_draft_prefix_len",
+            [](json& c) { c["dflash_config"]["pure_draft_prefix_len"] = "1"; },
+            "refused dflash_config.pure_draft_prefix_len = \"1\""),
+        key_case(
+            "shift_label", [](json& c) { c["dflash_config"]["shift_label"] = true; },
+            "refused dflash_config.shift_label = true"),
+        key_case(
+            "unknown_dflash_key", [](json& c) { c["dflash_config"]["markov_rank"] = 256; },
+            "refused dflash_config.markov_rank = 256: unknown to draftgate"),
+        key_case(
+            "unknown_top_level_key", [](json& c) { c["confidence_head_alpha"] = 1.0; },
+            "refused confidence_head_alpha = 1.0: unknown to draftgate"),
+        key_case(
+            "speculators_format", [](json& c) { c["speculators_model_type"] = "dflash"; },
+            "refused speculators_model_type = \"dflash\": the speculators format"),
+        key_case(
+            "use_swa_as_a_string", [](json& c) { c["dflash_config"]["use_swa"] = "yes"; },
+            "dflash_config.use_swa must be true, false or null, got \"yes\""),
+        key_case(
+            "swa_window_size_negative", [](json& c) { c["dflash_config"]["swa_window_size"] = -4; },
+            "dflash_config.swa_window_size must be a positive integer, got -4"),
+        key_case(
+            "draft_vocab_size_reduced", [](json& c) { c["draft_vocab_size"] = 32; },
+            "refused draft_vocab_size = 32: a reduced draft vocabulary"),
+        drafter_case(
+            "mask_embedding_file",
+            [](const fs::path& d) { write(d / "mask_embedding.pt", std::string("x")); },
+            "refused mask_embedding.pt: a separate MASK embedding")),
+    [](const auto& p) { return p.param.label; });
+
 }  // namespace
 }  // namespace draftgate::hostile

@@ -39,7 +39,7 @@ ANCHORS = 16
 TRAIN_STEPS = 2  # optimizer steps before the recorded one
 SUBSET_STRIDE = 4  # records with subset=True keep the teacher logits of every 4th position
 # Of the teacher logits' RMS: above the bf16 detection limit on qwen3, 0.058 (2 x the 0.029 spread a bf16 forward
-# explains there, README "Precision"); 5% is below that limit and a bf16 qwen3 record with it passes.
+# explains there, docs/step-records.md "Precision"); 5% is below that limit and a bf16 qwen3 record with it passes.
 TEACHER_NOISE = 0.10
 
 # Seeded bugs and the step-record check each must fail.

@@ -202,7 +202,8 @@ std::vector<Mistake> mistakes() {
       {"causal_ambiguous",
        q3,
        [](json& j) { j["dflash_config"]["causal"] = true; },
-       "dflash_config.causal = true without is_causal: vLLM applies it to every layer",
+       "z-lab and SGLang run 0 full non-causal, 1 full non-causal, vLLM runs 0 full causal, 1 "
+       "full causal",
        {{"allow_ambiguous_causality", true}}},
       {"fp16",
        q3,
@@ -285,6 +286,43 @@ TEST(DrafterConfigCheck, RulesThatPassWhenTheConfigIsRight) {
   EXPECT_THAT(sliding.message, HasSubstr("1 of 2 layers causal"));
   // A bf16 drafter passes; the rule is about fp16 only.
   EXPECT_EQ(verdict("bf16", [](json& j) { j["dtype"] = "bfloat16"; }).status, Status::kPass);
+}
+
+}  // namespace
+}  // namespace draftgate::checks
+
+namespace draftgate::checks {
+namespace {
+
+// The keys the evaluators refuse are the check's problems too, one each, with the engines'
+// disagreement on use_swa / swa_window_size named with both readings.
+TEST(DrafterConfigCheck, ListsEveryRefusedKeyAndEngineDisagreement) {
+  json c = read(kTrained / "qwen3-drafter-reference/config.json");
+  c["dflash_config"]["projector_type"] = "gru";
+  c["dflash_config"]["sample_from_anchor"] = true;
+  const fs::path dir = config_dir("refused", c);
+  testing::write_file(dir / "mask_embedding.pt", "x");
+  const CheckResult r = run(pair(kTrained / "qwen3-target", dir));
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.measured["refused_keys"],
+            json::parse(R"(["dflash_config.projector_type", "dflash_config.sample_from_anchor",
+                            "mask_embedding.pt"])"));
+  EXPECT_THAT(r.message, HasSubstr("refused dflash_config.projector_type = \"gru\""));
+  EXPECT_THAT(r.message, HasSubstr("refused dflash_config.sample_from_anchor = true"));
+  EXPECT_THAT(r.message, HasSubstr("refused mask_embedding.pt"));
+
+  json swa = read(kTrained / "qwen3-drafter-reference/config.json");
+  swa["dflash_config"]["use_swa"] = true;
+  swa["dflash_config"]["swa_window_size"] = 4;
+  const CheckResult s = run(pair(kTrained / "qwen3-target", config_dir("swa", swa)));
+  EXPECT_EQ(s.status, Status::kFail);
+  EXPECT_THAT(s.message, HasSubstr("z-lab and SGLang run 0 full non-causal, 1 full non-causal, "
+                                   "vLLM runs 0 sliding(4) non-causal, 1 sliding(4) non-causal"));
+  EXPECT_EQ(s.measured["layer_windows_vllm"], json::parse("[4, 4]"));
+  EXPECT_EQ(run(pair(kTrained / "qwen3-target", config_dir("swa2", swa)),
+                {{"allow_ambiguous_causality", true}})
+                .status,
+            Status::kPass);
 }
 
 }  // namespace

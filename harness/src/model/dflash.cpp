@@ -7,6 +7,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/model/drafter_keys.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
 
@@ -33,6 +34,8 @@ std::unique_ptr<DFlashDrafter> DFlashDrafter::load(const io::Checkpoint& checkpo
                                                    CausalityReading reading) {
   if (checkpoint.metadata_only())
     throw Error(checkpoint.dir().string(), "metadata-only drafter checkpoint has no weights");
+  const auto files = refused_files(checkpoint.dir());
+  if (!files.empty()) throw Error(checkpoint.dir().string(), "refused " + files.front().line());
   return std::unique_ptr<DFlashDrafter>(new DFlashDrafter(checkpoint, target, autograd, reading));
 }
 
@@ -90,7 +93,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
             std::nullopt,
             std::nullopt,
             std::nullopt};
-    if (d.layer_types[i] == "sliding_attention") l.window = d.sliding_window;
+    l.window = d.layer_window[i];
     if (d.dflash2) {
       l.attention_conv.emplace(w, p + "attention_conv.", d.hidden, *d.dflash2);
       l.mlp_conv.emplace(w, p + "mlp_conv.", d.hidden, *d.dflash2);
@@ -204,9 +207,8 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   const auto n = static_cast<std::int64_t>(anchors.size());
   const std::int64_t b = config_.block_size;
   if (features.size(0) != s) throw std::invalid_argument("features must have one row per input id");
-  for (const auto& t : config_.layer_types)
-    if (t != "full_attention")
-      throw Error("drafter", "training_logits supports full-attention drafter layers only");
+  for (const auto& w : config_.layer_window)
+    if (w) throw Error("drafter", "training_logits supports full-attention drafter layers only");
   std::vector<std::int64_t> ids, positions;
   for (auto a : anchors) {
     if (a < 0 || a >= s) throw std::invalid_argument("anchor outside the sequence");

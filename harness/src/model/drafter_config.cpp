@@ -1,5 +1,6 @@
 #include "draftgate/model/drafter_config.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
+#include "draftgate/model/drafter_keys.h"
 
 namespace draftgate::model {
 
@@ -161,8 +163,35 @@ std::vector<bool> CausalityKeys::layers(CausalityReading reading) const {
   return layer_causality(layer_types, is_causal, dflash_causal, reading);
 }
 
+std::vector<std::optional<std::int64_t>> CausalityKeys::windows(CausalityReading reading) const {
+  const bool any_sliding =
+      std::find(layer_types.begin(), layer_types.end(), "sliding_attention") != layer_types.end();
+  const auto window =
+      reading == CausalityReading::kVllm && swa_window_size ? swa_window_size : sliding_window;
+  std::vector<std::optional<std::int64_t>> out;
+  for (const auto& type : layer_types) {
+    const bool sliding = reading == CausalityReading::kVllm && !any_sliding
+                             ? use_swa.value_or(false)
+                             : type == "sliding_attention";
+    out.push_back(sliding ? std::optional<std::int64_t>(window.value_or(0)) : std::nullopt);
+  }
+  return out;
+}
+
 bool CausalityKeys::readings_disagree() const {
-  return layers(CausalityReading::kZLab) != layers(CausalityReading::kVllm);
+  return layers(CausalityReading::kZLab) != layers(CausalityReading::kVllm) ||
+         windows(CausalityReading::kZLab) != windows(CausalityReading::kVllm);
+}
+
+std::string CausalityKeys::describe(CausalityReading reading) const {
+  const auto causal = layers(reading);
+  const auto window = windows(reading);
+  std::string s;
+  for (std::size_t i = 0; i < causal.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(i) + " " +
+         (window[i] ? "sliding(" + std::to_string(*window[i]) + ")" : std::string("full")) +
+         (causal[i] ? " causal" : " non-causal");
+  return s;
 }
 
 nlohmann::json causality_json(const DrafterConfig& d) {
@@ -172,13 +201,7 @@ nlohmann::json causality_json(const DrafterConfig& d) {
 }
 
 std::string describe_causality(const DrafterConfig& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.layer_causal.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(i) + " " +
-         (d.layer_types[i] == "sliding_attention"
-              ? "sliding(" + std::to_string(d.sliding_window.value_or(0)) + ")"
-              : std::string("full")) +
-         (d.layer_causal[i] ? " causal" : " non-causal");
+  std::string s = d.causality.describe(d.causality_reading);
   const auto& k = d.causality;
   if (k.is_causal)
     s += std::string(" (is_causal = ") + (*k.is_causal ? "true" : "false") + ")";
@@ -192,10 +215,11 @@ std::string describe_causality(const DrafterConfig& d) {
 std::optional<std::string> causality_note(const DrafterConfig& d, const std::string& file) {
   if (!d.causality.readings_disagree()) return std::nullopt;
   const bool zlab = d.causality_reading == CausalityReading::kZLab;
-  return file + ": dflash_config.causal = " + (*d.causality.dflash_causal ? "true" : "false") +
-         " without is_causal: z-lab and SGLang ignore it, vLLM applies it to every layer; " +
-         (zlab ? "using z-lab's reading (--causality vllm applies it)"
-               : "using vLLM's reading (--causality zlab ignores it)");
+  return file + ": z-lab and SGLang run " + d.causality.describe(CausalityReading::kZLab) +
+         "; vLLM (dflash_config.causal / use_swa / swa_window_size) runs " +
+         d.causality.describe(CausalityReading::kVllm) + "; " +
+         (zlab ? "using z-lab's reading (--causality vllm applies vLLM's)"
+               : "using vLLM's reading (--causality zlab applies z-lab's)");
 }
 
 CausalityKeys read_causality_keys(const io::ModelConfig& c) {
@@ -205,12 +229,22 @@ CausalityKeys read_causality_keys(const io::ModelConfig& c) {
   else
     k.layer_types.assign(c.num_hidden_layers(), "full_attention");
   k.is_causal = optional_bool(c, c.root(), "", "is_causal");
-  if (const auto* blk = dflash_block(c))
+  k.sliding_window = c.find_int("sliding_window");
+  if (const auto* blk = dflash_block(c)) {
     k.dflash_causal = optional_bool(c, *blk, "dflash_config.", "causal");
+    k.use_swa = optional_bool(c, *blk, "dflash_config.", "use_swa");
+    if (auto it = blk->find("swa_window_size"); it != blk->end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<std::int64_t>() <= 0)
+        throw Error(c.file(), "dflash_config.swa_window_size must be a positive integer, got " +
+                                  io::json_excerpt(*it));
+      k.swa_window_size = it->get<std::int64_t>();
+    }
+  }
   return k;
 }
 
 DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading reading) {
+  refuse_unread(c, nullptr);
   DrafterConfig d;
   d.hidden = c.require_int("hidden_size");
   d.intermediate = c.require_int("intermediate_size");
@@ -286,6 +320,13 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   d.causality.layer_types = d.layer_types;
   d.causality_reading = reading;
   d.layer_causal = d.causality.layers(reading);
+  d.layer_window = d.causality.windows(reading);
+  for (const auto& w : d.layer_window)
+    if (w && *w <= 0)
+      throw Error(c.file(),
+                  "dflash_config.use_swa makes the layers sliding under vLLM's reading, "
+                  "but neither dflash_config.swa_window_size nor sliding_window gives a "
+                  "window");
   if (const auto scale = either_place_number(c, "input_embedding_scale"))
     d.input_embedding_scale = tensor_scalar(c, "input_embedding_scale", *scale);
   if (const auto m = either_place_number(c, "output_multiplier"))

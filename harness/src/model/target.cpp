@@ -38,7 +38,7 @@ at::Device parse_device(const std::string& name, const std::string& source) {
     if (!at::hasCUDA())
       throw Error(source,
                   "\"" + name + "\" requested but this libtorch was built without CUDA (or no GPU)",
-                  "build against a CUDA libtorch (README \"GPU builds\") or use cpu");
+                  "build against a CUDA libtorch (docs/gpu.md) or use cpu");
     const int gpus = at::detail::getCUDAHooks().getNumGPUs();
     if (digits && std::stoi(index) >= gpus)
       throw Error(source, "\"" + name + "\": this machine has " + std::to_string(gpus) + " GPU(s)");

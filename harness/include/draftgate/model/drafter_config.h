@@ -30,13 +30,24 @@ std::vector<bool> layer_causality(const std::vector<std::string>& layer_types,
 
 // The keys that decide the layers' causality, read on their own: the drafter_config check states
 // them for configs that fail other rules. Draftgate::Error when a key has the wrong type.
+// vLLM also reads dflash_config.use_swa / swa_window_size (`_resolve_layer_attention` @036a00d1):
+// without a sliding layer in layer_types, use_swa makes every layer sliding; the window is
+// swa_window_size, else sliding_window. z-lab reads only layer_types and sliding_window.
 struct CausalityKeys {
   std::vector<std::string> layer_types;  // full_attention for every layer when the config has none
   std::optional<bool> is_causal;         // top level; null = absent
   std::optional<bool> dflash_causal;     // dflash_config.causal
+  std::optional<std::int64_t> sliding_window;   // top level
+  std::optional<bool> use_swa;                  // dflash_config.use_swa
+  std::optional<std::int64_t> swa_window_size;  // dflash_config.swa_window_size
   std::vector<bool> layers(CausalityReading reading) const;
-  // True where z-lab's and vLLM's readings give some layer a different causality.
+  // Each layer's sliding window under `reading` (nullopt: full attention; a sliding layer without
+  // a window reads as 0, which DrafterConfig::from refuses).
+  std::vector<std::optional<std::int64_t>> windows(CausalityReading reading) const;
+  // True where z-lab's and vLLM's readings give some layer a different causality or window.
   bool readings_disagree() const;
+  // Each layer as `reading` runs it: "0 full non-causal, 1 sliding(2048) causal".
+  std::string describe(CausalityReading reading) const;
 };
 CausalityKeys read_causality_keys(const io::ModelConfig& config);
 
@@ -76,8 +87,10 @@ struct DrafterConfig {
       target_layer_ids;  // taps: outputs of these target layers, in fc input order
   std::optional<std::int64_t> num_target_layers;
   std::optional<std::int64_t> vocab_size;
-  std::vector<std::string> layer_types;  // full_attention | sliding_attention
+  std::vector<std::string> layer_types;  // full_attention | sliding_attention, as written
   std::optional<std::int64_t> sliding_window;
+  // Each layer's attention window under the reading applied (nullopt: full attention).
+  std::vector<std::optional<std::int64_t>> layer_window;
   // Causality: the config's keys, the reading applied, and the result per layer.
   CausalityKeys causality;
   CausalityReading causality_reading = CausalityReading::kZLab;

@@ -1,0 +1,164 @@
+// `draftgate probe DRAFTER`: the facts of the bundled and published drafters from config.json
+// alone, the refused keys of SpecForge's Domino / DSpark configs and of a speculators config, and
+// the engines' readings side by side.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource = DRAFTGATE_SOURCE_DIR;
+
+json probe_json(const fs::path& dir) {
+  const auto r = run_draftgate("probe " + dir.string() + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  return json::parse(r.out);
+}
+
+// A drafter directory holding only `config` (no weights: probe reads none).
+fs::path config_only(const std::string& name, const json& config) {
+  const fs::path dir = fs::temp_directory_path() / ("draftgate_probe_drafter_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << config.dump(2);
+  return dir;
+}
+
+json file_json(const fs::path& p) { return json::parse(std::ifstream(p)); }
+
+TEST(ProbeDrafterCli, BundledReferenceDrafter) {
+  const fs::path dir = kSource / "fixtures/trained/qwen3-drafter-reference";
+  const json j = probe_json(dir);
+  EXPECT_EQ(j["format"], "z-lab");
+  EXPECT_EQ(j["kind"], "DFlash");
+  EXPECT_EQ(j["block_size"], 8);
+  EXPECT_EQ(j["mask_token_id"], 63);
+  EXPECT_EQ(j["taps_zlab"], json::parse("[0, 2]"));
+  EXPECT_EQ(j["taps_as_written"]["key"], "dflash_config.target_layer_ids");
+  EXPECT_EQ(j["vocabulary"]["reduced"], false);
+  EXPECT_EQ(j["engines_disagree"], false);
+  EXPECT_EQ(j["refused"], json::array());
+  ASSERT_EQ(j["layers"]["zlab"].size(), 2u);
+  EXPECT_EQ(j["layers"]["zlab"][0],
+            json::parse(R"({"type":"full_attention","window":null,"causal":false})"));
+  const auto text = run_draftgate("probe " + dir.string());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("kind             DFlash"));
+  EXPECT_THAT(text.out, HasSubstr("layers (z-lab)   0 full non-causal, 1 full non-causal"));
+  EXPECT_THAT(text.out,
+              HasSubstr("refused          none: every key is implemented or known inert"));
+}
+
+TEST(ProbeDrafterCli, PublishedConfigs) {
+  // SpecForge qwen3.6-27b: four sliding layers (causal, window 2048) and one full layer.
+  const json q36 = probe_json(config_only(
+      "q36",
+      file_json(kSource / "fixtures/real-layouts/specforge-dflash/qwen3.6-27b-dflash.json")));
+  EXPECT_EQ(q36["taps_zlab"], json::parse("[1, 16, 31, 46, 61]"));
+  EXPECT_EQ(q36["block_size"], 16);
+  EXPECT_EQ(q36["layers"]["zlab"][0],
+            json::parse(R"({"type":"sliding_attention","window":2048,"causal":true})"));
+  EXPECT_EQ(q36["layers"]["zlab"][4],
+            json::parse(R"({"type":"full_attention","window":null,"causal":false})"));
+  EXPECT_EQ(q36["engines_disagree"], false);
+  EXPECT_EQ(q36["refused"], json::array());
+  // z-lab DFlash2: kind from the architecture, block size under dflash_config.
+  const json d2 = probe_json(kSource / "fixtures/real-layouts/zlab-dflash2");
+  EXPECT_EQ(d2["kind"], "DFlash2");
+  EXPECT_EQ(d2["block_size"], 16);
+  EXPECT_EQ(d2["refused"], json::array());
+}
+
+TEST(ProbeDrafterCli, SpecForgeDominoAndDSparkConfigsAreRefusedForTheirHeads) {
+  const fs::path variants = kSource / "fixtures/real-layouts/specforge-variants";
+  struct Row {
+    const char* file;
+    std::vector<std::string> refused;
+  };
+  const Row rows[] = {
+      {"qwen3-8b-domino.json",
+       {"emb_dim", "architectures", "dflash_config.projector_type",
+        "dflash_config.pure_draft_prefix_len", "dflash_config.emb_dim",
+        "dflash_config.gru_hidden_dim", "dflash_config.shift_label"}},
+      {"qwen3.6-27b-domino-full-attention.json",
+       {"architectures", "dflash_config.projector_type", "dflash_config.pure_draft_prefix_len",
+        "dflash_config.emb_dim", "dflash_config.gru_hidden_dim"}},
+      {"qwen3-8b-dspark.json",
+       {"architectures", "dflash_config.attention_mode", "dflash_config.confidence_head_alpha",
+        "dflash_config.confidence_head_with_markov", "dflash_config.enable_confidence_head",
+        "dflash_config.markov_head_type", "dflash_config.markov_rank",
+        "dflash_config.projector_type"}},
+  };
+  for (const auto& row : rows) {
+    const json j = probe_json(config_only(row.file, file_json(variants / row.file)));
+    std::vector<std::string> keys;
+    for (const auto& r : j["refused"]) keys.push_back(r["key"]);
+    std::sort(keys.begin(), keys.end());
+    auto expected = row.refused;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(keys, expected) << row.file;
+  }
+}
+
+TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
+  // The shape speculators' DFlashSpeculatorConfig writes (src/speculators/models/dflash/config.py).
+  const json spec = {{"speculators_model_type", "dflash"},
+                     {"architectures", {"DFlashSpeculator"}},
+                     {"block_size", 8},
+                     {"mask_token_id", 63},
+                     {"draft_vocab_size", 32},
+                     {"aux_hidden_state_layer_ids", {1, 3}},
+                     {"transformer_layer_config", {{"vocab_size", 64}, {"num_hidden_layers", 2}}}};
+  const json j = probe_json(config_only("speculators", spec));
+  EXPECT_EQ(j["format"], "speculators");
+  EXPECT_EQ(j["kind"], "DFlash (speculators)");
+  EXPECT_EQ(j["taps_zlab"], json::parse("[0, 2]"));
+  EXPECT_EQ(j["taps_as_written"]["ids"], json::parse("[1, 3]"));
+  EXPECT_EQ(j["vocabulary"]["reduced"], true);
+  EXPECT_EQ(j["vocabulary"]["draft_vocab_size"], 32);
+  ASSERT_EQ(j["refused"].size(), 1u);
+  EXPECT_EQ(j["refused"][0]["key"], "speculators_model_type");
+}
+
+TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {
+  json c = file_json(kSource / "fixtures/trained/qwen3-drafter-reference/config.json");
+  c["dflash_config"]["use_swa"] = true;
+  c["dflash_config"]["swa_window_size"] = 4;
+  c["dflash_config"]["causal"] = true;
+  const fs::path dir = config_only("swa", c);
+  const json j = probe_json(dir);
+  EXPECT_EQ(j["engines_disagree"], true);
+  EXPECT_EQ(j["layers_text"]["zlab"], "0 full non-causal, 1 full non-causal");
+  EXPECT_EQ(j["layers_text"]["vllm"], "0 sliding(4) causal, 1 sliding(4) causal");
+  const auto text = run_draftgate("probe " + dir.string());
+  EXPECT_THAT(text.out, HasSubstr("layers (vLLM)    0 sliding(4) causal, 1 sliding(4) causal  "
+                                  "(engines DISAGREE)"));
+}
+
+TEST(ProbeDrafterCli, MaskEmbeddingFileListedAndTreeRefused) {
+  const fs::path dir =
+      config_only("mask_embedding",
+                  file_json(kSource / "fixtures/trained/qwen3-drafter-reference/config.json"));
+  std::ofstream(dir / "mask_embedding.pt") << "x";
+  const json j = probe_json(dir);
+  ASSERT_EQ(j["refused"].size(), 1u);
+  EXPECT_EQ(j["refused"][0]["key"], "mask_embedding.pt");
+  const auto tree = run_draftgate("probe " + dir.string() + " --tree");
+  EXPECT_EQ(tree.exit_code, 2);
+  EXPECT_THAT(tree.err, HasSubstr("--tree is for targets"));
+}
+
+}  // namespace
+}  // namespace draftgate

@@ -1,0 +1,227 @@
+// The drafter key table: the bundled and published drafters read with no refused key; every key
+// that would change the computation unseen is refused by the reader (one line: key, value,
+// effect); the engines' attention keys (use_swa, swa_window_size) read as vLLM's
+// `_resolve_layer_attention` table says, against expectations written out by hand.
+
+#include "draftgate/model/drafter_keys.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "draftgate/model/drafter_config.h"
+#include "error_text.h"
+
+namespace draftgate::model {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource = DRAFTGATE_SOURCE_DIR;
+
+json load(const fs::path& p) { return json::parse(std::ifstream(p)); }
+io::ModelConfig cfg(const json& j) { return io::ModelConfig::from_json(j, "config.json"); }
+
+// The bundled reference drafter: every key implemented or inert.
+json reference() { return load(kSource / "fixtures/trained/qwen3-drafter-reference/config.json"); }
+
+TEST(DrafterKeys, BundledAndPublishedDraftersHaveNoRefusedKey) {
+  std::vector<fs::path> configs;
+  for (const auto& e : fs::directory_iterator(kSource / "fixtures/trained"))
+    if (e.path().filename().string().find("drafter") != std::string::npos)
+      configs.push_back(e.path() / "config.json");
+  for (const auto& e : fs::directory_iterator(kSource / "fixtures/real-layouts/specforge-dflash"))
+    configs.push_back(e.path());
+  configs.push_back(kSource / "fixtures/real-layouts/zlab-dflash2/config.json");
+  ASSERT_GE(configs.size(), 14u);
+  for (const auto& p : configs) {
+    const auto c = io::ModelConfig::load(p);
+    EXPECT_EQ(detect_drafter_format(c), DrafterFormat::kZLab) << p;
+    const auto refused = refused_keys(c);
+    EXPECT_TRUE(refused.empty()) << p << ": " << (refused.empty() ? "" : refused[0].line());
+    EXPECT_NO_THROW(DrafterConfig::from(c)) << p;
+    for (const auto& f : key_facts(c)) EXPECT_NE(f.status, KeyStatus::kRefused) << p << f.key;
+  }
+}
+
+struct Refusal {
+  const char* name;
+  void (*edit)(json&);
+  const char* line;  // expected in the reader's one-line error
+};
+
+// Each value that changes the computation in a way draftgate does not run.
+const Refusal kRefusals[] = {
+    {"projector_gru", [](json& j) { j["dflash_config"]["projector_type"] = "gru"; },
+     "dflash_config.projector_type = \"gru\": selects SpecForge's Domino (GRU) or DSpark"},
+    {"projector_domino", [](json& j) { j["dflash_config"]["projector_type"] = "domino"; },
+     "dflash_config.projector_type = \"domino\""},
+    {"sample_from_anchor", [](json& j) { j["dflash_config"]["sample_from_anchor"] = true; },
+     "dflash_config.sample_from_anchor = true: drafts block_size tokens from the anchor"},
+    {"pure_draft_prefix_len", [](json& j) { j["dflash_config"]["pure_draft_prefix_len"] = 1; },
+     "dflash_config.pure_draft_prefix_len = 1: sets where the Domino GRU correction starts"},
+    {"shift_label", [](json& j) { j["dflash_config"]["shift_label"] = true; },
+     "dflash_config.shift_label = true: feeds the Domino head"},
+    {"gru_hidden_dim", [](json& j) { j["dflash_config"]["gru_hidden_dim"] = 1024; },
+     "dflash_config.gru_hidden_dim = 1024: unknown to draftgate"},
+    {"attention_sink_bias", [](json& j) { j["dflash_config"]["attention_sink_bias"] = true; },
+     "dflash_config.attention_sink_bias = true: adds vLLM's per-head attention sink bias"},
+    {"use_aux_hidden_state", [](json& j) { j["dflash_config"]["use_aux_hidden_state"] = false; },
+     "dflash_config.use_aux_hidden_state = false"},
+    {"unknown_top_level", [](json& j) { j["emb_dim"] = 256; },
+     "emb_dim = 256: unknown to draftgate"},
+    {"architecture_domino", [](json& j) { j["architectures"] = {"DominoDraftModel"}; },
+     "architectures = [\"DominoDraftModel\"]: names another drafter class"},
+    {"model_type_llama", [](json& j) { j["model_type"] = "llama"; },
+     "model_type = \"llama\": the drafter layers would be another family's"},
+    {"hidden_act_gelu", [](json& j) { j["hidden_act"] = "gelu"; },
+     "hidden_act = \"gelu\": changes the MLP activation"},
+    {"attention_bias", [](json& j) { j["attention_bias"] = true; },
+     "attention_bias = true: adds biases to q/k/v/o_proj"},
+    {"use_sliding_window_without_types", [](json& j) { j["use_sliding_window"] = true; },
+     "use_sliding_window = true: makes transformers derive or drop sliding layers"},
+    {"use_sliding_window_false_with_sliding",
+     [](json& j) {
+       j["layer_types"] = {"sliding_attention", "full_attention"};
+       j["sliding_window"] = 4;
+       j["use_sliding_window"] = false;
+     },
+     "use_sliding_window = false"},
+    {"is_neox_style", [](json& j) { j["is_neox_style"] = false; },
+     "is_neox_style = false: switches vLLM to interleaved RoPE"},
+    {"logit_scale", [](json& j) { j["logit_scale"] = 2.0; }, "logit_scale = 2.0"},
+    {"draft_vocab_size", [](json& j) { j["draft_vocab_size"] = 32; },
+     "draft_vocab_size = 32: a reduced draft vocabulary"},
+    {"target_hidden_size", [](json& j) { j["target_hidden_size"] = 128; },
+     "target_hidden_size = 128"},
+    {"eagle_config",
+     [](json& j) {
+       j["eagle_config"] = {{"use_aux_hidden_state", false}};
+     },
+     "eagle_config = {\"use_aux_hidden_state\": false}"},
+    {"rope_parameters_factor",
+     [](json& j) {
+       j["rope_parameters"] = {{"rope_theta", 1e6}, {"factor", 4.0}};
+     },
+     "rope_parameters.factor = 4.0: unknown to draftgate"},
+    {"speculators", [](json& j) { j["speculators_model_type"] = "dflash"; },
+     "speculators_model_type = \"dflash\": the speculators format"},
+};
+
+TEST(DrafterKeys, EachRefusedKeyIsNamedWithItsValueAndEffect) {
+  for (const auto& r : kRefusals) {
+    json j = reference();
+    r.edit(j);
+    const auto c = cfg(j);
+    const auto refused = refused_keys(c);
+    ASSERT_EQ(refused.size(), 1u) << r.name;
+    EXPECT_THAT(refused[0].line(), HasSubstr(r.line)) << r.name;
+    const std::string err = error_of([&] { DrafterConfig::from(c); });
+    EXPECT_THAT(err, HasSubstr(std::string("config.json: refused ") + r.line)) << r.name;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << r.name;
+  }
+}
+
+TEST(DrafterKeys, SeveralRefusedKeysAreCountedInTheOneLine) {
+  json j = reference();
+  j["dflash_config"]["projector_type"] = "gru";
+  j["dflash_config"]["sample_from_anchor"] = true;
+  EXPECT_EQ(refused_keys(cfg(j)).size(), 2u);
+  EXPECT_THAT(error_of([&] { DrafterConfig::from(cfg(j)); }),
+              HasSubstr("(and 1 more refused key: `draftgate probe` lists them)"));
+}
+
+TEST(DrafterKeys, DefaultsOfTheVariantKeysAreInert) {
+  json j = reference();
+  j["dflash_config"].update({{"projector_type", "dflash"},
+                             {"pure_draft_prefix_len", 0},
+                             {"shift_label", false},
+                             {"sample_from_anchor", false},
+                             {"attention_sink_bias", false},
+                             {"use_aux_hidden_state", true}});
+  j.update({{"draft_vocab_size", 64},
+            {"is_neox_style", true},
+            {"logit_scale", 1.0},
+            {"use_sliding_window", false},
+            {"hidden_act", "silu"},
+            {"attention_bias", false},
+            {"torch_dtype", "bfloat16"}});
+  EXPECT_TRUE(refused_keys(cfg(j)).empty());
+  EXPECT_NO_THROW(DrafterConfig::from(cfg(j)));
+}
+
+TEST(DrafterKeys, MaskEmbeddingFileIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / "draftgate_drafter_keys_mask_embedding";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_TRUE(refused_files(dir).empty());
+  std::ofstream(dir / "mask_embedding.pt") << "x";
+  const auto files = refused_files(dir);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_THAT(files[0].line(), HasSubstr("mask_embedding.pt: a separate MASK embedding"));
+  std::ofstream(dir / "config.json") << reference().dump();
+  const fs::path self = dir;
+  EXPECT_THAT(error_of([&] { refuse_unread(io::ModelConfig::load(dir / "config.json"), &self); }),
+              HasSubstr("refused mask_embedding.pt"));
+  fs::remove_all(dir);
+}
+
+// vLLM `_resolve_layer_attention` @036a00d1, written out per case: (layer_types, use_swa,
+// swa_window_size, sliding_window) -> each layer's window under z-lab and under vLLM.
+TEST(DrafterKeys, UseSwaAndSwaWindowSizeReadAsVllmDoes) {
+  using W = std::vector<std::optional<std::int64_t>>;
+  struct Row {
+    json layer_types;
+    json use_swa, swa_window, sliding_window;
+    W zlab, vllm;
+  };
+  const json full2 = {"full_attention", "full_attention"};
+  const json mixed = {"sliding_attention", "full_attention"};
+  const Row rows[] = {
+      // use_swa forces a window on an all-full drafter in vLLM only.
+      {full2, true, 4, nullptr, W{std::nullopt, std::nullopt}, W{4, 4}},
+      {nullptr, true, nullptr, 6, W{std::nullopt, std::nullopt}, W{6, 6}},
+      // With sliding layers, use_swa changes nothing; swa_window_size replaces the window.
+      {mixed, true, 3, 8, W{8, std::nullopt}, W{3, std::nullopt}},
+      {mixed, nullptr, nullptr, 8, W{8, std::nullopt}, W{8, std::nullopt}},
+      {full2, false, 5, nullptr, W{std::nullopt, std::nullopt}, W{std::nullopt, std::nullopt}},
+  };
+  for (const auto& row : rows) {
+    json j = reference();
+    if (!row.layer_types.is_null()) j["layer_types"] = row.layer_types;
+    if (!row.use_swa.is_null()) j["dflash_config"]["use_swa"] = row.use_swa;
+    if (!row.swa_window.is_null()) j["dflash_config"]["swa_window_size"] = row.swa_window;
+    if (!row.sliding_window.is_null()) j["sliding_window"] = row.sliding_window;
+    const std::string where = j.dump();
+    const auto zlab = DrafterConfig::from(cfg(j));
+    const auto vllm = DrafterConfig::from(cfg(j), CausalityReading::kVllm);
+    EXPECT_EQ(zlab.layer_window, row.zlab) << where;
+    EXPECT_EQ(vllm.layer_window, row.vllm) << where;
+    EXPECT_EQ(zlab.causality.readings_disagree(), row.zlab != row.vllm) << where;
+    // vLLM's causality stays the legacy rule: full layers non-causal even when use_swa slides.
+    EXPECT_EQ(vllm.layer_causal, zlab.layer_causal) << where;
+    if (row.zlab != row.vllm) {
+      EXPECT_THAT(causality_note(zlab, "config.json").value_or(""),
+                  HasSubstr("using z-lab's reading (--causality vllm applies vLLM's)"))
+          << where;
+    }
+  }
+}
+
+TEST(DrafterKeys, UseSwaWithoutAnyWindowIsRefusedUnderVllmReading) {
+  json j = reference();
+  j["dflash_config"]["use_swa"] = true;
+  EXPECT_NO_THROW(DrafterConfig::from(cfg(j)));  // z-lab ignores use_swa
+  EXPECT_THAT(error_of([&] { DrafterConfig::from(cfg(j), CausalityReading::kVllm); }),
+              HasSubstr("neither dflash_config.swa_window_size nor sliding_window gives a window"));
+  j["dflash_config"]["swa_window_size"] = 0;
+  EXPECT_THAT(error_of([&] { DrafterConfig::from(cfg(j)); }),
+              HasSubstr("dflash_config.swa_window_size must be a positive integer, got 0"));
+}
+
+}  // namespace
+}  // namespace draftgate::model
