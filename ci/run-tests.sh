@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
+# The tokenizer oracle test fails, not skips, when its npm packages are missing.
+export DRAFTGATE_REQUIRE_TOKENIZER_ORACLE=1
 bash ci/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"

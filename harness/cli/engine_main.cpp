@@ -15,6 +15,6 @@ int draftgate_engine_main(int argc, char** argv) {
                   [](CLI::App& app, VerbRunner* runner) {
                     add_check_verb(app, runner, &draftgate::checks::model_engine());
                   },
-                  add_eval, add_golden, add_tau, add_make_target, add_make_drafter},
+                  add_eval, add_golden, add_tau, add_make_target, add_make_drafter, add_tokenize},
                  [](int threads) { at::set_num_threads(threads); });
 }

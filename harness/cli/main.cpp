@@ -1,8 +1,8 @@
-// The draftgate front end. `probe` and `check` runs whose checks are all structural (layer_path,
-// the static fc_excludes_target_layer) run here, on the torch-free libraries, so inspecting even a
-// 50 GB checkpoint costs a few MB of memory and no libtorch start-up; everything else (and --help)
-// runs in the engine, libdraftgate_engine.so, which brings libtorch: beside this binary in the
-// build tree, in the library directory of an installed prefix.
+// The draftgate front end. `probe`, `tokenize` and `check` runs whose checks are all structural
+// (layer_path, the static fc_excludes_target_layer) run here, on the torch-free libraries, so
+// inspecting even a 50 GB checkpoint costs a few MB of memory and no libtorch start-up; everything
+// else (and --help) runs in the engine, libdraftgate_engine.so, which brings libtorch: beside this
+// binary in the build tree, in the library directory of an installed prefix.
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -66,12 +66,13 @@ bool wants_help(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace draftgate::cli;
   const std::string verb = verb_of(argc, argv);
-  if ((verb == "probe" || verb == "check") && !wants_help(argc, argv)) {
+  if ((verb == "probe" || verb == "check" || verb == "tokenize") && !wants_help(argc, argv)) {
     try {
-      return run_cli(argc, argv,
-                     {add_probe, [](CLI::App& app,
-                                    VerbRunner* runner) { add_check_verb(app, runner, nullptr); }},
-                     [](int) {});
+      return run_cli(
+          argc, argv,
+          {add_probe, add_tokenize,
+           [](CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, nullptr); }},
+          [](int) {});
     } catch (const NeedsEngine&) {
       // a check that runs models: the engine parses and runs the whole command again
     }

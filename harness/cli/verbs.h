@@ -28,6 +28,7 @@ void add_eval(CLI::App& app, VerbRunner* runner);
 void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* engine);
 void add_golden(CLI::App& app, VerbRunner* runner);
 void add_tau(CLI::App& app, VerbRunner* runner);
+void add_tokenize(CLI::App& app, VerbRunner* runner);
 
 // `golden record --measured`: a golden from the reference drafter's measured τ
 // (golden_measured.cpp).

@@ -21,7 +21,7 @@ const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 TEST(CliHelp, EveryVerbShowsAnExampleAndItsDefaults) {
   for (const char* verb : {"probe", "forward", "make-target", "make-drafter", "eval", "check",
-                           "golden record", "tau import"}) {
+                           "golden record", "tau import", "tokenize"}) {
     const auto r = run_draftgate(std::string(verb) + " --help");
     EXPECT_EQ(r.exit_code, 0) << verb << r.err;
     EXPECT_THAT(r.out, HasSubstr("Example:\n  draftgate " + std::string(verb))) << verb;
