@@ -122,7 +122,7 @@ TEST(GoldenRecord, OfTwoConcurrentRecordsToOneNewFileExactlyOneSucceeds) {
                              (kTrained / "qwen3-target").string() + " --drafter " +
                              (kTrained / "qwen3-drafter-reference").string() + " --prompts " +
                              (kTrained / "prompts/held-out.jsonl").string() +
-                             " --max-new 2 --out " + (dir / "g.json").string();
+                             " --max-new 2 --allow-collapsed --out " + (dir / "g.json").string();
   const std::string script = "(" + record + " >/dev/null 2>" + (dir / "e1").string() +
                              "; echo $? >" + (dir / "c1").string() + ") & (" + record +
                              " >/dev/null 2>" + (dir / "e2").string() + "; echo $? >" +

@@ -189,7 +189,8 @@ TEST(FamilyTable, CheckedInJsonMirrorEqualsTheTable) {
   const nlohmann::json expected = families_json();
   const nlohmann::json stored = nlohmann::json::parse(std::ifstream(mirror), nullptr, false);
   if (stored == expected) return;
-  const fs::path fresh = testing::fresh_dir("family_table_json") / "families.json";
+  // Outside the test process's scratch root, which is removed at exit: the hint's cp must work.
+  const fs::path fresh = fs::temp_directory_path() / "draftgate-families.json";
   std::ofstream(fresh) << expected.dump(2) << "\n";
   ADD_FAILURE() << mirror.string() << " differs from the family table (model/family_table.cpp); "
                 << "the table's form is in " << fresh.string() << ": cp " << fresh.string() << " "
