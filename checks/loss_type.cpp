@@ -282,10 +282,6 @@ class LossType : public Check {
       judged_recipe.loss =
           expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl;
       const std::string configured_name = judged_recipe.describe();
-      const Candidate best = best_alternative(
-          rec, expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl,
-          logits, targets, ce_elements, kl_elements);
-      r.measured["best_alternative"] = {{"recipe", best.name}, {"loss", best.value}};
       const double gap =
           std::abs(configured_value - rec.logged_loss) - std::abs(best.value - rec.logged_loss);
       if (!best.name.empty() && gap > margin)

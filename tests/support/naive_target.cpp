@@ -65,8 +65,8 @@ struct Naive {
                  wv = w(p + "v_proj.weight");
     const Tensor qn = qk_norm ? w(p + "q_norm.weight") : Tensor(),
                  kn = qk_norm ? w(p + "k_norm.weight") : Tensor();
-    const auto head_norm = [&](const Tensor& x, const Tensor& weight) {
-      return qk_norm ? norm_row(x, weight) : x;
+    const auto head_norm = [&](const Tensor& row, const Tensor& weight) {
+      return qk_norm ? norm_row(row, weight) : row;
     };
     const std::int64_t qstride = hybrid ? 2 * d : d;
     std::vector<std::vector<Tensor>> q(t_len), k(t_len), v(t_len), gate(t_len);

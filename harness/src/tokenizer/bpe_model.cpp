@@ -148,7 +148,9 @@ void BpeModel::tokenize(std::string_view piece, std::vector<std::int32_t>& ids) 
     if (!symbols.empty()) symbols.back().next = n;
     symbols.push_back({id, n - 1, -1, false});
   };
-  std::optional<std::int32_t> pending_unk;
+  // The unknown token waiting to be emitted (fuse_unk merges a run of them); -1: none. Vocabulary
+  // ids are non-negative (checked at load). A plain int, not an optional: GCC 12 warns falsely on it.
+  std::int32_t pending_unk = -1;
   std::string key;
   for (std::size_t pos = 0; pos < piece.size();) {
     std::size_t len = 0;
@@ -161,8 +163,8 @@ void BpeModel::tokenize(std::string_view piece, std::vector<std::int32_t>& ids) 
     if (last && suffix_) key += *suffix_;
     const auto it = vocab_.find(key);
     if (it != vocab_.end()) {
-      if (pending_unk) add(*pending_unk);
-      pending_unk.reset();
+      if (pending_unk >= 0) add(pending_unk);
+      pending_unk = -1;
       add(it->second);
       continue;
     }
@@ -182,11 +184,11 @@ void BpeModel::tokenize(std::string_view piece, std::vector<std::int32_t>& ids) 
     }
     if (unk_token_) {
       const std::int32_t unk = vocab_.at(*unk_token_);
-      if (pending_unk && !fuse_unk_) add(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
       pending_unk = unk;
     }
   }
-  if (pending_unk) add(*pending_unk);
+  if (pending_unk >= 0) add(pending_unk);
 
   // word.rs, merge_all: a min-heap on (rank, position); stale entries are skipped.
   struct Candidate {
