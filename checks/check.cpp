@@ -8,6 +8,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::checks {
@@ -313,6 +314,11 @@ CheckResult verdict_of(const Check& check, const Artifacts& artifacts,
                        const nlohmann::json& params) {
   try {
     const nlohmann::json merged = resolve_params(check, artifacts, params, check.name());
+    if (artifacts.drafter && check.reads_drafter_weights(artifacts) &&
+        io::config_only(*artifacts.drafter))
+      return skip(check.name(), "needs the drafter's weights: " + artifacts.drafter->string() +
+                                    " holds config.json only (no model.safetensors, "
+                                    "model.safetensors.index.json or *.safetensors yet)");
     CheckResult r = check.run(artifacts, merged);
     r.check = check.name();
     r.thresholds.update(merged);

@@ -121,6 +121,9 @@ class Check {
   // False when this process lacks what the check needs for these artifacts: the torch-free front
   // end then hands the run to the engine.
   virtual bool runs_here(const Artifacts& /*artifacts*/) const { return true; }
+  // True when the check reads the drafter's weights for these artifacts: a config-only drafter
+  // (io::config_only) then skips it by name while the checks that read configs still run.
+  virtual bool reads_drafter_weights(const Artifacts& /*artifacts*/) const { return false; }
   // True for a check that computes the target over a step record's sequence: a record without
   // identity is then first matched against the target (record_provenance.h), whose forward the
   // check needs anyway.

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "checks/check.h"
+#include "checks/drafter_provenance.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/config.h"
@@ -275,6 +276,10 @@ class DrafterConfigCheck : public Check {
     std::string pass = "mask_token_id, taps, layer count, RoPE and dtype are explicit";
     pass += t ? " and agree with the target" : " (no target to compare with)";
     pass += "; " + r.evidence["causality"].get<std::string>();
+    if (const auto note = recorded_target_note(a)) {
+      r.evidence["note"] = *note;
+      pass += "; note: " + *note;
+    }
     return conclude(std::move(r), problems, pass);
   }
 

@@ -43,6 +43,9 @@ class FcExcludesTargetLayer : public Check {
     return !a.step_record || a.engine != nullptr;
   }
 
+  // fc.weight's shape and hidden_norm.weight are the drafter's tensors.
+  bool reads_drafter_weights(const Artifacts& /*a*/) const override { return true; }
+
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.target || !a.drafter)
       return skip(name(), "needs a target and a drafter (--target, --drafter)");

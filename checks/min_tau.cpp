@@ -34,6 +34,11 @@ class MinTau : public Check {
                          "where to decode (cuda needs a CUDA build of libtorch; τ is the same)")};
   }
 
+  // Decoding runs the drafter; comparing a measured τ with a measured golden does not.
+  bool reads_drafter_weights(const Artifacts& a) const override {
+    return !a.measured && !(a.golden && a.golden->measured);
+  }
+
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (a.measured || (a.golden && a.golden->measured)) return run_measured(a, p);
     if (!a.golden) return skip(name(), "needs a golden file with the reference τ (--golden)");

@@ -95,6 +95,8 @@ class TrainInferConsistency : public Check {
     return params;
   }
 
+  bool reads_drafter_weights(const Artifacts& /*a*/) const override { return true; }
+
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.step_record || !a.target || !a.drafter)
       return skip(name(),

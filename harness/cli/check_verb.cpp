@@ -10,6 +10,7 @@
 #include <set>
 
 #include "checks/check.h"
+#include "checks/drafter_provenance.h"
 #include "checks/html_report.h"
 #include "checks/record_provenance.h"
 #include "checks/report.h"
@@ -129,6 +130,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     std::vector<const checks::Check*> selected;
     for (const auto& in : instances) selected.push_back(in.check);
     checks::refuse_foreign_record(artifacts, selected);
+    checks::recorded_target_note(artifacts);  // refuses a drafter made for another target
     // Every instance's parameters (the golden's check_params included) are valid before any
     // check runs.
     for (const auto& in : instances)

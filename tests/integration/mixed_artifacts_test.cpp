@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -121,6 +122,112 @@ TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
   EXPECT_THAT(r.err, HasSubstr(missing.string() + ": no such directory"));
   EXPECT_THAT(r.err, Not(HasSubstr("filesystem error")));
   EXPECT_THAT(r.err, Not(HasSubstr(kQwen3Drafter.string() + ":")));
+}
+
+// A SpecForge run's config.json before its first save: measured on main before the fix, the full
+// run exited 2 (fc_excludes_target_layer: "no model.safetensors.index.json, model.safetensors or
+// *.safetensors") although the config checks passed.
+fs::path config_only_drafter(const std::string& name) {
+  const fs::path dir = testing::fresh_dir(name);
+  fs::copy_file(kQwen3Drafter / "config.json", dir / "config.json");
+  return dir;
+}
+
+TEST(MixedArtifacts, AConfigOnlyDrafterRunsTheConfigChecksAndSkipsTheWeightChecksByName) {
+  const fs::path drafter = config_only_drafter("mixed_config_only");
+  const auto r = run_draftgate(
+      "check --target " + kQwen3Target.string() + " --drafter " + drafter.string() + " --golden " +
+      (fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("drafter_config +PASS"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("layer_path +PASS"));
+  for (const char* check : {"fc_excludes_target_layer", "min_tau"})
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(std::string(check) +
+                                                " +SKIP +needs the drafter's "
+                                                "weights: " +
+                                                drafter.string() + " holds config.json only"))
+        << check << "\n"
+        << r.out;
+}
+
+TEST(MixedArtifacts, AConfigOnlyDrafterStillFailsAConfigCheckOnItsOwn) {
+  const fs::path drafter = config_only_drafter("mixed_config_only_bad");
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(drafter / "config.json"));
+  config["dflash_config"]["target_layer_ids"] = {0, 9};  // 9 is no layer of the 4-layer target
+  std::ofstream(drafter / "config.json") << config.dump(2);
+  const auto r = run_draftgate(
+      "check --only drafter_config,layer_path,fc_excludes_target_layer "
+      "--target " +
+      kQwen3Target.string() + " --drafter " + drafter.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("layer_path +FAIL"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("fc_excludes_target_layer +SKIP +needs the "
+                                              "drafter's weights"));
+}
+
+// A copy of the reference drafter whose config.json records `name_or_path` as SpecForge's
+// generated configs do (the target they were generated from).
+fs::path drafter_recording(const std::string& name, const nlohmann::json& name_or_path) {
+  const fs::path dir = testing::fresh_dir(name);
+  fs::copy(kQwen3Drafter, dir, fs::copy_options::recursive);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["_name_or_path"] = name_or_path;
+  std::ofstream(dir / "config.json") << config.dump(2);
+  return dir;
+}
+
+std::string check_drafter(const fs::path& drafter, const std::string& only) {
+  return "check --only " + only + " --target " + kQwen3Target.string() + " --drafter " +
+         drafter.string();
+}
+
+TEST(MixedArtifacts, ADrafterGeneratedFromAnotherTargetIsRefusedNamingBothBeforeAnyVerdict) {
+  const fs::path drafter = drafter_recording("mixed_drafter_foreign", kQwen35Target.string());
+  const auto r = run_draftgate(check_drafter(drafter, "drafter_config,layer_path"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.out, "");  // no verdict at all
+  EXPECT_THAT(r.err, HasSubstr((drafter / "config.json").string() +
+                               ": this drafter's config was generated from the target " +
+                               kQwen35Target.string()));
+  EXPECT_THAT(r.err, HasSubstr("but --target " + kQwen3Target.string() + " is config.json sha256"));
+  // The same before any engine check: fc_excludes_target_layer runs no number either.
+  const auto engine = run_draftgate(check_drafter(drafter, "fc_excludes_target_layer"));
+  EXPECT_EQ(engine.exit_code, 2) << engine.out << engine.err;
+  EXPECT_EQ(lines(engine.err), 1) << engine.err;
+}
+
+TEST(MixedArtifacts, ADrafterGeneratedFromThisTargetOrACopyOfItRunsAsBefore) {
+  const fs::path copy = testing::fresh_dir("mixed_target_copy") / "qwen3-target";
+  fs::copy(kQwen3Target, copy, fs::copy_options::recursive);
+  for (const fs::path& recorded : {kQwen3Target, copy}) {
+    const fs::path drafter = drafter_recording("mixed_drafter_own", recorded.string());
+    const auto r = run_draftgate(check_drafter(drafter, "drafter_config,layer_path"));
+    EXPECT_EQ(r.exit_code, 0) << recorded << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("note:")));
+  }
+}
+
+// A name that cannot be compared (a hub name, a path not on this machine, a directory that is no
+// target, a value of another type) never refuses a run: a note where it is a name, nothing else.
+TEST(MixedArtifacts, ARecordedTargetThatCannotBeComparedIsANoteNeverARefusal) {
+  for (const nlohmann::json& recorded :
+       {nlohmann::json("Qwen/Qwen3-8B"), nlohmann::json("/nonexistent/Qwen3-8B"),
+        nlohmann::json("/proc/self"), nlohmann::json(kQwen3Drafter.string())}) {
+    const fs::path drafter = drafter_recording("mixed_drafter_name", recorded);
+    const auto r = run_draftgate(check_drafter(drafter, "drafter_config,layer_path"));
+    EXPECT_EQ(r.exit_code, 0) << recorded << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("note: " + (drafter / "config.json").string() +
+                                 " records _name_or_path \"" + recorded.get<std::string>() + "\""))
+        << r.out;
+  }
+  for (const nlohmann::json& recorded : {nlohmann::json(5), nlohmann::json(""), nlohmann::json()}) {
+    const fs::path drafter = drafter_recording("mixed_drafter_odd", recorded);
+    const auto r = run_draftgate(check_drafter(drafter, "drafter_config,layer_path"));
+    EXPECT_EQ(r.exit_code, 0) << recorded << "\n" << r.out << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("note:")));
+  }
 }
 
 TEST(ArtifactSlots, EveryKindIsRecognisedByItsContent) {

@@ -66,6 +66,17 @@ bool is_consolidated(const std::string& file_name) {
 
 }  // namespace
 
+bool config_only(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "config.json", ec) ||
+      fs::exists(fs::symlink_status(dir / kIndexName, ec)))
+    return false;
+  // Any safetensors file (a consolidated duplicate too) is weights, whatever open() reads.
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".safetensors") return false;
+  return !ec;
+}
+
 Checkpoint Checkpoint::open(const fs::path& dir) {
   std::error_code ec;
   require_input_directory(dir,

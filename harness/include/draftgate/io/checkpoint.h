@@ -49,4 +49,9 @@ class Checkpoint {
   std::map<std::string, std::shared_ptr<const SafetensorsFile>, std::less<>> shards_;
 };
 
+// True for a directory holding config.json and no weights at all (no index, no *.safetensors):
+// a trainer's config written before its first checkpoint. The checks that read only configs run
+// on it; the checks that read weights skip it by name (Check::reads_drafter_weights).
+bool config_only(const std::filesystem::path& dir);
+
 }  // namespace draftgate::io
