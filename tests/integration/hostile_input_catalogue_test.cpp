@@ -1474,109 +1474,109 @@ INSTANTIATE_TEST_SUITE_P(
                             "tokenizer.json: JSON nests deeper than 64 levels"),
         tokenizer_case(
             "tokenizer_merge_outside_the_vocabulary",
-            [](json& t) {
-              t["model"]["merges"].push_back({"b", "c"});
+            [](json& tok) {
+              tok["model"]["merges"].push_back({"b", "c"});
             },
             "tokenizer.json: /model/merges/1: merge token \"c\" is not in the vocabulary"),
         tokenizer_case(
             "tokenizer_merge_result_outside_the_vocabulary",
-            [](json& t) {
-              t["model"]["merges"].push_back({"b", "a"});
+            [](json& tok) {
+              tok["model"]["merges"].push_back({"b", "a"});
             },
             "/model/merges/1: merged token \"ba\" is not in the vocabulary"),
         tokenizer_case(
             "tokenizer_merge_of_three",
-            [](json& t) {
-              t["model"]["merges"][0] = {"a", "b", "c"};
+            [](json& tok) {
+              tok["model"]["merges"][0] = {"a", "b", "c"};
             },
             "/model/merges/0: a merge must be two strings"),
         tokenizer_case(
-            "tokenizer_legacy_merge_without_space", [](json& t) { t["model"]["merges"][0] = "ab"; },
+            "tokenizer_legacy_merge_without_space", [](json& tok) { tok["model"]["merges"][0] = "ab"; },
             "/model/merges/0: a legacy merge must be two tokens separated by one space"),
         tokenizer_case(
-            "tokenizer_vocab_id_a_string", [](json& t) { t["model"]["vocab"]["a"] = "0"; },
+            "tokenizer_vocab_id_a_string", [](json& tok) { tok["model"]["vocab"]["a"] = "0"; },
             "/model/vocab/a: id must be an integer"),
         tokenizer_case(
-            "tokenizer_vocab_id_negative", [](json& t) { t["model"]["vocab"]["a"] = -1; },
+            "tokenizer_vocab_id_negative", [](json& tok) { tok["model"]["vocab"]["a"] = -1; },
             "/model/vocab/a: id must be an integer"),
         tokenizer_case(
-            "tokenizer_vocab_id_huge", [](json& t) { t["model"]["vocab"]["a"] = 4000000000; },
+            "tokenizer_vocab_id_huge", [](json& tok) { tok["model"]["vocab"]["a"] = 4000000000; },
             "/model/vocab/a: id must be an integer in 0…16777215"),
         tokenizer_case(
-            "tokenizer_vocab_ids_shared", [](json& t) { t["model"]["vocab"]["b"] = 0; },
+            "tokenizer_vocab_ids_shared", [](json& tok) { tok["model"]["vocab"]["b"] = 0; },
             "/model/vocab: id 0 belongs to two tokens"),
         tokenizer_case(
-            "tokenizer_vocab_an_array", [](json& t) { t["model"]["vocab"] = json::array({"a"}); },
+            "tokenizer_vocab_an_array", [](json& tok) { tok["model"]["vocab"] = json::array({"a"}); },
             "/model/vocab: must be an object of token: id"),
         tokenizer_case(
-            "tokenizer_model_wordpiece", [](json& t) { t["model"]["type"] = "WordPiece"; },
+            "tokenizer_model_wordpiece", [](json& tok) { tok["model"]["type"] = "WordPiece"; },
             "/model/type: model type \"WordPiece\" is not supported"),
         tokenizer_case(
-            "tokenizer_dropout", [](json& t) { t["model"]["dropout"] = 0.1; },
+            "tokenizer_dropout", [](json& tok) { tok["model"]["dropout"] = 0.1; },
             "/model/dropout: BPE dropout 0.1 makes the ids random"),
         tokenizer_case(
             "tokenizer_unknown_pre_tokenizer",
-            [](json& t) {
-              t["pre_tokenizer"] = {{"type", "Metaspace"}};
+            [](json& tok) {
+              tok["pre_tokenizer"] = {{"type", "Metaspace"}};
             },
             "/pre_tokenizer/type: pre-tokenizer type \"Metaspace\" is not supported"),
         tokenizer_case(
             "tokenizer_unknown_normalizer",
-            [](json& t) {
-              t["normalizer"] = {{"type", "Precompiled"}};
+            [](json& tok) {
+              tok["normalizer"] = {{"type", "Precompiled"}};
             },
             "/normalizer/type: normalizer type \"Precompiled\" is not supported"),
         tokenizer_case(
             "tokenizer_unknown_decoder",
-            [](json& t) {
-              t["decoder"] = {{"type", "WordPiece"}};
+            [](json& tok) {
+              tok["decoder"] = {{"type", "WordPiece"}};
             },
             "/decoder/type: decoder type \"WordPiece\" is not supported"),
         tokenizer_case(
             "tokenizer_template_post_processor",
-            [](json& t) {
-              t["post_processor"] = {{"type", "TemplateProcessing"}};
+            [](json& tok) {
+              tok["post_processor"] = {{"type", "TemplateProcessing"}};
             },
             "/post_processor/type: post-processor type \"TemplateProcessing\""),
         tokenizer_case(
             "tokenizer_truncation_set",
-            [](json& t) {
-              t["truncation"] = {{"max_length", 8}};
+            [](json& tok) {
+              tok["truncation"] = {{"max_length", 8}};
             },
             "/truncation: truncation is set"),
         tokenizer_case(
             "tokenizer_regex_word_boundary",
-            [](json& t) { t["pre_tokenizer"]["pattern"]["Regex"] = "\\bx"; },
+            [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "\\bx"; },
             "/pre_tokenizer/pattern/Regex: regex construct \\b at character 0 is not supported"),
         tokenizer_case(
             "tokenizer_regex_not_compiling",
-            [](json& t) { t["pre_tokenizer"]["pattern"]["Regex"] = "a{2,1}"; },
+            [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "a{2,1}"; },
             "/pre_tokenizer/pattern: regex does not compile at character"),
         tokenizer_case(
             "tokenizer_regex_unclosed_class",
-            [](json& t) { t["pre_tokenizer"]["pattern"]["Regex"] = "[a"; },
+            [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "[a"; },
             "regex has an unterminated character class"),
         tokenizer_case(
             "tokenizer_split_behavior_unknown",
-            [](json& t) { t["pre_tokenizer"]["behavior"] = "Glued"; },
+            [](json& tok) { tok["pre_tokenizer"]["behavior"] = "Glued"; },
             "/pre_tokenizer/behavior: unknown split behavior \"Glued\""),
         tokenizer_case(
-            "tokenizer_added_token_wrong_id", [](json& t) { t["added_tokens"][0]["id"] = 7; },
+            "tokenizer_added_token_wrong_id", [](json& tok) { tok["added_tokens"][0]["id"] = 7; },
             "/added_tokens/0/id: added token \"<s>\" declares id 7 but the Hugging "
             "Face library gives it id 3"),
         tokenizer_case(
-            "tokenizer_added_token_empty", [](json& t) { t["added_tokens"][0]["content"] = ""; },
+            "tokenizer_added_token_empty", [](json& tok) { tok["added_tokens"][0]["content"] = ""; },
             "/added_tokens/0/content: an added token's content is empty"),
         tokenizer_case(
             "tokenizer_added_token_repeated",
-            [](json& t) { t["added_tokens"].push_back(t["added_tokens"][0]); },
+            [](json& tok) { tok["added_tokens"].push_back(tok["added_tokens"][0]); },
             "/added_tokens/1/content: added token \"<s>\" repeats entry 0"),
         tokenizer_case(
             "tokenizer_added_flag_a_string",
-            [](json& t) { t["added_tokens"][0]["lstrip"] = "yes"; },
+            [](json& tok) { tok["added_tokens"][0]["lstrip"] = "yes"; },
             "/added_tokens/0/lstrip: must be true or false"),
         tokenizer_case(
-            "tokenizer_version_unknown", [](json& t) { t["version"] = "2.0"; },
+            "tokenizer_version_unknown", [](json& tok) { tok["version"] = "2.0"; },
             "/version: tokenizer.json version \"2.0\" is unknown"),
         Hostile{"tokenizer_directory_without_the_file",
                 [](const fs::path& dir) {
