@@ -137,7 +137,8 @@ TEST(GoldenCli, DtypeDefaultsToWhatFitsTheMemoryBudget) {
             0);
   const std::string args = "golden record --target " + (dir / "target").string() + " --drafter " +
                            (dir / "drafter").string() + " --prompts " +
-                           (kTrained / "prompts/held-out.jsonl").string() + " --max-new 4 --out ";
+                           (kTrained / "prompts/held-out.jsonl").string() +
+                           " --max-new 4 --allow-collapsed --out ";
   const auto roomy = run_draftgate(args + (dir / "roomy.json").string());
   ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
   EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "roomy.json"))["decoding"]["dtype"],

@@ -207,7 +207,7 @@ TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
                    "none.json");
   const fs::path not_measured = write_file(dir / "n.json", "{\"schema\": \"draftgate.golden/1\"}");
   expect_bad_input("check --only min_tau --measured " + not_measured.string(),
-                   "schema \"draftgate.golden/1\" is not draftgate.measured_tau/1");
+                   "given as --measured but it is a golden (draftgate.golden/1)");
   EXPECT_FALSE(fs::exists(dir / "m.json"));
 }
 

@@ -84,7 +84,9 @@ TEST(TokenizeCli, JsonHasIdsAndTheRenderedText) {
                                " --text ' h' --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_EQ(j, json({{"ids", {256}}, {"rendered", " h"}}));
+  // The Split pre-tokenizer isolates the space, so the merge Ġ h never applies (as in the HF
+  // library).
+  EXPECT_EQ(j, json({{"ids", {32, 104}}, {"rendered", " h"}}));
 }
 
 TEST(TokenizeCli, TextFileIsReadByteForByte) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "draftgate/error.h"
+#include "draftgate/io/json_util.h"
 
 namespace draftgate::io {
 namespace fs = std::filesystem;
@@ -23,9 +24,14 @@ std::string head(const fs::path& path, std::streamsize n) {
   return text;
 }
 
+// The strict parser: nlohmann's own recurses without a bound, and a 70,000-deep file overflowed
+// the stack here before the verb's reader could refuse it by name. What it refuses is no kind.
 nlohmann::json parse_or_null(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? nlohmann::json() : j;
+  try {
+    return parse_json_strict(text, "artifact");
+  } catch (const Error&) {
+    return nlohmann::json();
+  }
 }
 
 Recognized checkpoint(const fs::path& dir) {
