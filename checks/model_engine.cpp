@@ -143,6 +143,9 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (metrics::non_finite_problem("fc_input", fed)) return std::nullopt;  // the checks say so
   const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
+  // Ids outside the target's vocabulary are the checks' to name, with the record file and key.
+  for (const auto t : tokens)
+    if (t < 0 || t >= target.config().vocab) return std::nullopt;
   const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record");
   double closest = matches.front().best_nmse;
   for (const auto& m : matches) {
