@@ -11,20 +11,16 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/model/drafter_keys.h"
+#include "draftgate/model/family_table.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {
 
 namespace {
-// DFlash drafter layers are Qwen3 layers whatever the target: plain-w norms, full RoPE, no gate.
-constexpr FamilyTraits kDrafterLayerTraits = TraitsBuilder()
-                                                 .norm(NormStyle::kPlain)
-                                                 .qk_norm(true)
-                                                 .partial_rope(false)
-                                                 .attn_output_gate(false)
-                                                 .linear_attention(false)
-                                                 .mlp(MlpKind::kDense);
+// DFlash drafter layers are Qwen3 layers whatever the target: the family table's Qwen3 traits
+// (plain-w norms, q/k norm, full RoPE, no gate), not a second copy of them.
+const FamilyTraits kDrafterLayerTraits = traits_of(Family::kQwen3);
 
 // sublayer(x), between the halves of DFlash2's convolution where the layer has one. x holds whole
 // blocks of `block` rows each ([N·block, H]); the convolution runs inside each block.
