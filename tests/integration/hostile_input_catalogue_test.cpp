@@ -1491,7 +1491,8 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "/model/merges/0: a merge must be two strings"),
         tokenizer_case(
-            "tokenizer_legacy_merge_without_space", [](json& tok) { tok["model"]["merges"][0] = "ab"; },
+            "tokenizer_legacy_merge_without_space",
+            [](json& tok) { tok["model"]["merges"][0] = "ab"; },
             "/model/merges/0: a legacy merge must be two tokens separated by one space"),
         tokenizer_case(
             "tokenizer_vocab_id_a_string", [](json& tok) { tok["model"]["vocab"]["a"] = "0"; },
@@ -1506,7 +1507,8 @@ INSTANTIATE_TEST_SUITE_P(
             "tokenizer_vocab_ids_shared", [](json& tok) { tok["model"]["vocab"]["b"] = 0; },
             "/model/vocab: id 0 belongs to two tokens"),
         tokenizer_case(
-            "tokenizer_vocab_an_array", [](json& tok) { tok["model"]["vocab"] = json::array({"a"}); },
+            "tokenizer_vocab_an_array",
+            [](json& tok) { tok["model"]["vocab"] = json::array({"a"}); },
             "/model/vocab: must be an object of token: id"),
         tokenizer_case(
             "tokenizer_model_wordpiece", [](json& tok) { tok["model"]["type"] = "WordPiece"; },
@@ -1565,7 +1567,8 @@ INSTANTIATE_TEST_SUITE_P(
             "/added_tokens/0/id: added token \"<s>\" declares id 7 but the Hugging "
             "Face library gives it id 3"),
         tokenizer_case(
-            "tokenizer_added_token_empty", [](json& tok) { tok["added_tokens"][0]["content"] = ""; },
+            "tokenizer_added_token_empty",
+            [](json& tok) { tok["added_tokens"][0]["content"] = ""; },
             "/added_tokens/0/content: an added token's content is empty"),
         tokenizer_case(
             "tokenizer_added_token_repeated",
@@ -1695,6 +1698,117 @@ INSTANTIATE_TEST_SUITE_P(
         golden_case(
             "golden_prompt_count_fractional", [](json& g) { g["prompt_set"]["prompts"] = 2.5; },
             "/prompt_set/prompts must be an integer")),
+    [](const auto& p) { return p.param.label; });
+
+at::Tensor& named(io::NamedTensors& tensors, const std::string& name) {
+  for (auto& [n, t] : tensors)
+    if (n == name) return t;
+  throw std::logic_error("no tensor " + name);
+}
+
+// The reference record's tensors after `edit`, run through `check`: as they are (`batch` false),
+// or as a batch record (docs/step-records.md#batches) of the record twice, two rows with an
+// attention_mask and document_ids.
+Hostile record_tensors_case(std::string label, bool batch,
+                            std::function<void(io::NamedTensors&)> edit, std::string check,
+                            std::string message) {
+  return {label,
+          [batch, edit, check](const fs::path& dir) {
+            const auto one = io::SafetensorsFile::open(reference_record());
+            io::NamedTensors tensors;
+            for (const auto& info : one->header().tensors) {
+              const at::Tensor t = io::tensor_view(one, info);
+              tensors.emplace_back(info.name, batch ? at::stack({t, t}) : t.clone());
+            }
+            if (batch) {
+              const std::int64_t s = named(tensors, "input_ids").size(1);
+              tensors.emplace_back("attention_mask", at::ones({2, s}, at::kLong));
+              tensors.emplace_back("document_ids", at::zeros({2, s}, at::kLong));
+            }
+            edit(tensors);
+            const fs::path r = dir / "record.safetensors";
+            io::write_tensors(r, tensors, one->header().metadata);
+            return "check --only " + check + qwen3_pair() + " --step-record " + r.string();
+          },
+          message};
+}
+Hostile batch_case(std::string label, std::function<void(io::NamedTensors&)> edit,
+                   std::string check, std::string message) {
+  return record_tensors_case(std::move(label), true, std::move(edit), std::move(check),
+                             std::move(message));
+}
+
+// The batch keys (issue 26): attention_mask, document_ids, position_ids, anchor_mask, row shapes.
+INSTANTIATE_TEST_SUITE_P(
+    Batches, HostileInput,
+    ::testing::Values(
+        batch_case(
+            "batch_padding_inside_a_row",
+            [](auto& tensors) { named(tensors, "attention_mask")[1][5] = 0; }, "loss_type",
+            "tensor \"attention_mask\" row 1 is not one contiguous run of tokens"),
+        batch_case(
+            "batch_attention_mask_values",
+            [](auto& tensors) { named(tensors, "attention_mask")[0][0] = 7; },
+            "target_logits_noise_free",
+            "tensor \"attention_mask\" holds values other than 0 and 1"),
+        batch_case(
+            "batch_document_starts_again",
+            [](auto& tensors) { named(tensors, "document_ids")[0].narrow(0, 4, 4).fill_(1); },
+            "train_infer_consistency",
+            "document 0 starts again at position 8 after another document"),
+        batch_case(
+            "batch_positions_jump",
+            [](auto& tensors) {
+              at::Tensor p = at::arange(named(tensors, "input_ids").size(1), at::kLong);
+              p[4] = 9;
+              tensors.emplace_back("position_ids", at::stack({p, p}));
+            },
+            "fc_excludes_target_layer", "tensor \"position_ids\" row 0: position 4 is 9 after 3"),
+        batch_case(
+            "batch_kept_anchor_on_padding",
+            [](auto& tensors) {
+              const std::int64_t s = named(tensors, "input_ids").size(1);
+              named(tensors, "attention_mask")[0][s - 1] = 0;
+              named(tensors, "anchors")[0][0] = s - 1;
+            },
+            "loss_type", "is outside row 0's tokens"),
+        batch_case(
+            "batch_anchor_mask_values",
+            [](auto& tensors) {
+              tensors.emplace_back("anchor_mask",
+                                   at::full(named(tensors, "anchors").sizes(), 3, at::kLong));
+            },
+            "loss_type", "tensor \"anchor_mask\" holds values other than 0 and 1"),
+        batch_case(
+            "batch_fc_input_one_row",
+            [](auto& tensors) {
+              named(tensors, "fc_input") = named(tensors, "fc_input").narrow(0, 0, 1);
+            },
+            "target_logits_noise_free", "fc_input has shape"),
+        batch_case(
+            "batch_document_ids_wrong_shape",
+            [](auto& tensors) {
+              named(tensors, "document_ids") = at::zeros({2, 3}, at::kLong);
+            },
+            "loss_type", "tensor \"document_ids\" has shape [2, 3], expected [2, "),
+        batch_case(
+            "batch_sequence_negative_id",
+            [](auto& tensors) { named(tensors, "input_ids")[1][2] = -5; }, "loss_type",
+            "(row 1): input_ids holds a negative token id"),
+        record_tensors_case(
+            "record_single_with_a_batch_key", false,
+            [](auto& tensors) {
+              tensors.emplace_back("attention_mask",
+                                   at::ones(named(tensors, "input_ids").sizes(), at::kLong));
+            },
+            "loss_type", "tensor \"attention_mask\" belongs to a batch record"),
+        batch_case(
+            "batch_nothing_kept",
+            [](auto& tensors) {
+              tensors.emplace_back("anchor_mask",
+                                   at::zeros(named(tensors, "anchors").sizes(), at::kLong));
+            },
+            "loss_type", "no sequence of the batch holds a kept anchor")),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace
