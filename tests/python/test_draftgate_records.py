@@ -107,7 +107,8 @@ class StepRecordTest(unittest.TestCase):
         labels = record_args()["labels"].clone()
         labels[0, 0, 1] = -100  # k = 1 of the first anchor carries weight
         cases = {
-            "holds a batch of 2": dict(input_ids=torch.zeros(2, S, dtype=torch.long)),
+            # Two rows make a batch record: every tensor then needs the rows.
+            "loss_mask has shape [1, 12], expected [2, 12]": dict(input_ids=torch.zeros(2, S, dtype=torch.long)),
             "input_ids must be an integer tensor": dict(input_ids=torch.zeros(1, S)),
             "loss_mask has shape": dict(loss_mask=torch.ones(S - 1, dtype=torch.long)),
             "anchor 12 is outside": dict(anchors=torch.tensor([2, 12])),
