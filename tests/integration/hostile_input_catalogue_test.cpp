@@ -1,7 +1,8 @@
 // The bad-input catalogue, part two: the hardening classes of issue 12, each with variations.
 //   json      values nested 70,000 deep wherever a number or string belongs, objects of 100,000
 //             members with a duplicate key at the end (linear-time check), NUL bytes
-//   output    outputs that are, resolve to or lie inside an input; device nodes, FIFOs, dirs
+//   output    outputs that are, resolve to or lie inside an input; device nodes, FIFOs, dirs;
+//             a missing folder, a folder that is a file, an empty path
 //   pseudo    /proc, /sys and /dev inputs (also through symlinks); empty and unreadable files
 //   limits    prompt length, max_new_tokens, tree budget, block size, threads, empty sequences
 //   config    ranges of θ, ε, dimensions; layer counts; canonical indices; golden integers
@@ -551,6 +552,25 @@ INSTANTIATE_TEST_SUITE_P(
             "eval_json_onto_a_directory",
             [](const fs::path& dir) { return eval_with(prompts(), "--json " + dir.string()); },
             "exists and is a directory"),
+        output_case(
+            "eval_json_into_a_missing_folder",
+            [](const fs::path& dir) {
+              return eval_with(prompts(), "--json " + (dir / "no-folder/e.json").string());
+            },
+            "/no-folder does not exist"),
+        output_case(
+            "report_into_a_folder_that_is_a_file",
+            [](const fs::path& dir) {
+              write(dir / "file", std::string("x"));
+              return structural("--report " + (dir / "file/r.json").string());
+            },
+            "/file is a regular file, not a folder"),
+        output_case(
+            "golden_out_empty",
+            [](const fs::path&) {
+              return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out ''";
+            },
+            "--out: is an empty path (an unset variable?)"),
         output_case(
             "golden_over_the_prompts",
             [](const fs::path& dir) {
@@ -1491,7 +1511,8 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "/model/merges/0: a merge must be two strings"),
         tokenizer_case(
-            "tokenizer_legacy_merge_without_space", [](json& tok) { tok["model"]["merges"][0] = "ab"; },
+            "tokenizer_legacy_merge_without_space",
+            [](json& tok) { tok["model"]["merges"][0] = "ab"; },
             "/model/merges/0: a legacy merge must be two tokens separated by one space"),
         tokenizer_case(
             "tokenizer_vocab_id_a_string", [](json& tok) { tok["model"]["vocab"]["a"] = "0"; },
@@ -1506,7 +1527,8 @@ INSTANTIATE_TEST_SUITE_P(
             "tokenizer_vocab_ids_shared", [](json& tok) { tok["model"]["vocab"]["b"] = 0; },
             "/model/vocab: id 0 belongs to two tokens"),
         tokenizer_case(
-            "tokenizer_vocab_an_array", [](json& tok) { tok["model"]["vocab"] = json::array({"a"}); },
+            "tokenizer_vocab_an_array",
+            [](json& tok) { tok["model"]["vocab"] = json::array({"a"}); },
             "/model/vocab: must be an object of token: id"),
         tokenizer_case(
             "tokenizer_model_wordpiece", [](json& tok) { tok["model"]["type"] = "WordPiece"; },
@@ -1565,7 +1587,8 @@ INSTANTIATE_TEST_SUITE_P(
             "/added_tokens/0/id: added token \"<s>\" declares id 7 but the Hugging "
             "Face library gives it id 3"),
         tokenizer_case(
-            "tokenizer_added_token_empty", [](json& tok) { tok["added_tokens"][0]["content"] = ""; },
+            "tokenizer_added_token_empty",
+            [](json& tok) { tok["added_tokens"][0]["content"] = ""; },
             "/added_tokens/0/content: an added token's content is empty"),
         tokenizer_case(
             "tokenizer_added_token_repeated",
