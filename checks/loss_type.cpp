@@ -50,10 +50,12 @@ double ce_rounding_std(const at::Tensor& logits, const train::BlockTargets& t, i
   return (w.pow(2) * variance).sum().sqrt().item<double>() / w.sum().item<double>();
 }
 
-// The trainer's scalar under `recipe` (weights from the elementwise loss for D-PACE).
-double recipe_value(const train::LossRecipe& recipe, const at::Tensor& elements,
-                    const at::Tensor& mask) {
-  return train::recipe_loss(recipe, elements, mask, train::recipe_weights(recipe, mask, elements));
+// The trainer's scalar under `recipe` over the record's batch rows (weights from the elementwise
+// loss for D-PACE).
+double recipe_value(const train::StepRecord& rec, const train::LossRecipe& recipe,
+                    const at::Tensor& elements, const at::Tensor& mask) {
+  return train::recipe_loss(recipe, elements, mask, train::recipe_weights(recipe, mask, elements),
+                            rec.row_of_anchor, rec.rows);
 }
 
 struct Candidate {
@@ -115,7 +117,7 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
         recipe.normalization == configured.normalization)
       return;  // the configured recipe itself
     if (!(m.sum().item<double>() > 0)) return;
-    const double v = recipe_value(recipe, elements, m);
+    const double v = recipe_value(rec, recipe, elements, m);
     const double distance = std::abs(v - rec.logged_loss);
     if (std::isfinite(v) && (best.name.empty() || distance < best_distance))
       best = {"the " + recipe.describe() + suffix, v}, best_distance = distance;
@@ -146,7 +148,8 @@ class LossType : public Check {
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.step_record) return skip(name(), "needs a step record (--step-record)");
-    const train::StepRecord rec = train::read_step_record(*a.step_record);
+    // The step's loss is over every sequence of a batch: judged on them end to end.
+    const train::StepRecord rec = train::read_step_batch(*a.step_record).joined;
     if (!rec.drafter_logits.defined())
       return skip(name(),
                   rec.path + " records no drafter_logits, so its loss cannot be recomputed");
@@ -171,7 +174,7 @@ class LossType : public Check {
     const train::LossRecipe configured = rec.recipe();
     const at::Tensor mask = (targets.weight > 0).to(at::kDouble);  // the 0/1 supervision
     const at::Tensor ce_elements = train::elementwise_cross_entropy(logits, targets.labels);
-    const double ce = recipe_value(configured, ce_elements, mask);
+    const double ce = recipe_value(rec, configured, ce_elements, mask);
     // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
     // rounding, half an ulp (reductions accumulate in float32, so the final rounding dominates).
     // Logits stored below the precision they were computed in moved by up to half an ulp each
@@ -201,7 +204,7 @@ class LossType : public Check {
     if (rec.teacher_logits.defined()) {
       if (const auto teacher = train::recorded_block_teacher_logits(rec, targets)) {
         kl_elements = train::elementwise_kl(logits, *teacher);
-        kl = recipe_value(configured, kl_elements, mask);
+        kl = recipe_value(rec, configured, kl_elements, mask);
         r.measured["recomputed_kl"] = *kl;
       } else {
         no_kl = "teacher_logits recorded at " + std::to_string(rec.teacher_positions.size()) +

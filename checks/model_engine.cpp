@@ -63,29 +63,57 @@ class ModelEngine final : public Engine {
                                  std::vector<std::string>& problems) const override;
   std::optional<std::string> foreign_record(
       const io::Checkpoint& target, const std::filesystem::path& step_record) const override;
+
+ private:
+  void match_sequence_features(const io::Checkpoint& ckpt, const train::StepRecord& rec,
+                               std::int64_t length, const model::DrafterConfig& d,
+                               const nlohmann::json& params, CheckResult& r,
+                               std::vector<std::string>& problems) const;
 };
 
-// Names the layer each fc_input slice came from and reports slices that are not their declared
-// tap.
+// Names the layer each fc_input slice of every sequence came from and reports slices that are not
+// their declared tap.
 std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
                                             const std::filesystem::path& record,
                                             const model::DrafterConfig& d,
                                             const nlohmann::json& params, CheckResult& r,
                                             std::vector<std::string>& problems) const {
-  const train::StepRecord rec = train::read_step_record(record);
+  const train::StepBatch batch = train::read_step_batch(record);
+  const train::StepRecord& first = batch.sequences.front();
+  if (first.target_layer_ids != d.target_layer_ids)
+    problems.push_back("the step record declares taps [" + format_ids(first.target_layer_ids) +
+                       "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
+  r.measured["fed_slices"] = nlohmann::json::array();
+  std::int64_t judged_positions = 0, recorded = 0;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const train::StepRecord& rec = batch.sequences[i];
+    const auto positions = static_cast<std::int64_t>(rec.input_ids.size());
+    const std::int64_t length = positions_to_recompute(params, positions);
+    recorded += positions, judged_positions += length;
+    // A batch's problems name the sequence.
+    const std::string where = batch.batched ? batch.names[i] + ": " : "";
+    std::vector<std::string> found;
+    match_sequence_features(ckpt, rec, length, d, params, r, found);
+    for (auto& problem : found) problems.push_back(where + problem);
+    if (batch.batched)
+      for (auto& slice : r.measured["fed_slices"])
+        if (!slice.contains("sequence")) slice["sequence"] = batch.names[i];
+  }
+  return judged(r, judged_positions, recorded);
+}
+
+// One sequence's part of match_fed_features over its first `length` positions.
+void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const train::StepRecord& rec,
+                                          std::int64_t length, const model::DrafterConfig& d,
+                                          const nlohmann::json& params, CheckResult& r,
+                                          std::vector<std::string>& problems) const {
   const double max_nmse = params["max_nmse"].get<double>();
-  const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
-  const std::int64_t length = positions_to_recompute(params, recorded);
-  const std::string scope = judged(r, length, recorded);
   const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (auto bad = metrics::non_finite_problem("fc_input", fed)) {
     problems.push_back(*bad + "; the features a trainer feeds fc must be finite");
-    return scope;
+    return;
   }
-  if (rec.target_layer_ids != d.target_layer_ids)
-    problems.push_back("the step record declares taps [" + format_ids(rec.target_layer_ids) +
-                       "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
   const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
   train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
   const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
@@ -96,7 +124,6 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
   const auto matches =
       match_slices(target, fed, tokens, d.target_layer_ids, "fc_excludes_target_layer");
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
-  r.measured["fed_slices"] = nlohmann::json::array();
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
     const auto name = [&](std::int64_t l) {
@@ -124,7 +151,6 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
           (m.best >= layers - 1 ? ", the target's FINAL layer" : "") +
           "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
   }
-  return scope;
 }
 
 // A short prefix suffices: features of another model miss every layer at every position.
@@ -132,7 +158,8 @@ constexpr std::int64_t kForeignProbePositions = 32;
 
 std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckpt,
                                                        const std::filesystem::path& record) const {
-  const train::StepRecord rec = train::read_step_record(record);
+  // A record is one target's: its first sequence says whose.
+  const train::StepRecord rec = train::read_step_batch(record).sequences.front();
   const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
   const std::int64_t h = target.config().hidden;
   const auto n = static_cast<std::int64_t>(rec.target_layer_ids.size());

@@ -12,6 +12,7 @@
 #include "checks/data_labels.h"
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
+#include "checks/record_sequences.h"
 #include "checks/recorded_precision.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
@@ -50,7 +51,13 @@ class TargetLogitsNoiseFree : public Check {
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.step_record) return skip(name(), "needs a step record (--step-record)");
-    const train::StepRecord rec = train::read_step_record(*a.step_record);
+    return judge_each_sequence(train::read_step_batch(*a.step_record),
+                               [&](const train::StepRecord& rec) { return judge(a, p, rec); });
+  }
+
+ private:
+  CheckResult judge(const Artifacts& a, const nlohmann::json& p,
+                    const train::StepRecord& rec) const {
     // A data-label trainer has no teacher: what it takes from the target is fc_input.
     if (rec.labels_source == train::LabelsSource::kData)
       return judge_data_label_record(name(), a, p, rec);

@@ -9,6 +9,7 @@
 #include "checks/check.h"
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
+#include "checks/record_sequences.h"
 #include "checks/recorded_precision.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
@@ -102,7 +103,13 @@ class TrainInferConsistency : public Check {
       return skip(name(),
                   "needs a step record, the target and the drafter checkpoint it was "
                   "recorded with (--step-record, --target, --drafter)");
-    const train::StepRecord rec = train::read_step_record(*a.step_record);
+    return judge_each_sequence(train::read_step_batch(*a.step_record),
+                               [&](const train::StepRecord& rec) { return judge(a, p, rec); });
+  }
+
+ private:
+  CheckResult judge(const Artifacts& a, const nlohmann::json& p,
+                    const train::StepRecord& rec) const {
     if (!rec.drafter_logits.defined()) return skip(name(), rec.path + " records no drafter_logits");
     const io::Checkpoint target_ckpt = io::Checkpoint::open(*a.target);
     const io::Checkpoint drafter_ckpt = io::Checkpoint::open(*a.drafter);

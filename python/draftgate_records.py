@@ -69,7 +69,8 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
                       loss, logged_loss, step=None, teacher_dtype=None, drafter_dtype=None, store_dtype=None,
                       teacher_positions=None, anchor_subset=None, target_dir=None, drafter_dir=None,
                       overwrite=False, labels_source=None, weighting=None, dpace_alpha=None,
-                      loss_normalization=None, hidden_dtype=None):
+                      loss_normalization=None, hidden_dtype=None, attention_mask=None, document_ids=None,
+                      position_ids=None, anchor_mask=None):
     """Writes one step record; ValueError (naming the argument) on inconsistent input.
 
     Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
@@ -84,6 +85,13 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     into anchors) keeps those anchors only, with their labels, weights and drafter_logits, and records how
     many anchors the step had (anchors_in_step). With anchor_subset, logged_loss must be the loss of the kept
     anchors: the trainer's loss function on the kept rows, e.g. ``loss_fn(drafter_logits[:, idx], ...)``.
+
+    Batches, as the trainer holds them (no trimming): input_ids, loss_mask [R, S] with R > 1, or any of
+    attention_mask [R, S] (1 on tokens, padding right or left), document_ids [R, S] (packed rows: attention
+    never crosses a document), position_ids [R, S] (as given to the target; restarting at 0 marks a new document
+    when there are no document_ids) and anchor_mask [R, N] (1 on kept anchors); then anchors [R, N], fc_input
+    [R, S, F], teacher_logits [R, S, V] (or [R, P, V] with teacher_positions [P] for every row), labels and
+    weights [R, N, B], drafter_logits [R, N, B, V], and logged_loss is the step's loss over the whole batch.
     """
     block_size = _integer("block_size", block_size)
     if block_size < 2:
@@ -121,6 +129,56 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     if store_dtype not in (None, "f32", "bf16"):
         raise ValueError(f'store_dtype must be None, "f32" or "bf16", got {store_dtype!r}')
 
+    batch = {key: value for key, value in (("attention_mask", attention_mask), ("document_ids", document_ids),
+                                           ("position_ids", position_ids), ("anchor_mask", anchor_mask))
+             if value is not None}
+    if batch or _rows(input_ids) > 1:
+        if anchor_subset is not None:
+            raise ValueError("anchor_subset is for single-sequence records; mark a batch's dropped anchors 0 in "
+                             "anchor_mask")
+        tensors = _batch_tensors(input_ids=input_ids, loss_mask=loss_mask, anchors=anchors, fc_input=fc_input,
+                                 teacher_logits=teacher_logits, labels=labels, drafter_logits=drafter_logits,
+                                 weights=weights, block_size=block_size, taps=taps, store_dtype=store_dtype,
+                                 teacher_positions=teacher_positions, batch=batch)
+        anchors_in_step = None
+    else:
+        tensors, anchors_in_step = _sequence_tensors(
+            input_ids=input_ids, loss_mask=loss_mask, anchors=anchors, fc_input=fc_input,
+            teacher_logits=teacher_logits, labels=labels, drafter_logits=drafter_logits, weights=weights,
+            block_size=block_size, gamma=gamma, weighting=weighting, taps=taps, store_dtype=store_dtype,
+            teacher_positions=teacher_positions, anchor_subset=anchor_subset)
+
+    metadata = {
+        "schema": SCHEMA,
+        "block_size": str(block_size),
+        "gamma": "none" if gamma is None else repr(gamma),
+        "mask_token_id": str(_integer("mask_token_id", mask_token_id)),
+        "target_layer_ids": ",".join(map(str, taps)),
+        "loss": loss,
+        "logged_loss": repr(_finite("logged_loss", logged_loss)),
+    }
+    if step is not None:
+        metadata["step"] = str(_integer("step", step))
+    if anchors_in_step is not None:
+        metadata["anchors_in_step"] = str(anchors_in_step)
+    for role, directory in (("target", target_dir), ("drafter", drafter_dir)):
+        if directory is not None:
+            identity = checkpoint_identity(directory)
+            metadata[f"{role}_config_sha256"] = identity["config_sha256"]
+            metadata[f"{role}_weights_fingerprint"] = identity["weights_fingerprint"]
+    metadata.update(recipe)
+    for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
+                                 ("drafter_dtype", drafter_dtype, drafter_logits),
+                                 ("hidden_dtype", hidden_dtype, fc_input)):
+        precision = _precision(key, claimed, tensor)
+        if precision is not None:
+            metadata[key] = precision
+    write_safetensors(path, tensors, metadata, overwrite=overwrite)
+
+
+def _sequence_tensors(*, input_ids, loss_mask, anchors, fc_input, teacher_logits, labels, drafter_logits, weights,
+                      block_size, gamma, weighting, taps, store_dtype, teacher_positions, anchor_subset):
+    """The tensors of a single-sequence record, validated; and anchors_in_step (None without a subset)."""
     ids = _ints("input_ids", input_ids, 1)
     s = ids.shape[0]
     if s == 0:
@@ -194,32 +252,79 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     if weights is not None:
         tensors["weights"] = weight
 
-    metadata = {
-        "schema": SCHEMA,
-        "block_size": str(block_size),
-        "gamma": "none" if gamma is None else repr(gamma),
-        "mask_token_id": str(_integer("mask_token_id", mask_token_id)),
-        "target_layer_ids": ",".join(map(str, taps)),
-        "loss": loss,
-        "logged_loss": repr(_finite("logged_loss", logged_loss)),
-    }
-    if step is not None:
-        metadata["step"] = str(_integer("step", step))
-    if anchors_in_step is not None:
-        metadata["anchors_in_step"] = str(anchors_in_step)
-    for role, directory in (("target", target_dir), ("drafter", drafter_dir)):
-        if directory is not None:
-            identity = checkpoint_identity(directory)
-            metadata[f"{role}_config_sha256"] = identity["config_sha256"]
-            metadata[f"{role}_weights_fingerprint"] = identity["weights_fingerprint"]
-    metadata.update(recipe)
-    for key, claimed, tensor in (("teacher_dtype", teacher_dtype, teacher_logits),
-                                 ("drafter_dtype", drafter_dtype, drafter_logits),
-                                 ("hidden_dtype", hidden_dtype, fc_input)):
-        precision = _precision(key, claimed, tensor)
-        if precision is not None:
-            metadata[key] = precision
-    write_safetensors(path, tensors, metadata, overwrite=overwrite)
+    return tensors, anchors_in_step
+
+
+def _rows(value):
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+    return t.shape[0] if t.dim() == 2 else 1
+
+
+def _batch_tensors(*, input_ids, loss_mask, anchors, fc_input, teacher_logits, labels, drafter_logits, weights,
+                   block_size, taps, store_dtype, teacher_positions, batch):
+    """The tensors of a batch record as the trainer holds them ([R, S] ...), shapes and masks validated; draftgate's
+    reader checks each sequence's content and names the row and document."""
+    def tensor(name, value, rank, floating):
+        t = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+        t = t.detach().cpu().contiguous()
+        if t.dim() != rank:
+            raise ValueError(f"{name} has shape {list(t.shape)}; a batch record expects rank {rank}")
+        if floating != t.is_floating_point() or (t.dtype == torch.bool and name not in _MASKS):
+            raise ValueError(f"{name} must be a {'floating-point' if floating else 'integer'} tensor, got {t.dtype}")
+        return t if floating else t.long()
+
+    ids = tensor("input_ids", input_ids, 2, False)
+    r, s = ids.shape
+    if r == 0 or s == 0:
+        raise ValueError(f"input_ids has shape {list(ids.shape)}: no sequence")
+    tensors = {"input_ids": ids, "loss_mask": tensor("loss_mask", loss_mask, 2, False)}
+    _expect_shape("loss_mask", tensors["loss_mask"], (r, s))
+    for name in ("attention_mask", "document_ids", "position_ids"):
+        if name in batch:
+            tensors[name] = tensor(name, batch[name], 2, False)
+            _expect_shape(name, tensors[name], (r, s))
+    if "attention_mask" in tensors:
+        for row, mask in enumerate(tensors["attention_mask"]):
+            on = mask.nonzero().flatten()
+            if ((mask != 0) & (mask != 1)).any():
+                raise ValueError("attention_mask holds values other than 0 and 1")
+            if on.numel() and int(on[-1] - on[0] + 1) != on.numel():
+                raise ValueError(f"attention_mask row {row} is not one contiguous run of tokens")
+    tensors["anchors"] = tensor("anchors", anchors, 2, False)
+    n = tensors["anchors"].shape[1]
+    _expect_shape("anchors", tensors["anchors"], (r, n))
+    if "anchor_mask" in batch:
+        tensors["anchor_mask"] = tensor("anchor_mask", batch["anchor_mask"], 2, False)
+        _expect_shape("anchor_mask", tensors["anchor_mask"], (r, n))
+    features = tensor("fc_input", fc_input, 3, True)
+    if features.shape[:2] != (r, s) or features.shape[2] % len(taps) != 0:
+        raise ValueError(f"fc_input has shape {list(features.shape)}; expected [{r}, {s}, taps x hidden] for "
+                         f"{len(taps)} taps")
+    tensors["fc_input"] = _stored(features, store_dtype)
+    if labels is not None:
+        tensors["labels"] = tensor("labels", labels, 3, False)
+        _expect_shape("labels", tensors["labels"], (r, n, block_size))
+    if weights is not None:
+        tensors["weights"] = tensor("weights", weights, 3, True).float()
+        _expect_shape("weights", tensors["weights"], (r, n, block_size))
+    if teacher_logits is not None:
+        teacher = tensor("teacher_logits", teacher_logits, 3, True)
+        if teacher_positions is not None:
+            rows = _subset("teacher_positions", teacher_positions, s)
+            teacher = teacher[:, rows] if teacher.shape[1] == s else teacher
+            _expect_shape("teacher_logits", teacher, (r, rows.shape[0], teacher.shape[2]))
+            if rows.shape[0] < s:
+                tensors["teacher_positions"] = rows
+        _expect_shape("teacher_logits", teacher, (r, teacher.shape[1], teacher.shape[2]))
+        tensors["teacher_logits"] = _stored(teacher, store_dtype)
+    if drafter_logits is not None:
+        drafter = tensor("drafter_logits", drafter_logits, 4, True)
+        _expect_shape("drafter_logits", drafter, (r, n, block_size, drafter.shape[3]))
+        tensors["drafter_logits"] = _stored(drafter, store_dtype)
+    return tensors
+
+
+_MASKS = ("loss_mask", "attention_mask", "anchor_mask")
 
 
 def checkpoint_identity(directory):

@@ -1720,5 +1720,116 @@ INSTANTIATE_TEST_SUITE_P(
             "/prompt_set/prompts must be an integer")),
     [](const auto& p) { return p.param.label; });
 
+at::Tensor& named(io::NamedTensors& tensors, const std::string& name) {
+  for (auto& [n, t] : tensors)
+    if (n == name) return t;
+  throw std::logic_error("no tensor " + name);
+}
+
+// The reference record's tensors after `edit`, run through `check`: as they are (`batch` false),
+// or as a batch record (docs/step-records.md#batches) of the record twice, two rows with an
+// attention_mask and document_ids.
+Hostile record_tensors_case(std::string label, bool batch,
+                            std::function<void(io::NamedTensors&)> edit, std::string check,
+                            std::string message) {
+  return {label,
+          [batch, edit, check](const fs::path& dir) {
+            const auto one = io::SafetensorsFile::open(reference_record());
+            io::NamedTensors tensors;
+            for (const auto& info : one->header().tensors) {
+              const at::Tensor t = io::tensor_view(one, info);
+              tensors.emplace_back(info.name, batch ? at::stack({t, t}) : t.clone());
+            }
+            if (batch) {
+              const std::int64_t s = named(tensors, "input_ids").size(1);
+              tensors.emplace_back("attention_mask", at::ones({2, s}, at::kLong));
+              tensors.emplace_back("document_ids", at::zeros({2, s}, at::kLong));
+            }
+            edit(tensors);
+            const fs::path r = dir / "record.safetensors";
+            io::write_tensors(r, tensors, one->header().metadata);
+            return "check --only " + check + qwen3_pair() + " --step-record " + r.string();
+          },
+          message};
+}
+Hostile batch_case(std::string label, std::function<void(io::NamedTensors&)> edit,
+                   std::string check, std::string message) {
+  return record_tensors_case(std::move(label), true, std::move(edit), std::move(check),
+                             std::move(message));
+}
+
+// The batch keys (issue 26): attention_mask, document_ids, position_ids, anchor_mask, row shapes.
+INSTANTIATE_TEST_SUITE_P(
+    Batches, HostileInput,
+    ::testing::Values(
+        batch_case(
+            "batch_padding_inside_a_row",
+            [](auto& tensors) { named(tensors, "attention_mask")[1][5] = 0; }, "loss_type",
+            "tensor \"attention_mask\" row 1 is not one contiguous run of tokens"),
+        batch_case(
+            "batch_attention_mask_values",
+            [](auto& tensors) { named(tensors, "attention_mask")[0][0] = 7; },
+            "target_logits_noise_free",
+            "tensor \"attention_mask\" holds values other than 0 and 1"),
+        batch_case(
+            "batch_document_starts_again",
+            [](auto& tensors) { named(tensors, "document_ids")[0].narrow(0, 4, 4).fill_(1); },
+            "train_infer_consistency",
+            "document 0 starts again at position 8 after another document"),
+        batch_case(
+            "batch_positions_jump",
+            [](auto& tensors) {
+              at::Tensor p = at::arange(named(tensors, "input_ids").size(1), at::kLong);
+              p[4] = 9;
+              tensors.emplace_back("position_ids", at::stack({p, p}));
+            },
+            "fc_excludes_target_layer", "tensor \"position_ids\" row 0: position 4 is 9 after 3"),
+        batch_case(
+            "batch_kept_anchor_on_padding",
+            [](auto& tensors) {
+              const std::int64_t s = named(tensors, "input_ids").size(1);
+              named(tensors, "attention_mask")[0][s - 1] = 0;
+              named(tensors, "anchors")[0][0] = s - 1;
+            },
+            "loss_type", "is outside row 0's tokens"),
+        batch_case(
+            "batch_anchor_mask_values",
+            [](auto& tensors) {
+              tensors.emplace_back("anchor_mask",
+                                   at::full(named(tensors, "anchors").sizes(), 3, at::kLong));
+            },
+            "loss_type", "tensor \"anchor_mask\" holds values other than 0 and 1"),
+        batch_case(
+            "batch_fc_input_one_row",
+            [](auto& tensors) {
+              named(tensors, "fc_input") = named(tensors, "fc_input").narrow(0, 0, 1);
+            },
+            "target_logits_noise_free", "fc_input has shape"),
+        batch_case(
+            "batch_document_ids_wrong_shape",
+            [](auto& tensors) {
+              named(tensors, "document_ids") = at::zeros({2, 3}, at::kLong);
+            },
+            "loss_type", "tensor \"document_ids\" has shape [2, 3], expected [2, "),
+        batch_case(
+            "batch_sequence_negative_id",
+            [](auto& tensors) { named(tensors, "input_ids")[1][2] = -5; }, "loss_type",
+            "(row 1): input_ids holds a negative token id"),
+        record_tensors_case(
+            "record_single_with_a_batch_key", false,
+            [](auto& tensors) {
+              tensors.emplace_back("attention_mask",
+                                   at::ones(named(tensors, "input_ids").sizes(), at::kLong));
+            },
+            "loss_type", "tensor \"attention_mask\" belongs to a batch record"),
+        batch_case(
+            "batch_nothing_kept",
+            [](auto& tensors) {
+              tensors.emplace_back("anchor_mask",
+                                   at::zeros(named(tensors, "anchors").sizes(), at::kLong));
+            },
+            "loss_type", "no sequence of the batch holds a kept anchor")),
+    [](const auto& p) { return p.param.label; });
+
 }  // namespace
 }  // namespace draftgate::hostile

@@ -289,5 +289,213 @@ INSTANTIATE_TEST_SUITE_P(
                   "mask_token_id -1 is negative"}),
     [](const auto& p) { return p.param.label; });
 
+// A batch of three rows written from one recorded sequence of S positions: row 0 the sequence
+// right-padded to 2S, row 1 left-padded, row 2 two copies packed end to end (document_ids 7 and 9,
+// position_ids restarting); rows 0 and 1 carry N padded anchors, masked out.
+struct BatchFile {
+  fs::path path;
+  StepRecord sequence;
+};
+BatchFile write_batch(const std::string& name,
+                      const std::function<void(io::NamedTensors&)>& edit = {}) {
+  const fs::path dir = testing::fresh_dir("batch_" + name);
+  const StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
+  write_step_record(dir / "one.safetensors", rec);
+  const auto one = io::SafetensorsFile::open(dir / "one.safetensors");
+  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
+  const auto n = static_cast<std::int64_t>(rec.anchors.size());
+  const std::int64_t t = 2 * s;  // the packed row's length; rows 0 and 1 pad to it
+  const at::Tensor ids = at::tensor(rec.input_ids, at::kLong);
+  const at::Tensor mask = at::tensor(rec.loss_mask, at::kLong);
+  const at::Tensor anchors = at::tensor(rec.anchors, at::kLong);
+  auto rows = [&](const at::Tensor& x, double fill) {  // [S, ...] -> [3, 2S, ...]
+    std::vector<std::int64_t> shape = x.sizes().vec();
+    shape[0] = t;
+    shape.insert(shape.begin(), 3);
+    at::Tensor out = at::full(shape, fill, x.options());
+    out[0].narrow(0, 0, s).copy_(x);
+    out[1].narrow(0, t - s, s).copy_(x);
+    out[2].narrow(0, 0, s).copy_(x);
+    out[2].narrow(0, s, s).copy_(x);
+    return out;
+  };
+  at::Tensor attention = at::zeros({3, t}, at::kLong);
+  attention[0].narrow(0, 0, s).fill_(1);
+  attention[1].narrow(0, t - s, s).fill_(1);
+  attention[2].fill_(1);
+  at::Tensor documents = at::full({3, t}, -1, at::kLong);
+  documents[2].narrow(0, 0, s).fill_(7);
+  documents[2].narrow(0, s, s).fill_(9);
+  at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).repeat({3, 1}).contiguous();
+  positions[1] -= t - s;
+  positions[2].narrow(0, s, s) -= s;
+  // Anchors [3, 2N]: rows 0 and 1 hold N kept and N padded; row 2 both documents' N.
+  at::Tensor batch_anchors = at::zeros({3, 2 * n}, at::kLong);
+  at::Tensor keep = at::zeros({3, 2 * n}, at::kLong);
+  batch_anchors[0].narrow(0, 0, n).copy_(anchors);
+  batch_anchors[1].narrow(0, 0, n).copy_(anchors + (t - s));
+  batch_anchors[1].narrow(0, n, n).fill_(t - 1);  // padded anchors point anywhere
+  batch_anchors[2].narrow(0, 0, n).copy_(anchors);
+  batch_anchors[2].narrow(0, n, n).copy_(anchors + s);
+  keep[0].narrow(0, 0, n).fill_(1);
+  keep[1].narrow(0, 0, n).fill_(1);
+  keep[2].fill_(1);
+  auto per_anchor = [&](const at::Tensor& x, double fill) {  // [N, ...] -> [3, 2N, ...]
+    std::vector<std::int64_t> shape = x.sizes().vec();
+    shape[0] = 2 * n;
+    shape.insert(shape.begin(), 3);
+    at::Tensor out = at::full(shape, fill, x.options());
+    for (std::int64_t r = 0; r < 3; ++r) out[r].narrow(0, 0, n).copy_(x);
+    out[2].narrow(0, n, n).copy_(x);
+    return out;
+  };
+  io::NamedTensors tensors = {{"input_ids", rows(ids, 0)},
+                              {"loss_mask", rows(mask, 0)},
+                              {"attention_mask", attention},
+                              {"document_ids", documents},
+                              {"position_ids", positions},
+                              {"anchors", batch_anchors},
+                              {"anchor_mask", keep},
+                              {"fc_input", rows(rec.fc_input, 0)},
+                              {"teacher_logits", rows(rec.teacher_logits, 0)},
+                              {"labels", per_anchor(rec.labels, -100)},
+                              {"weights", per_anchor(rec.weights, 0)},
+                              {"drafter_logits", per_anchor(rec.drafter_logits, 0)}};
+  if (edit) edit(tensors);
+  // The same metadata: the step's loss over four copies of the sequence's blocks is the same mean.
+  io::write_tensors(dir / (name + ".safetensors"), tensors, one->header().metadata);
+  return {dir / (name + ".safetensors"), rec};
+}
+
+TEST(StepBatch, PaddedAndPackedRowsSplitIntoTheirSequences) {
+  const BatchFile b = write_batch("split");
+  const StepBatch batch = read_step_batch(b.path);
+  EXPECT_TRUE(batch.batched);
+  EXPECT_EQ(batch.rows, 3);
+  EXPECT_THAT(batch.names,
+              ::testing::ElementsAre("row 0", "row 1", "row 2, document 7", "row 2, document 9"));
+  EXPECT_TRUE(batch.unjudged.empty());
+  for (const StepRecord& seq : batch.sequences) {
+    EXPECT_EQ(seq.input_ids, b.sequence.input_ids) << seq.path;
+    EXPECT_EQ(seq.anchors, b.sequence.anchors) << seq.path;
+    EXPECT_TRUE(at::equal(seq.fc_input, b.sequence.fc_input)) << seq.path;
+    EXPECT_TRUE(at::equal(seq.teacher_logits, b.sequence.teacher_logits)) << seq.path;
+    EXPECT_TRUE(at::equal(seq.drafter_logits, b.sequence.drafter_logits)) << seq.path;
+    EXPECT_TRUE(at::equal(seq.labels, b.sequence.labels)) << seq.path;
+  }
+  EXPECT_EQ(batch.sequences[1].path, b.path.string() + " (row 1)");
+  // Joined: four copies of the sequence's blocks, rows 0, 1, 2, 2; its loss is the sequence's.
+  const StepRecord& joined = batch.joined;
+  const auto n = b.sequence.anchors.size();
+  ASSERT_EQ(joined.anchors.size(), 4 * n);
+  EXPECT_EQ(joined.row_of_anchor[0], 0);
+  EXPECT_EQ(joined.row_of_anchor[3 * n], 2);
+  EXPECT_EQ(joined.rows, 3);
+  const BlockTargets one = recorded_block_targets(b.sequence), all = recorded_block_targets(joined);
+  EXPECT_TRUE(at::equal(all.weight, one.weight.repeat({4, 1})));
+  EXPECT_NEAR(weighted_cross_entropy(joined.drafter_logits.to(at::kDouble), all).item<double>(),
+              b.sequence.logged_loss, 1e-6);
+  // A batch record is not a single-sequence one.
+  EXPECT_THAT(error_of([&] { read_step_record(b.path); }), HasSubstr("holds a batch of 3 rows"));
+}
+
+TEST(StepBatch, PositionIdsRestartingMarkDocumentsWithoutDocumentIds) {
+  const BatchFile b =
+      write_batch("positions", [](io::NamedTensors& tensors) { drop(tensors, "document_ids"); });
+  EXPECT_THAT(read_step_batch(b.path).names,
+              ::testing::ElementsAre("row 0", "row 1", "row 2, document 0", "row 2, document 1"));
+}
+
+TEST(StepBatch, SequencesWithNothingToJudgeAreListed) {
+  const BatchFile b = write_batch("unjudged", [](io::NamedTensors& t) {
+    for (auto& [name, value] : t)
+      if (name == "anchor_mask") value[2].narrow(0, 0, value.size(1) / 2).fill_(0);
+  });
+  const StepBatch batch = read_step_batch(b.path);
+  EXPECT_THAT(batch.unjudged, ::testing::ElementsAre("row 2, document 7 (no kept anchor)"));
+  EXPECT_EQ(batch.sequences.size(), 3u);
+}
+
+struct BadBatch {
+  std::string label;
+  std::function<void(io::NamedTensors&)> edit;
+  std::string message;
+};
+void PrintTo(const BadBatch& c, std::ostream* os) { *os << c.label; }
+class BadBatchTest : public ::testing::TestWithParam<BadBatch> {};
+
+TEST_P(BadBatchTest, IsRejectedNamingTheFileAndTheRow) {
+  const BatchFile b = write_batch("bad_" + GetParam().label, GetParam().edit);
+  const std::string e = error_of([&] { read_step_batch(b.path); });
+  EXPECT_THAT(e, HasSubstr(b.path.string()));
+  EXPECT_THAT(e, HasSubstr(GetParam().message));
+}
+
+at::Tensor& tensor_named(io::NamedTensors& t, const std::string& name) {
+  for (auto& p : t)
+    if (p.first == name) return p.second;
+  throw std::logic_error("no tensor " + name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Catalogue, BadBatchTest,
+    ::testing::Values(
+        BadBatch{"padding_inside",
+                 [](auto& tensors) { tensor_named(tensors, "attention_mask")[2][5] = 0; },
+                 "tensor \"attention_mask\" row 2 is not one contiguous run of tokens"},
+        BadBatch{"mask_values",
+                 [](auto& tensors) { tensor_named(tensors, "attention_mask")[0][0] = 2; },
+                 "tensor \"attention_mask\" holds values other than 0 and 1"},
+        BadBatch{"document_again",
+                 [](auto& tensors) { tensor_named(tensors, "document_ids")[2][31] = 7; },
+                 "document 7 starts again at position 31 after another document"},
+        BadBatch{"positions_jump",
+                 [](auto& tensors) { tensor_named(tensors, "position_ids")[0][4] = 9; },
+                 "tensor \"position_ids\" row 0: position 4 is 9 after 3"},
+        BadBatch{"kept_anchor_in_padding",
+                 [](auto& tensors) {
+                   tensor_named(tensors, "anchor_mask")[1].fill_(1);
+                   tensor_named(tensors, "anchors")[1].narrow(0, 0, 1).fill_(0);
+                 },
+                 "anchors[1, 0] = 0 is outside row 1's tokens (16..31)"},
+        BadBatch{"anchor_rows",
+                 [](auto& tensors) {
+                   tensor_named(tensors, "anchors") =
+                       tensor_named(tensors, "anchors").narrow(0, 0, 2);
+                 },
+                 "tensor \"anchors\" has 2 rows for 3 input_ids rows"},
+        BadBatch{"fc_rows",
+                 [](auto& tensors) {
+                   tensor_named(tensors, "fc_input") =
+                       tensor_named(tensors, "fc_input").narrow(1, 0, 8);
+                 },
+                 "fc_input has shape"},
+        BadBatch{"labels_shape",
+                 [](auto& tensors) {
+                   tensor_named(tensors, "labels") =
+                       tensor_named(tensors, "labels").narrow(1, 0, 1);
+                 },
+                 "tensor \"labels\" has shape"},
+        BadBatch{"sequence_content",  // a sequence's own validation names it
+                 [](auto& tensors) { tensor_named(tensors, "input_ids")[1][20] = -3; },
+                 "(row 1): input_ids holds a negative token id"},
+        BadBatch{"nothing_kept",
+                 [](auto& tensors) { tensor_named(tensors, "anchor_mask").fill_(0); },
+                 "no sequence of the batch holds a kept anchor"}),
+    [](const auto& p) { return p.param.label; });
+
+TEST(StepBatch, BatchKeysInASingleSequenceRecordAreRefused) {
+  const fs::path dir = testing::fresh_dir("batch_key_single");
+  write_step_record(dir / "one.safetensors", testing::training_step(LossType::kHardCrossEntropy));
+  const auto one = io::SafetensorsFile::open(dir / "one.safetensors");
+  io::NamedTensors tensors;
+  for (const auto& info : one->header().tensors)
+    tensors.emplace_back(info.name, io::tensor_view(one, info).clone());
+  tensors.emplace_back("attention_mask", at::ones({16}, at::kLong));
+  io::write_tensors(dir / "bad.safetensors", tensors, one->header().metadata);
+  EXPECT_THAT(error_of([&] { read_step_batch(dir / "bad.safetensors"); }),
+              HasSubstr("tensor \"attention_mask\" belongs to a batch record"));
+}
+
 }  // namespace
 }  // namespace draftgate::train

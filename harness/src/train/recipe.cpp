@@ -104,13 +104,13 @@ at::Tensor recipe_weights(const LossRecipe& recipe, const at::Tensor& mask,
 }
 
 double recipe_loss(const LossRecipe& recipe, const at::Tensor& elementwise, const at::Tensor& mask,
-                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor) {
+                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor,
+                   std::int64_t rows) {
   const at::Tensor l = elementwise.to(at::kDouble), w = weights.to(at::kDouble);
   const at::Tensor m = mask.to(at::kDouble);
   const at::Tensor weighted = (l * w).sum(-1);  // per anchor
   if (recipe.normalization == Normalization::kWeightSum)
     return weighted.sum().item<double>() / w.sum().item<double>();
-  std::int64_t rows = 1;
   for (auto r : row_of_anchor) rows = std::max(rows, r + 1);
   at::Tensor row = row_of_anchor.empty() ? at::zeros({l.size(0)}, at::kLong)
                                          : at::tensor(row_of_anchor, at::kLong);

@@ -19,6 +19,7 @@ class Reader {
       : file_(io::SafetensorsFile::open(path)), name_(path.string()) {}
 
   const std::string& name() const { return name_; }
+  const io::TensorInfo* find(const std::string& key) const { return file_->header().find(key); }
 
   std::string meta(const std::string& key) const {
     const auto v = optional_meta(key);
@@ -228,8 +229,10 @@ BlockTargets recorded_block_targets(const StepRecord& rec) {
   return t;
 }
 
-StepRecord read_step_record(const std::filesystem::path& path) {
-  const Reader r(path);
+namespace {
+
+// The metadata every sequence of a record shares: everything but the tensors.
+StepRecord read_metadata(const Reader& r) {
   const std::string& f = r.name();
   if (r.meta("schema") != kStepRecordSchema)
     throw Error(f, "schema \"" + r.meta("schema") + "\" is not " + kStepRecordSchema);
@@ -281,21 +284,18 @@ StepRecord read_step_record(const std::filesystem::path& path) {
                          " is outside [0, 1]");
   }
   rec.stored_dtypes = r.stored_dtypes();
-  rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
-  rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
-  rec.anchors = to_vector(r.tensor("anchors", 1, at::kLong, true));
-  rec.fc_input = r.tensor("fc_input", 2, at::kFloat, true);
-  rec.teacher_logits = r.tensor("teacher_logits", 2, at::kFloat, false);
-  rec.labels = r.tensor("labels", 2, at::kLong, false);
-  rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
-  rec.weights = r.tensor("weights", 2, at::kFloat, false);
-  const at::Tensor teacher_positions = r.tensor("teacher_positions", 1, at::kLong, false);
+  return rec;
+}
+
+// Checks one sequence's tensors against each other and the metadata; errors name rec.path.
+// `teacher_positions`: the listed teacher rows' positions, undefined for a row per position.
+void validate_sequence(StepRecord& rec, const at::Tensor& teacher_positions) {
+  const std::string& f = rec.path;
   // Data labels are input_ids[a+k]: the sequence is what the loss was computed against.
   if (!rec.teacher_logits.defined() && !rec.labels.defined() &&
       rec.labels_source == LabelsSource::kTeacher)
     throw Error(f, "neither teacher_logits nor labels is recorded",
                 "record what the loss was computed against");
-
   const auto s = static_cast<std::int64_t>(rec.input_ids.size());
   const auto n = static_cast<std::int64_t>(rec.anchors.size()), b = rec.block_size;
   if (s == 0) throw Error(f, "input_ids is empty: the record holds no sequence");
@@ -339,12 +339,6 @@ StepRecord read_step_record(const std::filesystem::path& path) {
     rec.teacher_positions.resize(s);
     std::iota(rec.teacher_positions.begin(), rec.teacher_positions.end(), 0);
   }
-  if (r.optional_meta("anchors_in_step")) {
-    rec.anchors_in_step = r.meta_int("anchors_in_step");
-    if (*rec.anchors_in_step < n)
-      throw Error(f, "__metadata__ \"anchors_in_step\" = " + std::to_string(*rec.anchors_in_step) +
-                         " is fewer than the " + std::to_string(n) + " anchors recorded");
-  }
   if (rec.drafter_logits.defined()) {
     const std::int64_t v = rec.drafter_logits.size(2);
     expect_shape(f, "drafter_logits", rec.drafter_logits, {n, b, v});
@@ -357,7 +351,309 @@ StepRecord read_step_record(const std::filesystem::path& path) {
     throw Error(f, "loss_mask is all zeros: no position carries a label",
                 "record a step whose loss is defined");
   check_labels(f, rec);
-  return rec;
+}
+
+void read_anchors_in_step(const Reader& r, StepRecord& rec, std::int64_t recorded) {
+  if (!r.optional_meta("anchors_in_step")) return;
+  rec.anchors_in_step = r.meta_int("anchors_in_step");
+  if (*rec.anchors_in_step < recorded)
+    throw Error(r.name(),
+                "__metadata__ \"anchors_in_step\" = " + std::to_string(*rec.anchors_in_step) +
+                    " is fewer than the " + std::to_string(recorded) + " anchors recorded");
+}
+
+// The tensors only a batch record holds.
+constexpr const char* kBatchKeys[] = {"attention_mask", "document_ids", "position_ids",
+                                      "anchor_mask"};
+
+StepBatch single_sequence(const Reader& r, StepRecord rec) {
+  for (const char* key : kBatchKeys)
+    if (r.tensor(key, 1, at::kLong, false).defined())
+      throw Error(r.name(), std::string("tensor \"") + key + "\" belongs to a batch record",
+                  "record input_ids and the other tensors with their batch dimension, [R, S]");
+  rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
+  rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
+  rec.anchors = to_vector(r.tensor("anchors", 1, at::kLong, true));
+  rec.fc_input = r.tensor("fc_input", 2, at::kFloat, true);
+  rec.teacher_logits = r.tensor("teacher_logits", 2, at::kFloat, false);
+  rec.labels = r.tensor("labels", 2, at::kLong, false);
+  rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
+  rec.weights = r.tensor("weights", 2, at::kFloat, false);
+  validate_sequence(rec, r.tensor("teacher_positions", 1, at::kLong, false));
+  read_anchors_in_step(r, rec, static_cast<std::int64_t>(rec.anchors.size()));
+  StepBatch batch;
+  batch.path = rec.path;
+  batch.sequences = {rec};
+  batch.names = {""};
+  batch.joined = std::move(rec);
+  return batch;
+}
+
+// A 0/1 tensor [R, X] (all ones when absent); Error naming the key otherwise.
+at::Tensor zero_one(const std::string& f, const char* key, at::Tensor t,
+                    std::vector<std::int64_t> shape) {
+  if (!t.defined()) return at::ones(shape, at::kLong);
+  expect_shape(f, key, t, shape);
+  if (((t != 0) & (t != 1)).any().item<bool>())
+    throw Error(f, std::string("tensor \"") + key + "\" holds values other than 0 and 1");
+  return t;
+}
+
+// A batch row's sequences: [begin, end) runs of positions and what to call them.
+struct Run {
+  std::int64_t begin = 0, end = 0;
+  std::string name;
+};
+
+// The row's documents: runs of one document id (document_ids), else runs that position_ids start
+// again at 0 (packing without document ids), else the row's tokens as one sequence.
+// `documents` / `positions`: the row's document_ids / position_ids, empty when not recorded.
+std::vector<Run> row_documents(const std::string& f, std::int64_t row, std::int64_t begin,
+                               std::int64_t end, const std::vector<std::int64_t>& documents,
+                               const std::vector<std::int64_t>& positions) {
+  const std::string where = "row " + std::to_string(row);
+  std::vector<Run> runs;
+  if (!documents.empty()) {
+    std::vector<std::int64_t> seen;
+    for (std::int64_t p = begin; p < end; ++p) {
+      const auto id = documents[static_cast<std::size_t>(p)];
+      if (!runs.empty() && id == seen.back()) continue;
+      if (std::find(seen.begin(), seen.end(), id) != seen.end())
+        throw Error(f, "tensor \"document_ids\" " + where + ": document " + std::to_string(id) +
+                           " starts again at position " + std::to_string(p) +
+                           " after another document (a packed document is one contiguous run)");
+      seen.push_back(id);
+      if (!runs.empty()) runs.back().end = p;
+      runs.push_back({p, end, where + ", document " + std::to_string(id)});
+    }
+  } else if (!positions.empty()) {
+    for (std::int64_t p = begin; p < end; ++p)
+      if (p == begin || positions[static_cast<std::size_t>(p)] == 0) {
+        if (!runs.empty()) runs.back().end = p;
+        runs.push_back({p, end, where + ", document " + std::to_string(runs.size())});
+      }
+  } else {
+    runs.push_back({begin, end, where});
+  }
+  if (runs.size() == 1) runs.front().name = where;
+  if (!positions.empty())
+    for (const Run& run : runs)
+      for (std::int64_t p = run.begin + 1; p < run.end; ++p) {
+        const auto before = positions[static_cast<std::size_t>(p - 1)];
+        const auto at = positions[static_cast<std::size_t>(p)];
+        if (at != before + 1)
+          throw Error(f, "tensor \"position_ids\" " + run.name + ": position " + std::to_string(p) +
+                             " is " + std::to_string(at) + " after " + std::to_string(before) +
+                             " (positions inside a document must be consecutive)");
+      }
+  return runs;
+}
+
+// Every sequence end to end, block_size masked positions between them (see StepBatch::joined).
+StepRecord join_sequences(const StepBatch& batch, const std::vector<std::int64_t>& row_of) {
+  StepRecord joined = batch.sequences.front();
+  joined.path = batch.path;
+  joined.input_ids.clear(), joined.loss_mask.clear(), joined.anchors.clear();
+  joined.teacher_positions.clear();
+  const std::int64_t gap = joined.block_size;
+  const bool teacher = std::all_of(batch.sequences.begin(), batch.sequences.end(),
+                                   [](const StepRecord& s) { return s.teacher_logits.defined(); });
+  std::vector<at::Tensor> fc, teacher_rows, labels, weights, drafter;
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const StepRecord& s = batch.sequences[i];
+    const auto length = static_cast<std::int64_t>(s.input_ids.size());
+    joined.input_ids.insert(joined.input_ids.end(), s.input_ids.begin(), s.input_ids.end());
+    joined.loss_mask.insert(joined.loss_mask.end(), s.loss_mask.begin(), s.loss_mask.end());
+    joined.input_ids.resize(joined.input_ids.size() + gap, 0);
+    joined.loss_mask.resize(joined.loss_mask.size() + gap, 0);
+    for (auto a : s.anchors) {
+      joined.anchors.push_back(a + offset);
+      joined.row_of_anchor.push_back(row_of[i]);
+    }
+    fc.push_back(s.fc_input);
+    fc.push_back(at::zeros({gap, s.fc_input.size(1)}, s.fc_input.options()));
+    if (teacher) {
+      teacher_rows.push_back(s.teacher_logits);
+      for (auto p : s.teacher_positions) joined.teacher_positions.push_back(p + offset);
+    }
+    for (auto [all, t] :
+         {std::pair<std::vector<at::Tensor>*, const at::Tensor*>{&labels, &s.labels},
+          {&weights, &s.weights},
+          {&drafter, &s.drafter_logits}})
+      if (t->defined()) all->push_back(*t);
+    offset += length + gap;
+  }
+  joined.fc_input = at::cat(fc);
+  joined.teacher_logits = teacher ? at::cat(teacher_rows) : at::Tensor();
+  for (auto [all, t] : {std::pair<std::vector<at::Tensor>*, at::Tensor*>{&labels, &joined.labels},
+                        {&weights, &joined.weights},
+                        {&drafter, &joined.drafter_logits}})
+    *t = all->size() == batch.sequences.size() ? at::cat(*all) : at::Tensor();
+  joined.rows = batch.rows;
+  return joined;
+}
+
+StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
+  const std::string& f = r.name();
+  const at::Tensor ids = r.tensor("input_ids", 2, at::kLong, true);
+  const std::int64_t rows = ids.size(0), s = ids.size(1);
+  if (rows == 0 || s == 0)
+    throw Error(f, "input_ids has shape " + format_shape(ids.sizes().vec()) + ": no sequence");
+  const at::Tensor loss_mask = r.tensor("loss_mask", 2, at::kLong, true);
+  expect_shape(f, "loss_mask", loss_mask, {rows, s});
+  const at::Tensor attention =
+      zero_one(f, "attention_mask", r.tensor("attention_mask", 2, at::kLong, false), {rows, s});
+  const at::Tensor documents = r.tensor("document_ids", 2, at::kLong, false);
+  expect_shape(f, "document_ids", documents, {rows, s});
+  const at::Tensor positions = r.tensor("position_ids", 2, at::kLong, false);
+  expect_shape(f, "position_ids", positions, {rows, s});
+  const at::Tensor anchors = r.tensor("anchors", 2, at::kLong, true);
+  if (anchors.size(0) != rows)
+    throw Error(f, "tensor \"anchors\" has " + std::to_string(anchors.size(0)) + " rows for " +
+                       std::to_string(rows) + " input_ids rows");
+  const std::int64_t n = anchors.size(1), b = meta.block_size;
+  const at::Tensor keep =
+      zero_one(f, "anchor_mask", r.tensor("anchor_mask", 2, at::kLong, false), {rows, n});
+  const at::Tensor fc = r.tensor("fc_input", 3, at::kFloat, true);
+  if (fc.size(0) != rows || fc.size(1) != s)
+    throw Error(f, "fc_input has shape " + format_shape(fc.sizes().vec()) + " for input_ids " +
+                       format_shape(ids.sizes().vec()));
+  const at::Tensor teacher = r.tensor("teacher_logits", 3, at::kFloat, false);
+  if (teacher.defined() && teacher.size(0) != rows)
+    throw Error(f, "teacher_logits has " + std::to_string(teacher.size(0)) + " rows for " +
+                       std::to_string(rows) + " input_ids rows");
+  const at::Tensor listed = r.tensor("teacher_positions", 1, at::kLong, false);
+  std::vector<std::int64_t> teacher_at;  // the batch's teacher positions (shared by every row)
+  if (listed.defined()) {
+    if (!teacher.defined())
+      throw Error(f, "tensor \"teacher_positions\" is recorded without teacher_logits");
+    teacher_at = to_vector(listed);
+    check_teacher_positions(f, teacher_at, teacher.size(1), s);
+  } else if (teacher.defined() && teacher.size(1) != s) {
+    throw Error(f,
+                "teacher_logits has " + std::to_string(teacher.size(1)) + " positions for " +
+                    std::to_string(s) + " input_ids",
+                "record teacher_positions when the teacher covers a subset of positions");
+  }
+  const at::Tensor labels = r.tensor("labels", 3, at::kLong, false);
+  expect_shape(f, "labels", labels, {rows, n, b});
+  const at::Tensor weights = r.tensor("weights", 3, at::kFloat, false);
+  expect_shape(f, "weights", weights, {rows, n, b});
+  const at::Tensor drafter = r.tensor("drafter_logits", 4, at::kFloat, false);
+  if (drafter.defined()) expect_shape(f, "drafter_logits", drafter, {rows, n, b, drafter.size(3)});
+
+  StepBatch batch;
+  batch.path = f;
+  batch.batched = true;
+  batch.rows = rows;
+  std::vector<std::int64_t> row_of;
+  std::int64_t kept = 0;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const std::string where = "row " + std::to_string(row);
+    const at::Tensor tokens = attention[row].nonzero().flatten();
+    if (tokens.numel() == 0) {
+      batch.unjudged.push_back(where + " (all padding)");
+      continue;
+    }
+    const auto begin = tokens[0].item<std::int64_t>(), end = tokens[-1].item<std::int64_t>() + 1;
+    if (end - begin != tokens.numel())
+      throw Error(f, "tensor \"attention_mask\" " + where +
+                         " is not one contiguous run of tokens (padding inside the row)");
+    std::vector<std::pair<std::int64_t, std::int64_t>> row_anchors;  // (index into N, position)
+    const std::vector<std::int64_t> row_keep = to_vector(keep[row]),
+                                    row_anchor = to_vector(anchors[row]);
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (row_keep[static_cast<std::size_t>(j)] == 0) continue;
+      const auto a = row_anchor[static_cast<std::size_t>(j)];
+      if (a < begin || a >= end)
+        throw Error(f,
+                    "anchors[" + std::to_string(row) + ", " + std::to_string(j) +
+                        "] = " + std::to_string(a) + " is outside " + where + "'s tokens (" +
+                        std::to_string(begin) + ".." + std::to_string(end - 1) + ")",
+                    "mark padded anchors 0 in anchor_mask");
+      row_anchors.emplace_back(j, a);
+      ++kept;
+    }
+    const std::vector<std::int64_t> row_documents_ids =
+        documents.defined() ? to_vector(documents[row]) : std::vector<std::int64_t>{};
+    const std::vector<std::int64_t> row_positions =
+        positions.defined() ? to_vector(positions[row]) : std::vector<std::int64_t>{};
+    for (const Run& run : row_documents(f, row, begin, end, row_documents_ids, row_positions)) {
+      std::vector<std::int64_t> which;
+      StepRecord rec = meta;
+      rec.path = f + " (" + run.name + ")";
+      for (const auto& [j, a] : row_anchors)
+        if (a >= run.begin && a < run.end) {
+          which.push_back(j);
+          rec.anchors.push_back(a - run.begin);
+        }
+      const std::int64_t length = run.end - run.begin;
+      auto slice = [&](const at::Tensor& t) { return t[row].narrow(0, run.begin, length); };
+      rec.input_ids = to_vector(slice(ids));
+      rec.loss_mask = to_vector(slice(loss_mask));
+      const BlockTargets supervised =
+          block_targets(rec.input_ids, rec.loss_mask, rec.anchors, b, 0.0);
+      if (which.empty() || !(supervised.weight > 0).any().item<bool>()) {
+        batch.unjudged.push_back(
+            run.name + (which.empty() ? " (no kept anchor)" : " (no supervised block element)"));
+        continue;
+      }
+      const at::Tensor picked = at::tensor(which, at::kLong);
+      rec.fc_input = slice(fc);
+      at::Tensor teacher_positions;
+      if (teacher.defined() && listed.defined()) {
+        std::vector<std::int64_t> rows_inside, local;
+        for (std::size_t i = 0; i < teacher_at.size(); ++i)
+          if (teacher_at[i] >= run.begin && teacher_at[i] < run.end) {
+            rows_inside.push_back(static_cast<std::int64_t>(i));
+            local.push_back(teacher_at[i] - run.begin);
+          }
+        if (!rows_inside.empty()) {
+          rec.teacher_logits = teacher[row].index_select(0, at::tensor(rows_inside, at::kLong));
+          teacher_positions = at::tensor(local, at::kLong);
+        }
+      } else if (teacher.defined()) {
+        rec.teacher_logits = slice(teacher);
+      }
+      if (labels.defined()) rec.labels = labels[row].index_select(0, picked);
+      if (weights.defined()) rec.weights = weights[row].index_select(0, picked);
+      if (drafter.defined()) rec.drafter_logits = drafter[row].index_select(0, picked);
+      if (!rec.teacher_logits.defined() && !rec.labels.defined() &&
+          rec.labels_source == LabelsSource::kTeacher && teacher.defined()) {
+        batch.unjudged.push_back(run.name + " (no recorded teacher position)");
+        continue;
+      }
+      validate_sequence(rec, teacher_positions);
+      batch.sequences.push_back(std::move(rec));
+      batch.names.push_back(run.name);
+      row_of.push_back(row);
+    }
+  }
+  if (batch.sequences.empty())
+    throw Error(f, "no sequence of the batch holds a kept anchor with a supervised block element",
+                "record a step whose loss is defined");
+  batch.joined = join_sequences(batch, row_of);
+  read_anchors_in_step(r, batch.joined, kept);
+  return batch;
+}
+
+}  // namespace
+
+StepBatch read_step_batch(const std::filesystem::path& path) {
+  const Reader r(path);
+  const StepRecord meta = read_metadata(r);
+  const io::TensorInfo* ids = r.find("input_ids");
+  if (ids != nullptr && ids->shape.size() == 2) return batch_sequences(r, meta);
+  return single_sequence(r, meta);
+}
+
+StepRecord read_step_record(const std::filesystem::path& path) {
+  StepBatch batch = read_step_batch(path);
+  if (batch.batched)
+    throw Error(batch.path, "holds a batch of " + std::to_string(batch.rows) +
+                                " rows where one sequence is expected");
+  return std::move(batch.sequences.front());
 }
 
 void write_step_record(const std::filesystem::path& path, const StepRecord& rec) {

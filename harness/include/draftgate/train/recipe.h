@@ -73,9 +73,10 @@ at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask
 at::Tensor recipe_weights(const LossRecipe& recipe, const at::Tensor& mask,
                           const at::Tensor& cross_entropy);
 // The trainer's scalar: Σ ℓ·w normalised as `recipe` says, over the elementwise loss [N, B] of
-// `rows` batch rows (`row_of_anchor` [N] names each anchor's row; empty = one row).
+// `rows` batch rows (`row_of_anchor` [N] names each anchor's row; empty = every anchor in row 0).
 double recipe_loss(const LossRecipe& recipe, const at::Tensor& elementwise, const at::Tensor& mask,
-                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor = {});
+                   const at::Tensor& weights, const std::vector<std::int64_t>& row_of_anchor = {},
+                   std::int64_t rows = 1);
 
 // Σ w·CE(logits, labels) / Σ w over [N, B, V] logits: a scalar in the logits' dtype,
 // differentiable (checks pass float64 logits, trainers float32).

@@ -30,6 +30,19 @@
 //     0.5); loss_normalization = "weight_sum" (default) | "mask_sum" | "rows" (recipe.h);
 //   hidden_dtype = "f32" | "bf16" | "f16": the precision the target computed the captured
 //     fc_input in (undeclared: judged as bf16).
+// Batches (docs/step-records.md#batches): input_ids [R, S] holds R rows as the trainer batched
+// them, every tensor above with a leading row dimension (anchors [R, N], labels / weights [R, N,
+// B], drafter_logits [R, N, B, V], teacher_logits [R, S or P, V] with one teacher_positions [P]
+// for every row), and optionally
+//   attention_mask  I64|U8|BOOL [R, S]  1 on the row's tokens: one contiguous run (padding right or
+//                                        left)
+//   document_ids    I64 [R, S]   packed rows: each position's document (a contiguous run each;
+//                                 attention never crosses one)
+//   position_ids    I64 [R, S]   the positions the trainer gave the target: consecutive inside a
+//                                 document (RoPE is relative, so any start is the same computation)
+//   anchor_mask     I64|U8|BOOL [R, N]  1 on the anchors the step kept (SpecForge's keep mask)
+// The reader splits a batch into its sequences (a row, or a document of a packed row), each a
+// single-sequence record judged on its own.
 
 #include <ATen/ATen.h>
 
@@ -83,6 +96,10 @@ struct StepRecord {
   Weighting weighting = Weighting::kFixed;
   double dpace_alpha = 0.5;
   Normalization normalization = Normalization::kWeightSum;
+  // The batch row of each anchor (empty: one row) and the rows in the batch: the trainer's
+  // per-row normalisations (Normalization) divide by them.
+  std::vector<std::int64_t> row_of_anchor;
+  std::int64_t rows = 1;
 
   // The loss recipe the record declares (loss, weighting, gamma, normalisation).
   LossRecipe recipe() const { return {loss, weighting, gamma, dpace_alpha, normalization}; }
@@ -111,7 +128,27 @@ std::optional<at::Tensor> recorded_block_teacher_logits(const StepRecord& record
 void require_ids_in_vocabulary(const StepRecord& record, std::int64_t vocab,
                                const std::string& whose);
 
-// Validates everything listed above; draftgate::Error naming the file and the problem.
+// A record as its sequences. A single-sequence record is one sequence named "" whose `joined` is
+// itself.
+struct StepBatch {
+  std::string path;
+  bool batched = false;
+  std::int64_t rows = 1;
+  // Each sequence holding a kept anchor, as a single-sequence record whose path names the file and
+  // the sequence ("step.safetensors (row 1, document 3)"); the names alone ("row 1, document 3").
+  std::vector<StepRecord> sequences;
+  std::vector<std::string> names;
+  // Sequences with no kept anchor or nothing supervised: nothing of theirs can be judged.
+  std::vector<std::string> unjudged;
+  // Every sequence end to end, block_size unsupervised positions between them (so no block reads
+  // past its own sequence), with row_of_anchor and rows: what the step's logged loss was over.
+  StepRecord joined;
+};
+
+// Validates everything listed above; draftgate::Error naming the file and the problem (and the
+// sequence, in a batch).
+StepBatch read_step_batch(const std::filesystem::path& path);
+// read_step_batch for a single-sequence record; a batch record is an Error saying so.
 StepRecord read_step_record(const std::filesystem::path& path);
 // Writes a record atomically (tensors stored as given; undefined optional tensors are omitted).
 void write_step_record(const std::filesystem::path& path, const StepRecord& record);
