@@ -59,4 +59,13 @@ std::optional<std::string> recorded_target_note(const Artifacts& a) {
   return std::nullopt;
 }
 
+void refuse_foreign_drafter(const fs::path& target, const fs::path& drafter) {
+  io::Checkpoint::open(target);
+  io::Checkpoint::open(drafter);
+  Artifacts a;
+  a.target = target;
+  a.drafter = drafter;
+  recorded_target_note(a);
+}
+
 }  // namespace draftgate::checks

@@ -24,4 +24,10 @@ namespace draftgate::checks {
 // naming the drafter's config.json and both targets when it records another target checkpoint.
 std::optional<std::string> recorded_target_note(const Artifacts& artifacts);
 
+// The same refusal for the verbs that decode a pair without running the checks (eval, golden
+// record), before any decoding; both checkpoints are opened first, so a broken one is named by its
+// own reader. A record that cannot be compared is drafter_config's note, not these verbs' concern.
+void refuse_foreign_drafter(const std::filesystem::path& target,
+                            const std::filesystem::path& drafter);
+
 }  // namespace draftgate::checks

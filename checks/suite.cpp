@@ -4,6 +4,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/io/artifact_kind.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 
@@ -115,9 +116,10 @@ Artifacts open_artifacts(const ArtifactPaths& paths) {
         {paths.measured, ArtifactKind::kMeasuredTau, "--measured"}})
     if (path) {
       // A wrong path is one line naming it, before several checks each fail on it their own way.
-      if (kind == ArtifactKind::kTarget || kind == ArtifactKind::kDrafter)
+      if (kind == ArtifactKind::kTarget || kind == ArtifactKind::kDrafter) {
         io::require_input_directory(*path, std::string("give the checkpoint directory as ") + flag);
-      else
+        io::require_checkpoint_config(*path);
+      } else
         io::require_input_file(*path);
       io::require_slot(*path, kind, flag);
     }

@@ -293,25 +293,33 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
   CLI::App* cmd =
       app.add_subcommand("check", "Run the gate's checks on a target, drafter and step record");
   cmd->add_option("--suite", opt->suites,
-                  "Suite file(s): artifacts and check instances (JSON); flags override paths");
+                  "Suite file(s): artifacts and check instances (JSON); flags override paths")
+      ->check(path_value());
   cmd->add_option("--target", opt->target,
-                  "Target checkpoint directory (metadata-only is enough for layer_path)");
-  cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
-  cmd->add_option("--step-record", opt->step_record, "A training step record (.safetensors)");
-  cmd->add_option("--golden", opt->golden, "Golden baseline of the reference drafter (JSON)");
+                  "Target checkpoint directory (metadata-only is enough for layer_path)")
+      ->check(path_value());
+  cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory")
+      ->check(path_value());
+  cmd->add_option("--step-record", opt->step_record, "A training step record (.safetensors)")
+      ->check(path_value());
+  cmd->add_option("--golden", opt->golden, "Golden baseline of the reference drafter (JSON)")
+      ->check(path_value());
   cmd->add_option("--reference-dump", opt->reference_dump,
-                  "Hidden states dumped elsewhere (draftgate forward format) for parity");
+                  "Hidden states dumped elsewhere (draftgate forward format) for parity")
+      ->check(path_value());
   cmd->add_option("--measured", opt->measured,
                   "Measured τ from a serving engine (draftgate tau import): min_tau compares it "
-                  "with a measured golden instead of decoding");
+                  "with a measured golden instead of decoding")
+      ->check(path_value());
   cmd->add_option("--only", opt->only, "Checks to run, comma-separated (default: all)")
       ->delimiter(',');
   cmd->add_option("--param", opt->params, "CHECK.NAME=VALUE (JSON value), repeatable");
-  cmd->add_option("--report", opt->report, "Write a JSON report");
-  cmd->add_option("--junit", opt->junit, "Write a JUnit XML report");
+  cmd->add_option("--report", opt->report, "Write a JSON report")->check(path_value());
+  cmd->add_option("--junit", opt->junit, "Write a JUnit XML report")->check(path_value());
   cmd->add_option("--html", opt->html,
                   "Write a self-contained HTML report: verdicts, measurements against thresholds, "
-                  "charts");
+                  "charts")
+      ->check(path_value());
   cmd->add_flag("--fail-on-skip", opt->fail_on_skip,
                 "Report a skipped check as a failure (table, JSON, JUnit, exit 1)");
   cmd->add_flag("--verify-expectations", opt->verify_expectations,

@@ -26,6 +26,14 @@ CLI::Validator non_negative_integer() {
   return integer_check(0, std::numeric_limits<std::int64_t>::max(), "≥ 0");
 }
 
+CLI::Validator path_value() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        return in.empty() ? "is an empty path (an unset variable?)" : std::string();
+      },
+      "");
+}
+
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
   cmd->add_option("--max-new", decode.max_new_tokens, "Tokens to generate per prompt")
       ->check(integer_range(1, decode::kMaxNewTokensLimit));

@@ -18,6 +18,9 @@ namespace draftgate::cli {
 CLI::Validator integer_range(std::int64_t min, std::int64_t max);
 // An integer ≥ 0 (token ids).
 CLI::Validator non_negative_integer();
+// Every path flag's value: an empty one (`--golden "$UNSET"`) is refused by name, never read as
+// "not given", so an unset CI variable cannot turn a check off unnoticed.
+CLI::Validator path_value();
 
 // --max-new, --eos, --tree-budget, --tree-top-k into `decode` (run_cli shows every default).
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode);

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "checks/drafter_provenance.h"
 #include "checks/html_report.h"
 #include "cli_options.h"
 #include "decode_dtype.h"
@@ -99,6 +100,7 @@ int run_eval(const EvalOptions& opt) {
                  {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
                  {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
+  if (!opt.oracle) checks::refuse_foreign_drafter(opt.target, opt.drafter);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   options.dtype = decode_dtype(opt.dtype, target_ckpt);
@@ -184,9 +186,12 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "Speculative decoding of a prompt set; acceptance-length statistics");
-  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")
+      ->required()
+      ->check(path_value());
   CLI::Option* drafter =
-      cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory");
+      cmd->add_option("--drafter", opt->drafter, "DFlash drafter checkpoint directory")
+          ->check(path_value());
   cmd->add_flag("--oracle", opt->oracle,
                 "Draft the target's own greedy tokens (self-test: τ = block size)");
   // A drafter's block size is its config's: the flag would be ignored beside one.
@@ -194,7 +199,8 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
       ->check(integer_range(2, decode::kMaxBlockSize))
       ->excludes(drafter);
   cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
-      ->required();
+      ->required()
+      ->check(path_value());
   add_decoding_options(cmd, opt->decode);
   add_decode_dtype_option(cmd, opt->dtype);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");
@@ -205,14 +211,16 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
                   "swa_window_size)")
       ->check(CLI::IsMember({"zlab", "vllm"}))
       ->capture_default_str();
-  cmd->add_option("--json", opt->json, "Write the full result as JSON");
+  cmd->add_option("--json", opt->json, "Write the full result as JSON")->check(path_value());
   cmd->add_flag("--record-drafts", opt->decode.record_drafts,
                 "With --json: each prompt's drafted tokens at every verify step");
   cmd->add_option("--html", opt->html,
-                  "Write a self-contained HTML report: τ histogram, per-depth acceptance, prompts");
+                  "Write a self-contained HTML report: τ histogram, per-depth acceptance, prompts")
+      ->check(path_value());
   cmd->add_option("--metrics-out", opt->metrics_out,
                   "Write the run's acceptance counters as vLLM's /metrics shows them "
-                  "(Prometheus text; linear DFlash only)");
+                  "(Prometheus text; linear DFlash only)")
+      ->check(path_value());
   set_example(cmd,
               "draftgate eval --target fixtures/trained/qwen3-target --drafter "
               "fixtures/trained/qwen3-drafter-reference --prompts "

@@ -28,6 +28,7 @@ struct ForwardOptions {
 
 int run_forward(const ForwardOptions& opt) {
   io::check_outputs({{opt.out, "--out"}}, {{opt.model, "--model", true}});
+  require_slots({{opt.model, io::ArtifactKind::kTarget, "--model"}});
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.model);
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
@@ -76,7 +77,9 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<ForwardOptions>();
   CLI::App* cmd =
       app.add_subcommand("forward", "Run the target over token ids; dump logits and hidden states");
-  cmd->add_option("--model", opt->model, "Target checkpoint directory")->required();
+  cmd->add_option("--model", opt->model, "Target checkpoint directory")
+      ->required()
+      ->check(path_value());
   cmd->add_option("--tokens", opt->tokens, "Token ids, comma-separated")
       ->required()
       ->delimiter(',');
@@ -86,7 +89,7 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   add_device_option(cmd, opt->device);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
-  cmd->add_option("--out", opt->out, "Output .safetensors file")->required();
+  cmd->add_option("--out", opt->out, "Output .safetensors file")->required()->check(path_value());
   set_example(cmd,
               "draftgate forward --model fixtures/trained/qwen3-target --tokens 1,5,9 --taps 0,2 "
               "--out hidden.safetensors");

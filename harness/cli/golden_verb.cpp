@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "checks/check.h"
+#include "checks/drafter_provenance.h"
 #include "cli_options.h"
 #include "decode_dtype.h"
 #include "draftgate/decode/evaluation.h"
@@ -49,13 +50,14 @@ std::string utc_now() {
 }
 
 int record(const GoldenOptions& opt) {
+  // The output policy first: a directory (or a device) at --out is named as one, not as a golden.
+  io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
+                                           {opt.drafter, "--drafter", true},
+                                           {opt.prompts, "--prompts"}});
   std::error_code ec;
   if (fs::exists(opt.out, ec) && !opt.force)
     throw Error(opt.out, "golden file exists; refusing to overwrite it",
                 "pass --force to replace the baseline");
-  io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
-                                           {opt.drafter, "--drafter", true},
-                                           {opt.prompts, "--prompts"}});
   require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"},
                  {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
                  {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
@@ -63,6 +65,7 @@ int record(const GoldenOptions& opt) {
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
   check_decoding_flags(opt.decode);
   const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
+  checks::refuse_foreign_drafter(opt.target, opt.drafter);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
   options.dtype = decode_dtype(opt.dtype, target_ckpt);
@@ -150,13 +153,17 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   CLI::App* cmd = golden->add_subcommand(
       "record", "Measure the reference drafter's τ and write the golden file the checks read");
   // --target, --drafter and --prompts are required unless --measured replaces the decoding.
-  cmd->add_option("--target", opt->target, "Target checkpoint directory");
-  cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory");
-  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)");
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")->check(path_value());
+  cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory")
+      ->check(path_value());
+  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)")->check(path_value());
   cmd->add_option("--measured", opt->measured,
                   "Record from the reference drafter's measured τ (draftgate tau import) instead "
-                  "of decoding; excludes --target, --drafter, --prompts");
-  cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")->required();
+                  "of decoding; excludes --target, --drafter, --prompts")
+      ->check(path_value());
+  cmd->add_option("--out", opt->out, "Golden file to write (golden/NAME.json)")
+      ->required()
+      ->check(path_value());
   cmd->add_flag("--force", opt->force, "Replace an existing golden file");
   cmd->add_flag("--allow-collapsed", opt->allow_collapsed,
                 "Record a golden whose τ is at or below min_tau's collapse tripwire (refused "

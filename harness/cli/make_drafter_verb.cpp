@@ -26,6 +26,7 @@ struct MakeDrafterOptions {
 
 int run_make_drafter(MakeDrafterOptions opt) {
   io::check_outputs({{opt.out, "--out", true}}, {{opt.target, "--target", true}});
+  require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"}});
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.target);
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const auto t = model::TargetConfig::from(ckpt.config(), stack);
@@ -49,7 +50,9 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   auto opt = std::make_shared<MakeDrafterOptions>();
   CLI::App* cmd = app.add_subcommand(
       "make-drafter", "Write a random DFlash (or DFlash2) drafter for a target checkpoint");
-  cmd->add_option("--target", opt->target, "Target checkpoint directory")->required();
+  cmd->add_option("--target", opt->target, "Target checkpoint directory")
+      ->required()
+      ->check(path_value());
   cmd->add_option("--version", opt->version,
                   "1: DFlash; 2: DFlash2 (z-lab DFlash2DraftModel: convolutions and selector)")
       ->check(integer_range(1, 2));
@@ -61,7 +64,7 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--mask-token-id", opt->mask_token_id,
                   "Mask token id (default: the last vocabulary row)");
   cmd->add_option("--seed", opt->spec.seed, "Generator seed");
-  cmd->add_option("--out", opt->out, "Output directory")->required();
+  cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());
   set_example(cmd, "draftgate make-drafter --target /tmp/target --taps 0,2 --out /tmp/drafter");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_drafter(*opt); }; });
 }

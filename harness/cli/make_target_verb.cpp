@@ -103,7 +103,7 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--linear-value-dim", opt->spec.linear_v_dim, "Gated DeltaNet value head dim")
       ->check(integer_range(1, kMaxWidth));
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
-  cmd->add_option("--out", opt->out, "Output directory")->required();
+  cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());
   set_example(cmd, "draftgate make-target --family qwen3_5 --layout vlm --out /tmp/target");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_target(*opt); }; });
 }

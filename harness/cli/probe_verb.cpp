@@ -104,7 +104,8 @@ void add_probe(CLI::App& app, VerbRunner* runner) {
       "probe", "Resolve a target's decoder stack, or a drafter's facts (headers only)");
   cmd->add_option("checkpoint", opt->dir,
                   "Checkpoint directory (config.json + safetensors or index), target or drafter")
-      ->required();
+      ->required()
+      ->check(path_value());
   cmd->add_flag("--json", opt->json, "Print one JSON object");
   cmd->add_flag("--tree", opt->tree, "Also print the module tree with repeated layers collapsed");
   set_example(cmd, "draftgate probe /models/Qwen3.6-27B --tree");

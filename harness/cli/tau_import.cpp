@@ -132,8 +132,10 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
   CLI::App* cmd = tau->add_subcommand(
       "import", "Turn vLLM /metrics scrapes or SGLang /generate responses into a measured-τ file");
   cmd->add_option("--vllm-metrics", opt->vllm_metrics,
-                  "vLLM /metrics scrape taken after the benchmark run (Prometheus text)");
-  cmd->add_option("--before", opt->before, "vLLM /metrics scrape taken before the run");
+                  "vLLM /metrics scrape taken after the benchmark run (Prometheus text)")
+      ->check(path_value());
+  cmd->add_option("--before", opt->before, "vLLM /metrics scrape taken before the run")
+      ->check(path_value());
   cmd->add_option("--vllm-metrics-url", opt->vllm_metrics_url,
                   "A live vLLM /metrics URL: scraped before and after --run");
   cmd->add_option("--run", opt->run,
@@ -142,15 +144,19 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--model-name", opt->model_name,
                   "The served model whose counters to read (label model_name)");
   cmd->add_option("--sglang-requests", opt->sglang_requests,
-                  "SGLang /generate responses, one JSON response a line");
+                  "SGLang /generate responses, one JSON response a line")
+      ->check(path_value());
   cmd->add_option("--prompts", opt->prompts,
                   "The prompt set the run used (JSONL): recorded by its sha256; SGLang responses "
-                  "are tied to it by meta_info.id or order");
+                  "are tied to it by meta_info.id or order")
+      ->check(path_value());
   cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
                   "Draft tokens per step, when the input does not say")
       ->check(integer_range(1, 4096));
   cmd->add_option("--engine-version", opt->engine_version, "Engine version, recorded as given");
-  cmd->add_option("--out", opt->out, "Measured-τ file to write (JSON)")->required();
+  cmd->add_option("--out", opt->out, "Measured-τ file to write (JSON)")
+      ->required()
+      ->check(path_value());
   set_example(cmd,
               "draftgate tau import --vllm-metrics after.txt --before before.txt --prompts "
               "held-out.jsonl --out measured.json");

@@ -66,10 +66,12 @@ void add_tokenize(CLI::App& app, VerbRunner* runner) {
       "Encode a text with a checkpoint's tokenizer.json as the Hugging Face library does");
   cmd->add_option("--tokenizer", opt->tokenizer,
                   "Directory with tokenizer.json (a checkpoint), or the file itself")
-      ->required();
+      ->required()
+      ->check(path_value());
   CLI::Option* text = cmd->add_option("--text", opt->text, "The text to encode");
   CLI::Option* file =
-      cmd->add_option("--text-file", opt->text_file, "A file whose bytes, exactly, are the text");
+      cmd->add_option("--text-file", opt->text_file, "A file whose bytes, exactly, are the text")
+          ->check(path_value());
   text->excludes(file);
   cmd->add_flag("--json", opt->json,
                 "Print one JSON object {\"ids\": [...], \"rendered\": \"...\"}");

@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "built without CUDA"},
         BadForward{"bad_tokens", "--tokens 1,x --out /tmp/x.safetensors", "usage error"},
         BadForward{"unwritable_out", "--tokens 1 --out /nonexistent/dir/x.safetensors",
-                   "/nonexistent/dir/x.safetensors: cannot create a temporary file"}),
+                   "--out /nonexistent/dir/x.safetensors: the folder /nonexistent/dir does not "
+                   "exist"}),
     [](const auto& p) { return p.param.label; });
 
 // Checkpoints whose config and weights disagree: the error names the checkpoint and the tensor or

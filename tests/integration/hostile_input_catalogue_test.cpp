@@ -1,7 +1,8 @@
 // The bad-input catalogue, part two: the hardening classes of issue 12, each with variations.
 //   json      values nested 70,000 deep wherever a number or string belongs, objects of 100,000
 //             members with a duplicate key at the end (linear-time check), NUL bytes
-//   output    outputs that are, resolve to or lie inside an input; device nodes, FIFOs, dirs
+//   output    outputs that are, resolve to or lie inside an input; device nodes, FIFOs, dirs;
+//             a missing folder, a folder that is a file, an empty path
 //   pseudo    /proc, /sys and /dev inputs (also through symlinks); empty and unreadable files
 //   limits    prompt length, max_new_tokens, tree budget, block size, threads, empty sequences
 //   config    ranges of θ, ε, dimensions; layer counts; canonical indices; golden integers
@@ -551,6 +552,25 @@ INSTANTIATE_TEST_SUITE_P(
             "eval_json_onto_a_directory",
             [](const fs::path& dir) { return eval_with(prompts(), "--json " + dir.string()); },
             "exists and is a directory"),
+        output_case(
+            "eval_json_into_a_missing_folder",
+            [](const fs::path& dir) {
+              return eval_with(prompts(), "--json " + (dir / "no-folder/e.json").string());
+            },
+            "/no-folder does not exist"),
+        output_case(
+            "report_into_a_folder_that_is_a_file",
+            [](const fs::path& dir) {
+              write(dir / "file", std::string("x"));
+              return structural("--report " + (dir / "file/r.json").string());
+            },
+            "/file is a regular file, not a folder"),
+        output_case(
+            "golden_out_empty",
+            [](const fs::path&) {
+              return "golden record" + qwen3_pair() + " --prompts " + prompts() + " --out ''";
+            },
+            "--out: is an empty path (an unset variable?)"),
         output_case(
             "golden_over_the_prompts",
             [](const fs::path& dir) {

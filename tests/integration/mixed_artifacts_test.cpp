@@ -124,6 +124,31 @@ TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
   EXPECT_THAT(r.err, Not(HasSubstr(kQwen3Drafter.string() + ":")));
 }
 
+// Measured on main before: a full check with an empty --target (or one holding weights only)
+// printed two different lines ("config.json: no such file", "config.json: missing") and an ERROR
+// per check that read it; --only layer_path and probe already gave one line.
+TEST(MixedArtifacts, ATargetDirectoryWithoutConfigIsOneUpFrontLineInAFullCheck) {
+  const fs::path dir = testing::fresh_dir("mixed_no_config");
+  const fs::path empty = dir / "empty", weights_only = dir / "weights-only";
+  fs::create_directories(empty);
+  fs::create_directories(weights_only);
+  fs::copy_file(kQwen3Target / "model.safetensors", weights_only / "model.safetensors");
+  for (const fs::path& target : {empty, weights_only}) {
+    for (const std::string& args :
+         {"check --target " + target.string() + " --drafter " + kQwen3Drafter.string(),
+          "check --target " + kQwen3Target.string() + " --drafter " + target.string()}) {
+      const auto r = run_draftgate(args);
+      EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+      EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+      EXPECT_THAT(r.err, HasSubstr("draftgate: error: " + (target / "config.json").string() +
+                                   ": missing (hint: a Hugging Face checkpoint directory holds "
+                                   "config.json beside its weights)"))
+          << args;
+      EXPECT_EQ(r.out, "") << args;  // before any check: no table, no ERROR rows
+    }
+  }
+}
+
 // A SpecForge run's config.json before its first save: measured on main before the fix, the full
 // run exited 2 (fc_excludes_target_layer: "no model.safetensors.index.json, model.safetensors or
 // *.safetensors") although the config checks passed.
@@ -270,6 +295,13 @@ TEST(ArtifactSlots, AnArtifactInAnotherSlotIsNamedWithTheSlotItGoesIn) {
            {"eval --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
                 " --prompts " + kQwen3Record.string(),
             kQwen3Record.string(), "it is a training step record", "give it as --step-record"},
+           // forward's --model and make-drafter's --target take a target, as eval's --target does.
+           {"forward --model " + kQwen3Drafter.string() + " --tokens 1,2 --out " +
+                (testing::fresh_dir("slots_forward") / "f.safetensors").string(),
+            kQwen3Drafter.string(), "it is a DFlash drafter checkpoint", "give it as --drafter"},
+           {"make-drafter --target " + kQwen3Drafter.string() + " --out " +
+                (testing::fresh_dir("slots_make_drafter") / "d").string(),
+            kQwen3Drafter.string(), "it is a DFlash drafter checkpoint", "give it as --drafter"},
            {"golden record --target " + kQwen3Target.string() + " --drafter " +
                 kQwen3Target.string() + " --prompts " +
                 (kTrained / "prompts/held-out.jsonl").string() + " --out " +
@@ -368,6 +400,56 @@ TEST(MixedArtifacts, GoldenRecordRefusesACollapsedGoldenUnlessAskedAndThenSaysSo
   EXPECT_THAT(g["provenance"]["note"].get<std::string>(), HasSubstr("collapse tripwire"));
   // The trained reference is far above the tripwire and records as before.
   EXPECT_EQ(run_draftgate(golden_record(kQwen3Drafter, dir / "ref.json")).exit_code, 0);
+}
+
+// Measured on main before: eval ran such a drafter silently (exit 0, τ about 1.01) and golden
+// record recorded it; check refused it (checks/drafter_provenance). Now all three refuse it the
+// same way, before any decoding.
+TEST(MixedArtifacts, EvalAndGoldenRecordRefuseADrafterGeneratedFromAnotherTargetBeforeDecoding) {
+  const fs::path drafter = drafter_recording("mixed_decode_foreign", kQwen35Target.string());
+  const fs::path out = testing::fresh_dir("mixed_decode_foreign_out") / "g.json";
+  const std::string pair = " --target " + kQwen3Target.string() + " --drafter " + drafter.string() +
+                           " --prompts " + (kTrained / "prompts/held-out.jsonl").string() +
+                           " --max-new 4 --eos 0";
+  for (const std::string& args :
+       {"eval" + pair, "golden record" + pair + " --out " + out.string()}) {
+    const auto r = run_draftgate(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_THAT(r.err, HasSubstr((drafter / "config.json").string() +
+                                 ": this drafter's config was generated from the target " +
+                                 kQwen35Target.string()))
+        << args;
+    EXPECT_THAT(r.err, HasSubstr("but --target " + kQwen3Target.string() + " is"));
+    EXPECT_THAT(r.err, Not(HasSubstr("prompt")));  // no progress line: nothing was decoded
+  }
+  EXPECT_FALSE(fs::exists(out));
+  // The drafter generated from this very target decodes as before.
+  const fs::path own = drafter_recording("mixed_decode_own", kQwen3Target.string());
+  const auto r = run_draftgate(
+      "eval --target " + kQwen3Target.string() + " --drafter " + own.string() + " --prompts " +
+      (kTrained / "prompts/held-out.jsonl").string() + " --max-new 4 --eos 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// Measured on main before: without --force a directory at --out was "golden file exists;
+// refusing to overwrite it (pass --force)", as if it were a golden.
+TEST(MixedArtifacts, GoldenRecordNamesADirectoryAtOutAsADirectoryWithOrWithoutForce) {
+  const fs::path dir = testing::fresh_dir("mixed_golden_out_dir");
+  for (const std::string force : {"", " --force"}) {
+    const auto r = run_draftgate(golden_record(kQwen3Drafter, dir) + force);
+    EXPECT_EQ(r.exit_code, 2) << force << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--out " + dir.string() + ": exists and is a directory"));
+    EXPECT_THAT(r.err, Not(HasSubstr("golden file exists")));
+  }
+  const auto measured = run_draftgate(
+      "golden record --measured " +
+      (fs::path(DRAFTGATE_SOURCE_DIR) / "tests/fuzz/seeds/measured_tau/vllm.json").string() +
+      " --out " + dir.string());
+  EXPECT_EQ(measured.exit_code, 2) << measured.err;
+  EXPECT_THAT(measured.err, HasSubstr("--out " + dir.string() + ": exists and is a directory"));
 }
 
 TEST(MixedArtifacts, EvalAndGoldenRecordDecodeAtTheSameDefaultDtypeStatedInTheirHelp) {

@@ -135,5 +135,94 @@ std::vector<Case> all_cases() {
 INSTANTIATE_TEST_SUITE_P(EveryVerb, PathFlags, ::testing::ValuesIn(all_cases()),
                          [](const auto& p) { return p.param.flag.label; });
 
+// Every path flag of every verb, outputs included, with "{P}" where the flag's value goes.
+const std::vector<std::pair<std::string, std::string>> kEveryPathFlag = {
+    {"checkpoint", "probe {P}"},
+    {"--model", "forward --model {P} --tokens 1,2 --out {OUT}/f.safetensors"},
+    {"--out", "forward --model {T} --tokens 1,2 --out {P}"},
+    {"--target", "eval --target {P} --drafter {D} --prompts {PR}"},
+    {"--drafter", "eval --target {T} --drafter {P} --prompts {PR}"},
+    {"--prompts", "eval --target {T} --drafter {D} --prompts {P}"},
+    {"--json", "eval --target {T} --drafter {D} --prompts {PR} --json {P}"},
+    {"--html", "eval --target {T} --drafter {D} --prompts {PR} --html {P}"},
+    {"--metrics-out", "eval --target {T} --drafter {D} --prompts {PR} --metrics-out {P}"},
+    {"--target", "golden record --target {P} --drafter {D} --prompts {PR} --out {OUT}/g.json"},
+    {"--drafter", "golden record --target {T} --drafter {P} --prompts {PR} --out {OUT}/g.json"},
+    {"--prompts", "golden record --target {T} --drafter {D} --prompts {P} --out {OUT}/g.json"},
+    {"--measured", "golden record --measured {P} --out {OUT}/g.json"},
+    {"--out", "golden record --target {T} --drafter {D} --prompts {PR} --out {P}"},
+    {"--suite", "check --suite {P}"},
+    {"--target", "check --target {P} --drafter {D}"},
+    {"--drafter", "check --target {T} --drafter {P}"},
+    {"--step-record", "check --target {T} --drafter {D} --step-record {P}"},
+    {"--golden", "check --target {T} --drafter {D} --golden {P}"},
+    {"--reference-dump", "check --target {T} --reference-dump {P}"},
+    {"--measured", "check --golden {G} --measured {P}"},
+    {"--report", "check --target {T} --drafter {D} --only layer_path --report {P}"},
+    {"--junit", "check --target {T} --drafter {D} --only layer_path --junit {P}"},
+    {"--html", "check --target {T} --drafter {D} --only layer_path --html {P}"},
+    {"--vllm-metrics", "tau import --vllm-metrics {P} --out {OUT}/m.json"},
+    {"--before", "tau import --vllm-metrics {V} --before {P} --out {OUT}/m.json"},
+    {"--sglang-requests", "tau import --sglang-requests {P} --prompts {PR} --out {OUT}/m.json"},
+    {"--prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json"},
+    {"--out", "tau import --vllm-metrics {V} --out {P}"},
+    {"--out", "make-target --out {P}"},
+    {"--target", "make-drafter --target {P} --out {OUT}/d"},
+    {"--out", "make-drafter --target {T} --out {P}"},
+    {"--tokenizer", "tokenize --tokenizer {P} --text hi"},
+    {"--text-file", "tokenize --tokenizer {T} --text-file {P}"},
+};
+
+std::string with(std::string command, const std::string& p, const fs::path& out) {
+  command = fill(command);
+  command.replace(command.find("{P}"), 3, p);
+  for (auto at = command.find("{OUT}"); at != std::string::npos; at = command.find("{OUT}"))
+    command.replace(at, 5, out.string());
+  return command;
+}
+
+// Measured on main before: `check --golden ""` ran without the golden (exit 0), so an unset CI
+// variable turned min_tau off unnoticed; eval, probe and --suite said "no such directory" without
+// naming the flag.
+TEST(EmptyPaths, EveryPathFlagOfEveryVerbRefusesAnEmptyValueNamingTheFlag) {
+  const fs::path dir = testing::fresh_dir("path_flags_empty");
+  for (const auto& [flag, command] : kEveryPathFlag) {
+    const auto r = testing::run_draftgate(with(command, "''", dir));
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(flag + ": is an empty path (an unset variable?)")) << command;
+    EXPECT_EQ(r.out, "") << command;
+  }
+  EXPECT_TRUE(fs::is_empty(dir));  // nothing was written
+}
+
+// One rule for every output flag: its folder must exist; the refusal comes before any work and
+// creates nothing. Measured on main before: forward, check, eval and tau import ran, then failed
+// with "cannot create a temporary file: No such file or directory"; make-target and make-drafter
+// created the missing folders.
+TEST(OutputFolders, EveryOutputFlagRefusesAMissingFolderByNameBeforeAnyWork) {
+  const fs::path dir = testing::fresh_dir("path_flags_folder");
+  const fs::path folder = dir / "no-such-folder";
+  const fs::path out = folder / "out";
+  for (const auto& [flag, command] : kEveryPathFlag) {
+    const bool output = flag == "--out" || flag == "--json" || flag == "--html" ||
+                        flag == "--metrics-out" || flag == "--report" || flag == "--junit";
+    if (!output) continue;
+    const auto r = testing::run_draftgate(with(command, out.string(), dir));
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr("draftgate: error: " + flag + " " + out.string() +
+                                 ": the folder " + folder.string() + " does not exist"))
+        << command;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_FALSE(fs::exists(folder)) << command;
+  }
+  // A folder that is a file is named as one.
+  testing::write_file(folder, "a file\n");
+  const auto r = testing::run_draftgate(with("make-target --out {P}", out.string(), dir));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(folder.string() + " is a regular file, not a folder"));
+}
+
 }  // namespace
 }  // namespace draftgate

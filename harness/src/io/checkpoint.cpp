@@ -66,6 +66,15 @@ bool is_consolidated(const std::string& file_name) {
 
 }  // namespace
 
+fs::path require_checkpoint_config(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(fs::symlink_status(config_path, ec)))
+    throw Error(config_path.string(), "missing",
+                "a Hugging Face checkpoint directory holds config.json beside its weights");
+  return config_path;
+}
+
 bool config_only(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(dir / "config.json", ec) ||
@@ -83,10 +92,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
                           "pass a checkpoint directory holding config.json and safetensors files");
   Checkpoint ckpt;
   ckpt.dir_ = dir;
-  const fs::path config_path = dir / "config.json";
-  if (!fs::exists(fs::symlink_status(config_path, ec)))
-    throw Error(config_path.string(), "missing",
-                "a Hugging Face checkpoint directory holds config.json beside its weights");
+  const fs::path config_path = require_checkpoint_config(dir);
   ckpt.config_ = std::make_shared<const ModelConfig>(ModelConfig::load(config_path));
 
   std::map<std::string, std::string> weight_map;  // name -> shard

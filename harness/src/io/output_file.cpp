@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "draftgate/error.h"
 #include "draftgate/io/input_file.h"
 
@@ -34,6 +37,27 @@ bool holds_inode(const fs::path& dir, const struct stat& st) {
   return false;
 }
 
+// One rule for every output: its folder must exist. Nothing creates folders, so a mistyped
+// folder is one line before any work instead of a failed write after it (or a stray tree).
+void require_parent_folder(const RunPath& out) {
+  const fs::path folder = out.path.has_parent_path() ? out.path.parent_path() : fs::path(".");
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err != ENOENT && err != ENOTDIR)  // a folder above it is unreadable
+      throw Error(out.flag + " " + out.path.string(),
+                  "cannot reach the folder " + folder.string() + ": " + std::strerror(err),
+                  "write the output somewhere else");
+    throw Error(
+        out.flag + " " + out.path.string(), "the folder " + folder.string() + " does not exist",
+        "create it first (mkdir -p " + folder.string() + "), or write the output somewhere else");
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw Error(out.flag + " " + out.path.string(),
+                folder.string() + " is " + file_kind(st.st_mode) + ", not a folder",
+                "write the output somewhere else");
+}
+
 void check_one(const RunPath& out, const std::vector<RunPath>& inputs) {
   const std::string name = out.path.string();
   auto refuse = [&](const std::string& why) {
@@ -41,6 +65,7 @@ void check_one(const RunPath& out, const std::vector<RunPath>& inputs) {
   };
   if (const std::string root = pseudo_filesystem_of(out.path); !root.empty())
     refuse("resolves into " + root + "; draftgate writes only regular files");
+  require_parent_folder(out);
   struct stat st {};
   const bool exists = ::stat(out.path.c_str(), &st) == 0;
   if (exists && out.directory && !S_ISDIR(st.st_mode))

@@ -49,6 +49,10 @@ class Checkpoint {
   std::map<std::string, std::shared_ptr<const SafetensorsFile>, std::less<>> shards_;
 };
 
+// DIR/config.json; throws draftgate::Error naming it when it is missing (an empty directory, a
+// folder of weights only): what Checkpoint::open and check's pre-flight say.
+std::filesystem::path require_checkpoint_config(const std::filesystem::path& dir);
+
 // True for a directory holding config.json and no weights at all (no index, no *.safetensors):
 // a trainer's config written before its first checkpoint. The checks that read only configs run
 // on it; the checks that read weights skip it by name (Check::reads_drafter_weights).

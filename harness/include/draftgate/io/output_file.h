@@ -5,6 +5,8 @@
 // - an existing output must be a regular file (a directory for directory outputs): a device node,
 //   FIFO or socket is never replaced by the atomic rename;
 // - nothing is written under /proc, /sys or /dev;
+// - the output's folder must exist (nothing creates folders; a directory output's own directory is
+//   created, its parent is not);
 // - two outputs of one run must be different files.
 // Goldens are then created without replacing anything (io::WriteMode::kCreateNew), so of two
 // concurrent records to a new path exactly one succeeds.
