@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Trainer integration, tested like a user (issue 26 item 5): two pure-PyTorch mini-trainers, each following its
+recipe from the trainer's source as docs/step-records.md describes it, write whole-batch step records through
+python/draftgate_records.py, and draftgate judges them on the bundled qwen3 target and reference drafter.
+
+- SpecForge (`training.strategy: dflash`): right-padded rows, anchors sampled where the anchor and the next token
+  are supervised (padded anchors carried by anchor_mask), data labels, no teacher; uniform weights normalised by
+  their sum, and the D-PACE variant normalised by the number of rows.
+- speculators: packed rows (document_ids; each document's target and drafter forwards on their own), the
+  verifier's greedy tokens as labels, D-PACE (alpha 0.5) or fixed decay gamma 4, normalised per row by its
+  supervised count (mask_sum).
+
+Every correct run, in float32 and bf16, passes every step-record check; every seeded bug fails the check named for
+it. The step's logits come from the reference drafter without training (the drafter the checks are given).
+
+    /usr/bin/python3 tests/python/test_trainer_recipes.py --draftgate build/draftgate
+"""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
+    sys.exit(77)
+
+import tiny_dflash as td
+import train_and_record as tr
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import draftgate_records as dg  # noqa: E402
+
+DRAFTGATE = None
+if "--draftgate" in sys.argv:
+    i = sys.argv.index("--draftgate")
+    DRAFTGATE = os.path.abspath(sys.argv[i + 1])
+    del sys.argv[i:i + 2]
+CHECKS = "target_logits_noise_free,loss_type,train_infer_consistency,fc_excludes_target_layer"
+TARGET_DIR, DRAFTER_DIR = (os.path.join(tr.REPO, p) for p in tr.FAMILIES["qwen3"])
+SPECFORGE, SPECULATORS = "specforge", "speculators"
+# Noise on the captured hidden states, of their RMS. Data-label records judge fc_input against the precision's
+# budget (10% fails); teacher-label records only by fc_excludes_target_layer's max_nmse 0.05, which leaves room
+# for speculators' own dataloader noise: 10% measures NMSE 0.007-0.017 per slice there and passes, 30% fails.
+HIDDEN_NOISE = {SPECFORGE: 0.10, SPECULATORS: 0.30}
+WRONG_MASK_ID = tr.SEP  # the pad token fed where the drafter's mask token belongs
+DPACE_ALPHA = 0.5  # both trainers' default
+SPECFORGE_NUM_ANCHORS = 10
+SPECFORGE_LENGTHS = (72, 56, 16)  # the last row is short: fewer valid anchors than the width, so some are padded
+SPECULATORS_DOCUMENTS = ((40, 32), (48, 24))  # each packed row's document lengths (rows of equal length)
+SPECULATORS_ANCHORS = 3  # per document
+UNCONFIGURED_GAMMA = 7.0  # the decay of the "decay where none is configured" bug (a trainer default)
+
+
+def element_ce(logits, labels):
+    """[..., B] cross-entropy per block element (0 where the label is -100)."""
+    ce = F.cross_entropy(logits.float().flatten(0, -2), labels.flatten(), ignore_index=-100, reduction="none")
+    return ce.view(labels.shape)
+
+
+def element_kl(logits, teacher_block_logits):
+    """[..., B] KL(teacher ‖ drafter) per block element: the soft loss of the KL bug."""
+    logq, logp = F.log_softmax(logits.float(), -1), F.log_softmax(teacher_block_logits.float(), -1)
+    return (logp.exp() * (logp - logq)).sum(-1)
+
+
+def supervision(input_ids, loss_mask, anchors, block_size):
+    """[N, B] 0/1: k > 0, a+k inside the sequence and on the loss mask (uniform weights, gamma = inf)."""
+    return td.block_weights(input_ids, loss_mask, anchors, block_size, math.inf)
+
+
+def dpace_weights(ce, m, alpha):
+    """D-PACE, from its definition (SpecForge dflash_family_model.py @a6b6b023 :245-275 `_dpace_weight`;
+    speculators losses/utils.py @c05b95b3 :64-112 `dpace_loss_decay`): s_k = (1-α)·exp(-CE_k) + α where
+    supervised (1 elsewhere), P_k = Π_{j≤k} s_j, W_k = Σ_{j≥k} P_j·m_j; weight m·W, detached."""
+    s = torch.where(m > 0, (1 - alpha) * torch.exp(-ce.detach()) + alpha, torch.ones(()))
+    p = s.cumprod(-1)
+    return m * (p * m).flip(-1).cumsum(-1).flip(-1)
+
+
+def captured(target, input_ids, taps, bug, noise=0.0):
+    """(teacher logits, fc_input) of one sequence: the target's forward, the taps as fc reads them (`noise` of
+    their RMS added with the noise bug)."""
+    logits, hs, _ = target.forward(input_ids)
+    fc_input = torch.cat([hs[l] if bug == "tap-off-by-one" else hs[l + 1] for l in taps], -1)
+    if bug == "hidden-noise":
+        generator = torch.Generator().manual_seed(3)
+        rms = fc_input.float().pow(2).mean().sqrt()
+        fc_input = (fc_input.float() + noise * rms * torch.randn(fc_input.shape, generator=generator)) \
+            .to(fc_input.dtype)
+    return logits, fc_input
+
+
+def drafter_forward(target, drafter, fc_input, input_ids, anchors, bug):
+    """The drafter's block logits [N, B, V] in the trainer's precision (the wrong mask id with its bug)."""
+    mask_id = drafter.mask_token_id
+    drafter.mask_token_id = WRONG_MASK_ID if bug == "wrong-mask-id" else mask_id
+    try:
+        with torch.no_grad(), td.computing_in(target.precision):
+            return drafter.training_logits(target, fc_input, input_ids, anchors)
+    finally:
+        drafter.mask_token_id = mask_id
+
+
+def specforge_anchors(loss_mask, width, generator):
+    """SpecForge `OnlineDFlashModel._sample_anchor_positions` (dflash_family_model.py @0124aa92): candidates a with
+    loss_mask[a] and loss_mask[a+1], `width` of them at random, sorted; a row with fewer pads with anchor 0 and
+    keep 0 (`block_keep_mask`)."""
+    valid = ((loss_mask[:-1] != 0) & (loss_mask[1:] != 0)).nonzero().flatten()
+    chosen = valid[torch.randperm(valid.shape[0], generator=generator)[:width]].sort().values
+    anchors, keep = torch.zeros(width, dtype=torch.long), torch.zeros(width, dtype=torch.long)
+    anchors[:chosen.shape[0]], keep[:chosen.shape[0]] = chosen, 1
+    return anchors, keep
+
+
+def specforge_step(target, drafter, loss_type, bug, seed=21):
+    """One SpecForge step on a right-padded batch (`OnlineDFlashModel.forward`, dflash_family_model.py @a6b6b023):
+    the record's tensors and the trainer's scalar. loss_type "dflash": weights m (`loss_decay_gamma` None,
+    :351-362; with the decay bug exp(-(k-1)/7)), Σℓw / Σw (:455-458); "dpace": weights m·W (:245-275), Σℓw / rows
+    (:455-458)."""
+    rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
+    sequences = [tr.training_sequence(rng, length) for length in SPECFORGE_LENGTHS]
+    r, s, b = len(sequences), max(ids.shape[0] for ids, _ in sequences), drafter.block_size
+    n = SPECFORGE_NUM_ANCHORS
+    taps = drafter.target_layer_ids
+    t = dict(input_ids=torch.zeros(r, s, dtype=torch.long), loss_mask=torch.zeros(r, s, dtype=torch.long),
+             attention_mask=torch.zeros(r, s, dtype=torch.long), anchors=torch.zeros(r, n, dtype=torch.long),
+             anchor_mask=torch.zeros(r, n, dtype=torch.long), labels=torch.full((r, n, b), -100, dtype=torch.long))
+    fc_rows, logit_rows, weight_rows, element_rows = [], [], [], []
+    for row, (ids, mask) in enumerate(sequences):
+        length = ids.shape[0]
+        anchors, keep = specforge_anchors(mask, n, generator)
+        _, fc_input = captured(target, ids, taps, bug, HIDDEN_NOISE[SPECFORGE])
+        # Right padding after every token: the causal target and the drafter's context (< anchor) never see it,
+        # so each row's own forward is the padded row's.
+        logits = drafter_forward(target, drafter, fc_input, ids, anchors, bug) * keep[:, None, None]
+        m = supervision(ids, mask, anchors, b) * keep[:, None]
+        # Data labels: block row k of anchor a predicts input_ids[a+k] (one later with the shift bug).
+        shift = 1 if bug == "shifted-labels" else 0
+        at = (anchors[:, None] + torch.arange(b)[None, :] + shift).clamp(max=length - 1)
+        labels = torch.where(m > 0, ids[at], torch.full_like(at, -100))
+        ce = element_ce(logits, labels)
+        if loss_type == "dpace":
+            w = dpace_weights(ce, m, DPACE_ALPHA)
+        elif bug == "decay-unconfigured":
+            w = m * td.position_weights(b, UNCONFIGURED_GAMMA)
+        else:
+            w = m
+        fc_rows.append(F.pad(fc_input, (0, 0, 0, s - length)))
+        logit_rows.append(logits)
+        weight_rows.append(w)
+        element_rows.append(ce * w)
+        t["input_ids"][row, :length], t["loss_mask"][row, :length] = ids, mask
+        t["attention_mask"][row, :length] = 1
+        t["anchors"][row], t["anchor_mask"][row], t["labels"][row] = anchors, keep, labels
+    assert (t["anchor_mask"] == 0).any(), "the short row must pad anchors"
+    t["fc_input"], t["drafter_logits"] = torch.stack(fc_rows), torch.stack(logit_rows)
+    total = torch.stack(element_rows).sum()
+    loss = total / (r if loss_type == "dpace" else torch.stack(weight_rows).sum())
+    recipe = dict(gamma=None, labels_source="data", weighting="dpace" if loss_type == "dpace" else None,
+                  dpace_alpha=DPACE_ALPHA if loss_type == "dpace" else None,
+                  loss_normalization="rows" if loss_type == "dpace" else None, loss="ce")
+    return t, recipe, loss.item()
+
+
+def speculators_step(target, drafter, weighting, bug, seed=31):
+    """One speculators step on packed rows (`src/speculators/models/dflash/core.py`): each document's verifier
+    forward and drafter forward on its own (attention never crosses a document; with the boundary bug, one forward
+    over the whole row), the verifier's greedy tokens as targets, D-PACE or fixed-exp-decay gamma 4 weights
+    (losses/utils.py @c05b95b3 :17-112), per row Σℓw / (Σm + 1e-5), the mean over rows (:290-304)."""
+    rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
+    b, taps = drafter.block_size, drafter.target_layer_ids
+    rows = []
+    for lengths in SPECULATORS_DOCUMENTS:
+        documents = []
+        for length in lengths:
+            ids, mask = tr.training_sequence(rng, length + 24)
+            ids, mask = ids[:length], mask[:length]
+            documents.append((ids, mask, tr.sample_anchors(mask, SPECULATORS_ANCHORS, generator)))
+        rows.append(documents)
+    t = {key: [] for key in ("input_ids", "loss_mask", "document_ids", "position_ids", "anchors", "fc_input",
+                             "teacher_logits", "labels", "drafter_logits")}
+    row_losses = []
+    for documents in rows:
+        starts = torch.tensor([0] + [ids.shape[0] for ids, _, _ in documents]).cumsum(0)
+        ids = torch.cat([d[0] for d in documents])
+        mask = torch.cat([d[1] for d in documents])
+        anchors = torch.cat([d[2] + start for d, start in zip(documents, starts)])
+        # Each document's own supervision: its blocks stop at its end.
+        m = torch.cat([supervision(d_ids, d_mask, d_anchors, b) for d_ids, d_mask, d_anchors in documents])
+        if bug == "document-boundary":
+            teacher, fc_input = captured(target, ids, taps, bug, HIDDEN_NOISE[SPECULATORS])
+            logits = drafter_forward(target, drafter, fc_input, ids, anchors, bug)
+        else:
+            parts = [captured(target, d_ids, taps, bug, HIDDEN_NOISE[SPECULATORS]) for d_ids, _, _ in documents]
+            teacher, fc_input = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+            logits = torch.cat([drafter_forward(target, drafter, p[1], d_ids, d_anchors, bug)
+                                for p, (d_ids, _, d_anchors) in zip(parts, documents)])
+        # The verifier's row a+k-1 predicts a+k (row a+k with the shift bug), within the anchor's document.
+        shift = 1 if bug == "shifted-labels" else 0
+        at = torch.cat([td.block_rows(d_anchors, b, shift, d_ids.shape[0]) + start
+                        for (d_ids, _, d_anchors), start in zip(documents, starts)])
+        labels = torch.where(m > 0, teacher[at].argmax(-1), torch.full_like(at, -100))
+        ce = element_ce(logits, labels)
+        w = dpace_weights(ce, m, DPACE_ALPHA) if weighting == "dpace" else m * td.position_weights(b, 4.0)
+        element = element_kl(logits, teacher[at]) if bug == "kl-as-ce" else ce
+        row_losses.append((element * w).sum() / (m.sum() + 1e-5))
+        document_ids = torch.cat([torch.full((d[0].shape[0],), j) for j, d in enumerate(documents)])
+        for key, value in (("input_ids", ids), ("loss_mask", mask), ("document_ids", document_ids),
+                           ("position_ids", torch.cat([torch.arange(d[0].shape[0]) for d in documents])),
+                           ("anchors", anchors), ("fc_input", fc_input), ("teacher_logits", teacher),
+                           ("labels", labels), ("drafter_logits", logits)):
+            t[key].append(value)
+    t = {key: torch.stack(value) for key, value in t.items()}
+    recipe = dict(gamma=4.0 if weighting == "fixed" else None, labels_source="teacher", weighting=weighting,
+                  dpace_alpha=DPACE_ALPHA if weighting == "dpace" else None, loss_normalization="mask_sum",
+                  loss="ce")
+    return t, recipe, torch.stack(row_losses).mean().item()
+
+
+# (trainer, variant, bug, precision) -> the check the bug must fail (None: every check passes).
+RUNS = {
+    (SPECFORGE, "dflash", None, "f32"): None,
+    (SPECFORGE, "dflash", None, "bf16"): None,
+    (SPECFORGE, "dpace", None, "f32"): None,
+    (SPECFORGE, "dpace", None, "bf16"): None,
+    (SPECFORGE, "dflash", "hidden-noise", "f32"): ["target_logits_noise_free"],
+    (SPECFORGE, "dflash", "hidden-noise", "bf16"): ["target_logits_noise_free"],
+    (SPECFORGE, "dflash", "tap-off-by-one", "f32"): ["fc_excludes_target_layer"],
+    (SPECFORGE, "dflash", "shifted-labels", "f32"): ["target_logits_noise_free"],
+    (SPECFORGE, "dflash", "decay-unconfigured", "f32"): ["loss_type"],
+    (SPECFORGE, "dflash", "wrong-mask-id", "f32"): ["train_infer_consistency"],
+    (SPECULATORS, "dpace", None, "f32"): None,
+    (SPECULATORS, "dpace", None, "bf16"): None,
+    (SPECULATORS, "fixed", None, "f32"): None,
+    (SPECULATORS, "fixed", None, "bf16"): None,
+    (SPECULATORS, "dpace", "hidden-noise", "f32"): ["fc_excludes_target_layer"],
+    (SPECULATORS, "dpace", "tap-off-by-one", "f32"): ["fc_excludes_target_layer"],
+    (SPECULATORS, "dpace", "shifted-labels", "f32"): ["target_logits_noise_free"],
+    (SPECULATORS, "fixed", "kl-as-ce", "f32"): ["loss_type"],
+    (SPECULATORS, "dpace", "wrong-mask-id", "f32"): ["train_infer_consistency"],
+    (SPECULATORS, "dpace", "document-boundary", "f32"): ["target_logits_noise_free", "train_infer_consistency"],
+    (SPECULATORS, "dpace", "document-boundary", "bf16"): ["target_logits_noise_free", "train_infer_consistency"],
+}
+
+
+class TrainerRecipeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+        cls.drafter = td.Drafter(DRAFTER_DIR)
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def record(self, trainer, variant, bug, precision):
+        target = tr.cached_target(TARGET_DIR, precision)
+        step = specforge_step if trainer == SPECFORGE else speculators_step
+        tensors, recipe, loss = step(target, self.drafter, variant, bug)
+        path = os.path.join(self.dir.name, f"{trainer}-{variant}-{bug or 'correct'}-{precision}.safetensors")
+        dg.write_step_record(path, **tensors, **recipe, block_size=self.drafter.block_size,
+                             mask_token_id=self.drafter.mask_token_id, target_layer_ids=self.drafter.target_layer_ids,
+                             logged_loss=loss, step=0, teacher_dtype=precision if trainer == SPECULATORS else None,
+                             drafter_dtype=precision, hidden_dtype=precision)
+        return path
+
+    def check(self, path):
+        report = path + ".json"
+        done = subprocess.run([DRAFTGATE, "check", "--target", TARGET_DIR, "--drafter", DRAFTER_DIR,
+                               "--step-record", path, "--only", CHECKS, "--report", report],
+                              capture_output=True, text=True)
+        results = {}
+        if os.path.exists(report):
+            with open(report) as f:
+                results = {r["check"]: r for r in json.load(f)["results"]}
+        return done, results
+
+    def judge(self, trainer):
+        for (name, variant, bug, precision), must_fail in RUNS.items():
+            if name != trainer:
+                continue
+            with self.subTest(variant=variant, bug=bug, precision=precision):
+                done, results = self.check(self.record(name, variant, bug, precision))
+                summary = "\n".join(f"{c}: {r['status']}: {r['message']}" for c, r in results.items())
+                self.assertEqual(sorted(results), sorted(CHECKS.split(",")), done.stdout + done.stderr)
+                if must_fail is None:
+                    self.assertEqual(done.returncode, 0, summary)
+                    for check, result in results.items():
+                        self.assertEqual(result["status"], "pass", f"{check}: {result['message']}")
+                    continue
+                self.assertEqual(done.returncode, 1, summary)
+                for check in must_fail:
+                    self.assertEqual(results[check]["status"], "fail", f"{check}: {results[check]['message']}")
+                    if bug == "document-boundary":
+                        self.assertIn("document", results[check]["message"])
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_specforge_recipe(self):
+        self.judge(SPECFORGE)
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_speculators_recipe(self):
+        self.judge(SPECULATORS)
+
+
+if __name__ == "__main__":
+    unittest.main()
