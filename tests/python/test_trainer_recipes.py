@@ -55,6 +55,7 @@ SPECFORGE_NUM_ANCHORS = 10
 SPECFORGE_LENGTHS = (72, 56, 16)  # the last row is short: fewer valid anchors than the width, so some are padded
 SPECULATORS_DOCUMENTS = ((40, 32), (48, 24))  # each packed row's document lengths (rows of equal length)
 SPECULATORS_ANCHORS = 3  # per document
+SLIDING_WINDOW = 12  # > the block size 8: SpecForge leaves the block unwindowed, equal then to inference
 UNCONFIGURED_GAMMA = 7.0  # the decay of the "decay where none is configured" bug (a trainer default)
 
 
@@ -98,14 +99,20 @@ def captured(target, input_ids, taps, bug, noise=0.0):
 
 
 def drafter_forward(target, drafter, fc_input, input_ids, anchors, bug):
-    """The drafter's block logits [N, B, V] in the trainer's precision (the wrong mask id with its bug)."""
-    mask_id = drafter.mask_token_id
+    """The drafter's block logits [N, B, V] in the trainer's precision (the wrong mask id, or sliding layers run as
+    full, with those bugs)."""
+    mask_id, window = drafter.mask_token_id, drafter.config.get("sliding_window")
     drafter.mask_token_id = WRONG_MASK_ID if bug == "wrong-mask-id" else mask_id
+    if bug == "sliding-window-dropped":  # a window no row reaches: the causal block kept, the window gone
+        drafter.config["sliding_window"] = input_ids.shape[0] + drafter.block_size
     try:
         with torch.no_grad(), td.computing_in(target.precision):
-            return drafter.training_logits(target, fc_input, input_ids, anchors)
+            return drafter.training_logits(target, fc_input, input_ids, anchors,
+                                           sliding_as_full=bug == "sliding-as-full")
     finally:
         drafter.mask_token_id = mask_id
+        if window is not None:
+            drafter.config["sliding_window"] = window
 
 
 def specforge_anchors(loss_mask, width, generator):
@@ -233,6 +240,7 @@ RUNS = {
     (SPECFORGE, "dflash", "hidden-noise", "f32"): ["target_logits_noise_free"],
     (SPECFORGE, "dflash", "hidden-noise", "bf16"): ["target_logits_noise_free"],
     (SPECFORGE, "dflash", "tap-off-by-one", "f32"): ["fc_excludes_target_layer"],
+    (SPECFORGE, "dflash", "final-layer-tap", "f32"): ["fc_excludes_target_layer"],
     (SPECFORGE, "dflash", "shifted-labels", "f32"): ["target_logits_noise_free"],
     (SPECFORGE, "dflash", "decay-unconfigured", "f32"): ["loss_type"],
     (SPECFORGE, "dflash", "wrong-mask-id", "f32"): ["train_infer_consistency"],
@@ -242,6 +250,7 @@ RUNS = {
     (SPECULATORS, "fixed", None, "bf16"): None,
     (SPECULATORS, "dpace", "hidden-noise", "f32"): ["fc_excludes_target_layer"],
     (SPECULATORS, "dpace", "tap-off-by-one", "f32"): ["fc_excludes_target_layer"],
+    (SPECULATORS, "dpace", "final-layer-tap", "f32"): ["fc_excludes_target_layer"],
     (SPECULATORS, "dpace", "shifted-labels", "f32"): ["target_logits_noise_free"],
     (SPECULATORS, "fixed", "kl-as-ce", "f32"): ["loss_type"],
     (SPECULATORS, "dpace", "wrong-mask-id", "f32"): ["train_infer_consistency"],
@@ -262,20 +271,38 @@ class TrainerRecipeTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.dir.cleanup()
 
-    def record(self, trainer, variant, bug, precision):
+    def drafter_with(self, name, **changes):
+        """The reference drafter's weights under a config with `changes` ({key: value}, or dflash_config's taps):
+        (its directory, the Drafter)."""
+        config = json.loads(json.dumps(self.drafter.config))
+        taps = changes.pop("target_layer_ids", None)
+        if taps is not None:
+            config["dflash_config"]["target_layer_ids"] = taps
+        config.update(changes)
+        directory = os.path.join(self.dir.name, name)
+        self.drafter.save(directory, config)
+        return directory, td.Drafter(directory)
+
+    def record(self, trainer, variant, bug, precision, drafter_dir=DRAFTER_DIR, drafter=None):
+        """(the step record, the drafter directory to check it with)."""
         target = tr.cached_target(TARGET_DIR, precision)
+        name = f"{os.path.basename(drafter_dir)}-{trainer}-{variant}-{bug or 'correct'}-{precision}"
+        drafter = drafter or self.drafter
+        if bug == "final-layer-tap":  # the trainer's config names the final layer; HF's hs[L] (post-norm) is fed
+            drafter_dir, drafter = self.drafter_with(
+                name + "-drafter", target_layer_ids=drafter.target_layer_ids[:-1] + [target.num_layers - 1])
         step = specforge_step if trainer == SPECFORGE else speculators_step
-        tensors, recipe, loss = step(target, self.drafter, variant, bug)
-        path = os.path.join(self.dir.name, f"{trainer}-{variant}-{bug or 'correct'}-{precision}.safetensors")
-        dg.write_step_record(path, **tensors, **recipe, block_size=self.drafter.block_size,
-                             mask_token_id=self.drafter.mask_token_id, target_layer_ids=self.drafter.target_layer_ids,
+        tensors, recipe, loss = step(target, drafter, variant, bug)
+        path = os.path.join(self.dir.name, name + ".safetensors")
+        dg.write_step_record(path, **tensors, **recipe, block_size=drafter.block_size,
+                             mask_token_id=drafter.mask_token_id, target_layer_ids=drafter.target_layer_ids,
                              logged_loss=loss, step=0, teacher_dtype=precision if trainer == SPECULATORS else None,
                              drafter_dtype=precision, hidden_dtype=precision)
-        return path
+        return path, drafter_dir
 
-    def check(self, path):
+    def check(self, path, drafter_dir):
         report = path + ".json"
-        done = subprocess.run([DRAFTGATE, "check", "--target", TARGET_DIR, "--drafter", DRAFTER_DIR,
+        done = subprocess.run([DRAFTGATE, "check", "--target", TARGET_DIR, "--drafter", drafter_dir,
                                "--step-record", path, "--only", CHECKS, "--report", report],
                               capture_output=True, text=True)
         results = {}
@@ -284,12 +311,10 @@ class TrainerRecipeTest(unittest.TestCase):
                 results = {r["check"]: r for r in json.load(f)["results"]}
         return done, results
 
-    def judge(self, trainer):
-        for (name, variant, bug, precision), must_fail in RUNS.items():
-            if name != trainer:
-                continue
-            with self.subTest(variant=variant, bug=bug, precision=precision):
-                done, results = self.check(self.record(name, variant, bug, precision))
+    def judge(self, runs, **drafter):
+        for (trainer, variant, bug, precision), must_fail in runs.items():
+            with self.subTest(trainer=trainer, variant=variant, bug=bug, precision=precision):
+                done, results = self.check(*self.record(trainer, variant, bug, precision, **drafter))
                 summary = "\n".join(f"{c}: {r['status']}: {r['message']}" for c, r in results.items())
                 self.assertEqual(sorted(results), sorted(CHECKS.split(",")), done.stdout + done.stderr)
                 if must_fail is None:
@@ -302,14 +327,29 @@ class TrainerRecipeTest(unittest.TestCase):
                     self.assertEqual(results[check]["status"], "fail", f"{check}: {results[check]['message']}")
                     if bug == "document-boundary":
                         self.assertIn("document", results[check]["message"])
+                    if bug == "sliding-window-dropped":
+                        self.assertIn("drafter layer 0 (sliding_attention, window", results[check]["message"])
 
     @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
     def test_specforge_recipe(self):
-        self.judge(SPECFORGE)
+        self.judge({key: fail for key, fail in RUNS.items() if key[0] == SPECFORGE})
+
+    @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
+    def test_specforge_sliding_layer(self):
+        """A drafter whose first layer slides (window >= B, where SpecForge's mask and inference agree): the
+        correct training mask passes; the layer run as a full one (SpecForge's mask without sliding_window: no
+        window, bidirectional block) fails train_infer_consistency, and the window alone dropped fails naming
+        the layer."""
+        directory, drafter = self.drafter_with("sliding-drafter", layer_types=["sliding_attention", "full_attention"],
+                                               sliding_window=SLIDING_WINDOW)
+        self.judge({(SPECFORGE, "dflash", None, "f32"): None,
+                    (SPECFORGE, "dflash", "sliding-as-full", "f32"): ["train_infer_consistency"],
+                    (SPECFORGE, "dflash", "sliding-window-dropped", "f32"): ["train_infer_consistency"]},
+                   drafter_dir=directory, drafter=drafter)
 
     @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
     def test_speculators_recipe(self):
-        self.judge(SPECULATORS)
+        self.judge({key: fail for key, fail in RUNS.items() if key[0] == SPECULATORS})
 
 
 if __name__ == "__main__":

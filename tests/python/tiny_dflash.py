@@ -288,10 +288,14 @@ class Drafter(torch.nn.Module):
         return conv_finish(y.view(u.shape), dynamic, base, self.conv_group).reshape(x.shape)
 
     def training_logits(self, target, fc_input, input_ids, anchors, context_through_anchor=False,
-                        causal_block=False, conv_across_blocks=False):
+                        causal_block=False, conv_across_blocks=False, sliding_as_full=False):
         """[N, B, V]: every anchor's block [anchor, MASK × (B−1)] at positions a…a+B−1, attending to the context
         strictly before the anchor (through it, with the bug) and to its whole block (causally, with the bug).
-        DFlash2: the convolutions over each block's own rows (over all N·B rows as one sequence, with the bug)."""
+        A sliding_attention layer (config layer_types, sliding_window w; is_causal absent, so z-lab makes it
+        causal) sees only keys fewer than w positions behind its query, context and block alike, causal inside
+        the block, as SpecForge's create_dflash_sdpa_mask (dflash_family_model.py @a6b6b023 :47-131) for
+        w >= B; with the bug it runs as a full layer. DFlash2: the convolutions over each block's own rows (over
+        all N·B rows as one sequence, with the bug)."""
         s, n, b = input_ids.shape[0], anchors.shape[0], self.block_size
         block_ids = torch.full((n, b), self.mask_token_id, dtype=torch.long)
         block_ids[:, 0] = input_ids[anchors]
@@ -303,13 +307,19 @@ class Drafter(torch.nn.Module):
             own_block = own_block.tril()
         block_mask = torch.block_diag(*[own_block] * n)  # no block sees another
         visible = torch.cat((context_mask.repeat_interleave(b, 0), block_mask), 1)
+        layer_types = self.config.get("layer_types") or ["full_attention"] * self.config["num_hidden_layers"]
+        if "sliding_attention" in layer_types and not sliding_as_full:
+            window = self.config["sliding_window"]
+            query = block_pos[:, None]  # [N·B, 1]: each block row's position a+q
+            key = torch.cat((torch.arange(s), block_pos))[None, :]
+            sliding_visible = visible & (query - key < window) & (key <= query)
 
         ctx = self.norm(F.linear(fc_input, self.weight("fc.weight")), "hidden_norm.weight")
         ctx_pos = torch.arange(s)
         h = target.embed[block_ids.reshape(-1)].float() * self.embedding_scale
         blocks = 1 if conv_across_blocks else n
 
-        def attention(a, u):
+        def attention(a, u, visible):
             q = F.linear(u, self.weight(a + "q_proj.weight")).view(-1, self.nh, self.d)
             q = rope(self.norm(q, a + "q_norm.weight"), block_pos, self.inv_freq)
             k_ctx = F.linear(ctx, self.weight(a + "k_proj.weight")).view(s, self.nkv, self.d)
@@ -328,8 +338,9 @@ class Drafter(torch.nn.Module):
 
         for i in range(self.config["num_hidden_layers"]):
             p = f"layers.{i}."
+            seen = sliding_visible if layer_types[i] == "sliding_attention" and not sliding_as_full else visible
             h = h + self.around(p + "attention_conv.", self.norm(h, p + "input_layernorm.weight"), blocks,
-                                lambda u: attention(p + "self_attn.", u))
+                                lambda u: attention(p + "self_attn.", u, seen))
             h = h + self.around(p + "mlp_conv.", self.norm(h, p + "post_attention_layernorm.weight"), blocks,
                                 lambda m: mlp(p, m))
         y = self.norm(h, "norm.weight")
