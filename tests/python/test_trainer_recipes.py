@@ -10,8 +10,11 @@ python/draftgate_records.py, and draftgate judges them on the bundled qwen3 targ
   verifier's greedy tokens as labels, D-PACE (alpha 0.5) or fixed decay gamma 4, normalised per row by its
   supervised count (mask_sum).
 
-Every correct run, in float32 and bf16, passes every step-record check; every seeded bug fails the check named for
-it. The step's logits come from the reference drafter without training (the drafter the checks are given).
+Every correct run, in float32 and bf16, passes every step-record check, and so does a SpecForge run with a
+sliding drafter layer; every seeded bug (noisy or off-by-one or final-layer hidden states, shifted labels, decay
+or KL where neither is configured, a wrong mask id, a sliding layer run as full, attention across packed
+documents) fails the check named for it. The step's logits come from the reference drafter (or its weights under
+a changed config) without training: the drafter the checks are given.
 
     /usr/bin/python3 tests/python/test_trainer_recipes.py --draftgate build/draftgate
 """
