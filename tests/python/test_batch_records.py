@@ -6,32 +6,19 @@ drafter forwards let attention cross the document boundary fails, naming the doc
 
     /usr/bin/python3 tests/python/test_batch_records.py --draftgate build/draftgate
 """
-import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import unittest
 
-try:
-    import torch
-except ImportError:
-    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
-    sys.exit(77)
+from step_record_checks import CHECKS, DRAFTGATE, run_checks  # noqa: E402  (first: torch or a skip)
 
-import tiny_dflash as td
-import train_and_record as tr
+import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import tiny_dflash as td  # noqa: E402
+import train_and_record as tr  # noqa: E402
 import draftgate_records as dg  # noqa: E402
 
-DRAFTGATE = None
-if "--draftgate" in sys.argv:
-    i = sys.argv.index("--draftgate")
-    DRAFTGATE = os.path.abspath(sys.argv[i + 1])
-    del sys.argv[i:i + 2]
-CHECKS = "target_logits_noise_free,loss_type,train_infer_consistency,fc_excludes_target_layer"
 ANCHORS = 6  # per sequence
 LENGTHS = (96, 64, 80)  # the longest each sequence may be (training_sequence packs whole instances)
 
@@ -132,15 +119,7 @@ class BatchRecordTest(unittest.TestCase):
         return path
 
     def check(self, path):
-        report = path + ".json"
-        done = subprocess.run([DRAFTGATE, "check", "--target", self.target_dir, "--drafter", self.drafter_dir,
-                               "--step-record", path, "--only", CHECKS, "--report", report],
-                              capture_output=True, text=True)
-        results = {}
-        if os.path.exists(report):
-            with open(report) as f:
-                results = {r["check"]: r for r in json.load(f)["results"]}
-        return done, results
+        return run_checks(self.target_dir, self.drafter_dir, path)
 
     def test_the_writer_keeps_the_batch_as_given(self):
         t = padded(self.parts, left_rows=(1,))

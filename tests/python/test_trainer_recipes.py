@@ -22,30 +22,18 @@ import json
 import math
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import unittest
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
-    sys.exit(77)
+from step_record_checks import CHECKS, DRAFTGATE, run_checks  # noqa: E402  (first: torch or a skip)
 
-import tiny_dflash as td
-import train_and_record as tr
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import tiny_dflash as td  # noqa: E402
+import train_and_record as tr  # noqa: E402
 import draftgate_records as dg  # noqa: E402
 
-DRAFTGATE = None
-if "--draftgate" in sys.argv:
-    i = sys.argv.index("--draftgate")
-    DRAFTGATE = os.path.abspath(sys.argv[i + 1])
-    del sys.argv[i:i + 2]
-CHECKS = "target_logits_noise_free,loss_type,train_infer_consistency,fc_excludes_target_layer"
 TARGET_DIR, DRAFTER_DIR = (os.path.join(tr.REPO, p) for p in tr.FAMILIES["qwen3"])
 SPECFORGE, SPECULATORS = "specforge", "speculators"
 # Noise on the captured hidden states, of their RMS. Data-label records judge fc_input against the precision's
@@ -304,15 +292,7 @@ class TrainerRecipeTest(unittest.TestCase):
         return path, drafter_dir
 
     def check(self, path, drafter_dir):
-        report = path + ".json"
-        done = subprocess.run([DRAFTGATE, "check", "--target", TARGET_DIR, "--drafter", drafter_dir,
-                               "--step-record", path, "--only", CHECKS, "--report", report],
-                              capture_output=True, text=True)
-        results = {}
-        if os.path.exists(report):
-            with open(report) as f:
-                results = {r["check"]: r for r in json.load(f)["results"]}
-        return done, results
+        return run_checks(TARGET_DIR, drafter_dir, path)
 
     def judge(self, runs, **drafter):
         for (trainer, variant, bug, precision), must_fail in runs.items():
