@@ -1822,6 +1822,12 @@ INSTANTIATE_TEST_SUITE_P(
                                    at::ones(named(tensors, "input_ids").sizes(), at::kLong));
             },
             "loss_type", "tensor \"attention_mask\" belongs to a batch record"),
+        record_tensors_case(
+            "record_unknown_tensor_cu_seqlens", true,
+            [](auto& tensors) {
+              tensors.emplace_back("cu_seqlens", at::tensor({0, 8, 16}, at::kLong));
+            },
+            "loss_type", "tensor \"cu_seqlens\" is not a step-record tensor"),
         batch_case(
             "batch_nothing_kept",
             [](auto& tensors) {

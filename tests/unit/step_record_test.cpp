@@ -181,6 +181,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "not a comma-separated id list"},
         BadRecord{"no_fc_input", [](auto& tensors, auto&) { drop(tensors, "fc_input"); },
                   "missing tensor \"fc_input\""},
+        BadRecord{"unknown_tensor",
+                  [](auto& tensors, auto&) {
+                    tensors.emplace_back("cu_seqlens", at::tensor({0, 16}, at::kLong));
+                  },
+                  "tensor \"cu_seqlens\" is not a step-record tensor"},
         BadRecord{"no_teacher_or_labels",
                   [](auto& tensors, auto&) {
                     drop(tensors, "teacher_logits");

@@ -368,7 +368,7 @@ constexpr const char* kBatchKeys[] = {"attention_mask", "document_ids", "positio
 
 StepBatch single_sequence(const Reader& r, StepRecord rec) {
   for (const char* key : kBatchKeys)
-    if (r.tensor(key, 1, at::kLong, false).defined())
+    if (r.find(key) != nullptr)  // by the header: the data is never needed
       throw Error(r.name(), std::string("tensor \"") + key + "\" belongs to a batch record",
                   "record input_ids and the other tensors with their batch dimension, [R, S]");
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
@@ -640,9 +640,23 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
 
 }  // namespace
 
+// Every tensor a record may hold (docs/step-records.md): another name is a trainer's tensor
+// draftgate would otherwise ignore (a `cu_seqlens` packing, say), so it is refused by name.
+constexpr const char* kRecordTensors[] = {
+    "input_ids",         "loss_mask",    "anchors",    "fc_input",       "teacher_logits",
+    "teacher_positions", "labels",       "weights",    "drafter_logits", "attention_mask",
+    "document_ids",      "position_ids", "anchor_mask"};
+
 StepBatch read_step_batch(const std::filesystem::path& path) {
   const Reader r(path);
   const StepRecord meta = read_metadata(r);
+  for (const auto& [name, dtype] : meta.stored_dtypes)
+    if (std::find(std::begin(kRecordTensors), std::end(kRecordTensors), name) ==
+        std::end(kRecordTensors))
+      throw Error(
+          r.name(), "tensor \"" + name.substr(0, 64) + "\" is not a step-record tensor",
+          "record only the tensors docs/step-records.md lists (packed rows: document_ids or "
+          "position_ids)");
   const io::TensorInfo* ids = r.find("input_ids");
   if (ids != nullptr && ids->shape.size() == 2) return batch_sequences(r, meta);
   return single_sequence(r, meta);
