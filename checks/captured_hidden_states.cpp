@@ -1,5 +1,8 @@
 #include "checks/captured_hidden_states.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
@@ -10,16 +13,16 @@
 
 namespace draftgate::checks {
 
-std::string judge_captured_hidden_states(const std::string& check, const io::Checkpoint& ckpt,
-                                         const nlohmann::json& p, const train::StepRecord& rec,
-                                         CheckResult& r, std::vector<std::string>& problems) {
+CapturedVerdict judge_captured_hidden_states(const std::string& check, const io::Checkpoint& ckpt,
+                                             const nlohmann::json& p, const train::StepRecord& rec,
+                                             CheckResult& r, std::vector<std::string>& problems) {
   const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
   const std::int64_t length = positions_to_recompute(p, recorded);
   const std::string scope = judged(r, length, recorded);
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (auto bad = metrics::non_finite_problem("fc_input", fed)) {
     problems.push_back(*bad + "; the captured hidden states a trainer feeds fc must be finite");
-    return scope;
+    return {scope, ""};
   }
   const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
   train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
@@ -45,6 +48,11 @@ std::string judge_captured_hidden_states(const std::string& check, const io::Che
   const double factor = p["precision_factor"].get<double>();
   r.evidence["hidden_precision"] = precision.describe();
   r.measured["fc_input_slices"] = nlohmann::json::array();
+  struct OverBudget {
+    std::int64_t slice;
+    double budget, ratio;
+  };
+  std::vector<OverBudget> over_budget;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t layer = rec.target_layer_ids[i];
     const at::Tensor want = ref.taps.at(layer).to(at::kCPU).to(at::kFloat);
@@ -59,17 +67,49 @@ std::string judge_captured_hidden_states(const std::string& check, const io::Che
          {"noise_ratio", ratio},
          {"noise_ratio_explained_by_precision", explained_ratio},
          {"noise_ratio_budget", budget}});
-    if (ratio > budget)
-      problems.push_back(
-          "fc_input slice " + std::to_string(i) + " (tap " + std::to_string(layer) +
-          ") deviates from the target's output of layer " + std::to_string(layer) +
-          " by noise of " + format_number(ratio) + " of its RMS (budget " + format_number(budget) +
-          " for hidden states " + precision.describe() +
-          "); record the hidden states as the target computed them (before any augmentation "
-          "noise), from tap l = HF hidden_states[l + 1] (fc_excludes_target_layer names the "
-          "layer a slice came from)");
+    if (ratio > budget) over_budget.push_back({i, budget, ratio});
   }
-  return scope;
+  if (over_budget.empty()) return {scope, ""};
+  // A slice that is another layer's output within the budget is a tap-indexing error, which
+  // fc_excludes_target_layer judges, not noise: the neighbouring layers and the final one.
+  std::vector<std::int64_t> neighbours;
+  for (const auto& o : over_budget)
+    for (std::int64_t m :
+         {rec.target_layer_ids[o.slice] - 1, rec.target_layer_ids[o.slice] + 1, layers - 1})
+      if (m >= 0 && m < layers && m != rec.target_layer_ids[o.slice] &&
+          std::find(neighbours.begin(), neighbours.end(), m) == neighbours.end())
+        neighbours.push_back(m);
+  const auto other = forward_with_progress(check, target, tokens, neighbours, false);
+  std::string note;
+  for (const auto& o : over_budget) {
+    const std::int64_t layer = rec.target_layer_ids[o.slice];
+    const at::Tensor got = fed.narrow(1, o.slice * h, h);
+    std::optional<std::int64_t> came_from;
+    for (std::int64_t m : neighbours) {
+      const std::int64_t distance = m - layer;
+      if ((distance == 1 || distance == -1 || m == layers - 1) &&
+          metrics::noise_ratio(got, other.taps.at(m).to(at::kCPU).to(at::kFloat)) <= o.budget) {
+        came_from = m;
+        break;
+      }
+    }
+    if (came_from) {
+      r.measured["fc_input_slices"][o.slice]["came_from"] = *came_from;
+      note += std::string(note.empty() ? "" : "; ") + "fc_input slice " + std::to_string(o.slice) +
+              " (tap " + std::to_string(layer) + ") is the target's output of layer " +
+              std::to_string(*came_from) +
+              ", not noise: a tap-indexing error, fc_excludes_target_layer's to judge";
+      continue;
+    }
+    problems.push_back(
+        "fc_input slice " + std::to_string(o.slice) + " (tap " + std::to_string(layer) +
+        ") deviates from the target's output of layer " + std::to_string(layer) + " by noise of " +
+        format_number(o.ratio) + " of its RMS (budget " + format_number(o.budget) +
+        " for hidden states " + precision.describe() +
+        "); record the hidden states as the target computed them (before any augmentation "
+        "noise), from tap l = HF hidden_states[l + 1]");
+  }
+  return {scope, note};
 }
 
 }  // namespace draftgate::checks

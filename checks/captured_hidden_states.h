@@ -14,14 +14,20 @@
 
 namespace draftgate::checks {
 
+struct CapturedVerdict {
+  std::string scope;  // "judged J of R positions"
+  std::string note;   // slices that are another layer's output (not noise), or ""
+};
+
 // Judges each fc_input slice of `record` (its leading max_positions positions) against the
 // target's output of its declared layer, the budget max(max_noise_ratio, precision_factor × the
 // noise the capture's precision (hidden_dtype) explains, measured); adds
-// measured.fc_input_slices, evidence.hidden_precision and one problem per slice over budget.
-// Returns the scope phrase ("judged J of R positions").
-std::string judge_captured_hidden_states(const std::string& check, const io::Checkpoint& target,
-                                         const nlohmann::json& params,
-                                         const train::StepRecord& record, CheckResult& result,
-                                         std::vector<std::string>& problems);
+// measured.fc_input_slices, evidence.hidden_precision and one problem per slice over budget —
+// except a slice that is a neighbouring layer's or the final layer's output within the budget:
+// that is a tap-indexing error, fc_excludes_target_layer's finding, named in the note.
+CapturedVerdict judge_captured_hidden_states(const std::string& check, const io::Checkpoint& target,
+                                             const nlohmann::json& params,
+                                             const train::StepRecord& record, CheckResult& result,
+                                             std::vector<std::string>& problems);
 
 }  // namespace draftgate::checks

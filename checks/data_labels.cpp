@@ -93,9 +93,12 @@ CheckResult judge_data_label_record(const std::string& check, const Artifacts& a
     if (ckpt.metadata_only()) {
       not_judged.push_back("fc_input (" + a.target->string() + " is metadata-only)");
     } else {
-      scope = judge_captured_hidden_states(check, ckpt, p, rec, r, problems);
+      const CapturedVerdict captured =
+          judge_captured_hidden_states(check, ckpt, p, rec, r, problems);
+      scope = captured.scope;
       judged_parts.push_back("fc_input against the target's taps [" +
-                             format_ids(rec.target_layer_ids) + "]");
+                             format_ids(rec.target_layer_ids) + "]" +
+                             (captured.note.empty() ? "" : " (" + captured.note + ")"));
     }
   }
   r.measured["judged"] = judged_parts;

@@ -183,7 +183,7 @@ class TargetLogitsNoiseFree : public Check {
     }
     // The teacher's trainer takes fc_input from the target too.
     CheckResult captured;
-    const std::string fc_scope =
+    const CapturedVerdict fc =
         judge_captured_hidden_states(name(), ckpt, p, rec, captured, problems);
     for (const auto& [key, value] : captured.measured.items())
       if (key.rfind("positions_", 0) != 0) r.measured[key] = value;
@@ -193,8 +193,9 @@ class TargetLogitsNoiseFree : public Check {
         std::move(r), problems,
         "the recorded teacher is the target's own output within what its precision explains (" +
             precision.describe() + "), and fc_input the target's taps [" +
-            format_ids(rec.target_layer_ids) + "] within what theirs explains",
-        scope + "; fc_input " + fc_scope);
+            format_ids(rec.target_layer_ids) + "] within what theirs explains" +
+            (fc.note.empty() ? "" : " (" + fc.note + ")"),
+        fc.scope == scope ? scope : scope + "; fc_input " + fc.scope);
     if (!not_recorded.empty()) out.message += " (" + not_recorded + " not recorded, not judged)";
     return out;
   }

@@ -1280,9 +1280,7 @@ INSTANTIATE_TEST_SUITE_P(
                 [](const fs::path&) { return "check --target " + target() + " --only ''"; },
                 "--only: \"\" holds an empty check name"},
         Hostile{"only_commas",
-                [](const fs::path&) {
-                  return "check --only , --target " + target() + " --drafter " + target();
-                },
+                [](const fs::path&) { return "check --only , --target " + target(); },
                 "--only: \",\" holds an empty check name"},
         Hostile{"json_without_list",
                 [](const fs::path&) { return "check --target " + target() + " --json"; },

@@ -164,7 +164,8 @@ TEST(RecordSubsets, TeacherAtSomePositionsIsJudgedThereAndSaysHowMuch) {
   const StepRecord rec = with_teacher_at(full, positions);
   const CheckResult clean = run_on("target_logits_noise_free", rec, "subset.safetensors");
   EXPECT_EQ(clean.status, Status::kPass) << clean.message;
-  EXPECT_THAT(clean.message, HasSubstr("(judged 5 of 16 positions)"));
+  EXPECT_THAT(clean.message,
+              HasSubstr("(judged 5 of 16 positions; fc_input judged 16 of 16 positions)"));
   EXPECT_EQ(clean.measured["positions_judged"], 5);
   EXPECT_EQ(clean.measured["positions_recorded"], 16);
   EXPECT_LT(clean.measured["noise_ratio"].get<double>(), 1e-5);
@@ -176,7 +177,8 @@ TEST(RecordSubsets, TeacherAtSomePositionsIsJudgedThereAndSaysHowMuch) {
   const CheckResult caught = run_on("target_logits_noise_free", noisy, "subset_noisy.safetensors");
   EXPECT_EQ(caught.status, Status::kFail);
   EXPECT_THAT(caught.message, HasSubstr("remove noise from the teacher path"));
-  EXPECT_THAT(caught.message, HasSubstr("(judged 5 of 16 positions)"));
+  EXPECT_THAT(caught.message,
+              HasSubstr("(judged 5 of 16 positions; fc_input judged 16 of 16 positions)"));
   const auto worst = caught.measured["worst_position"]["position"].get<std::int64_t>();
   EXPECT_NE(std::find(positions.begin(), positions.end(), worst), positions.end());
 }
@@ -425,7 +427,8 @@ TEST(TrainerRecipes, CapturedHiddenStatesWithNoiseOrFromAnotherLayerFail) {
   quiet.fc_input = clean.fc_input + 1e-5 * rms(clean.fc_input) * at::randn(clean.fc_input.sizes());
   EXPECT_EQ(run_on("target_logits_noise_free", quiet, "specforge_quiet.safetensors").status,
             Status::kPass);
-  // Tap 2 fed from layer 3 (off by one).
+  // Tap 2 fed from layer 3 (off by one): the target's own states, not noise — noise-free passes and
+  // says so; fc_excludes_target_layer fails naming the layer.
   Models m;
   const auto fwd = m.target->forward(clean.input_ids, {3});
   StepRecord shifted = clean;
@@ -433,8 +436,14 @@ TEST(TrainerRecipes, CapturedHiddenStatesWithNoiseOrFromAnotherLayerFail) {
   shifted.fc_input = clean.fc_input.clone();
   shifted.fc_input.narrow(1, h, h).copy_(fwd.taps.at(3));
   const CheckResult off = run_on("target_logits_noise_free", shifted, "specforge_tap.safetensors");
-  EXPECT_EQ(off.status, Status::kFail);
-  EXPECT_THAT(off.message, HasSubstr("fc_input slice 1 (tap 2)"));
+  EXPECT_EQ(off.status, Status::kPass) << off.message;
+  EXPECT_THAT(off.message, HasSubstr("fc_input slice 1 (tap 2) is the target's output of layer 3, "
+                                     "not noise: a tap-indexing error"));
+  EXPECT_EQ(off.measured["fc_input_slices"][1]["came_from"], 3);
+  const CheckResult taps = run_on("fc_excludes_target_layer", shifted, "specforge_tap.safetensors");
+  EXPECT_EQ(taps.status, Status::kFail);
+  EXPECT_THAT(taps.message,
+              HasSubstr("fc input slice 1 is declared as layer 2 but matches layer 3"));
 }
 
 TEST(TrainerRecipes, LossTypeTellsTheWeightingsApart) {
