@@ -164,7 +164,7 @@ TEST(DrafterKeys, EachRefusedSpeculatorsKeyIsNamedWithItsValueAndEffect) {
        "target_hidden_size = 32: an fc input width"},
       {"speculative_tokens",
        [](json& j) { j["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 3; },
-       "vLLM drafts speculators_config.proposal_methods[0].speculative_tokens per step"},
+       "speculators_config = {\"algorithm\": \"dflash\", \"proposal_methods\""},
       {"layer_config_dflash_config",
        [](json& j) { j["transformer_layer_config"]["dflash_config"] = json::object(); },
        "transformer_layer_config.dflash_config = {}: a z-lab key inside transformer_layer_config"},
