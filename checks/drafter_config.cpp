@@ -21,6 +21,7 @@
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
 #include "draftgate/model/drafter_keys.h"
+#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::checks {
 namespace {
@@ -130,30 +131,36 @@ class DrafterConfigCheck : public Check {
 
   CheckResult run(const Artifacts& a, const json& p) const override {
     if (!a.drafter) return skip(name(), "needs a drafter (--drafter)");
-    const io::ModelConfig d = io::ModelConfig::load(*a.drafter / "config.json");
+    const io::ModelConfig file_config = io::ModelConfig::load(*a.drafter / "config.json");
+    const bool speculators =
+        model::detect_drafter_format(file_config) == model::DrafterFormat::kSpeculators;
     std::optional<io::ModelConfig> t;
     if (a.target) t = io::ModelConfig::load(*a.target / "config.json");
     auto allowed = [&](const char* param) { return p[param].get<bool>(); };
     CheckResult r;
-    r.evidence["drafter_config"] = d.file();
+    r.evidence["drafter_config"] = file_config.file();
     if (t) r.evidence["target_config"] = t->file();
     std::vector<std::string> problems, not_checked;
     if (!t) not_checked.emplace_back("every comparison with the target (no --target)");
 
     // Keys and files draftgate would not read: the evaluators refuse the drafter for them.
     json refused = json::array();
-    auto unread = model::refused_keys(d);
+    auto unread = model::refused_keys(file_config);
     for (auto& f : model::refused_files(*a.drafter)) unread.push_back(std::move(f));
     for (const auto& k : unread) {
       refused.push_back(k.key);
       problems.push_back("refused " + k.line());
     }
     r.measured["refused_keys"] = refused;
-    r.evidence["format"] = model::drafter_format_name(model::detect_drafter_format(d));
-    if (model::detect_drafter_format(d) == model::DrafterFormat::kSpeculators) {
-      r.evidence["not_checked"] = json::array({"the speculators config's keys (format refused)"});
+    r.evidence["format"] = model::drafter_format_name(model::detect_drafter_format(file_config));
+    if (speculators && !unread.empty()) {
+      r.evidence["not_checked"] =
+          json::array({"the rules below, on a speculators config with refused keys"});
       return conclude(std::move(r), problems, "");
     }
+    // A speculators config is checked as vLLM reads it: its transformer_layer_config with the
+    // DFlash fields (mask_token_id, taps = aux ids − 1) under dflash_config.
+    const io::ModelConfig d = speculators ? model::speculators_as_zlab(file_config) : file_config;
 
     // The target's text decoder: its layer count and embedding rows.
     std::optional<std::int64_t> target_layers, target_vocab;
@@ -236,7 +243,9 @@ class DrafterConfigCheck : public Check {
     // num_target_layers, hidden size, vocabulary.
     const auto declared_layers = d.root().find("num_target_layers");
     if (declared_layers == d.root().end() || declared_layers->is_null()) {
-      if (!allowed("allow_missing_num_target_layers"))
+      if (speculators)
+        not_checked.emplace_back("num_target_layers (the speculators format has none)");
+      else if (!allowed("allow_missing_num_target_layers"))
         problems.push_back(
             "num_target_layers is missing; set it to the layer count of the target the drafter "
             "was trained on (allow_missing_num_target_layers relaxes this)");

@@ -10,7 +10,7 @@
 // identity (golden::target_identity: config.json sha256 and weights fingerprint; a copy of the same
 // target is the same). Anything else is a note, never a refusal. z-lab's and SpecForge's exported
 // configs record no other target key (fixtures/real-layouts); speculators' verifier.name_or_path is
-// in a format draftgate refuses.
+// not compared yet.
 
 #include <optional>
 #include <string>

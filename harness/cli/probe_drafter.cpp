@@ -5,12 +5,14 @@
 #include "probe_drafter.h"
 
 #include <iostream>
+#include <optional>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/model/drafter_config.h"
 #include "draftgate/model/drafter_keys.h"
+#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::cli {
 namespace {
@@ -93,7 +95,7 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
   if (speculators) {
     written_key = "aux_hidden_state_layer_ids";
     written = root.value("aux_hidden_state_layer_ids", json(nullptr));
-    // speculators convert/dflash/converter.py @c05b95b3: aux id = z-lab id + 1.
+    // speculators convert/dflash/converter.py @c05b95b3 :117-126: aux id = z-lab id + 1.
     if (written.is_array())
       for (const auto& id : written)
         zlab_taps.push_back(id.is_number_integer() ? json(id.get<std::int64_t>() - 1) : id);
@@ -117,9 +119,23 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
       {"vocab_size", target_vocab},
       {"draft_vocab_size", draft_vocab},
       {"reduced", draft_vocab != target_vocab},
-      {"embedding_and_head", speculators ? "its own (embed_tokens, lm_head)" : "the target's"}};
+      {"embedding_and_head",
+       speculators ? "its own embed_tokens / lm_head where the checkpoint has them, else the "
+                     "target's (as vLLM loads them)"
+                   : "the target's"}};
+  // The layers as the engines read them: a speculators config through the z-lab config vLLM
+  // builds from it (none when that config is malformed; the evaluators say why).
+  std::optional<io::ModelConfig> layout;
   if (!speculators) {
-    const model::CausalityKeys keys = model::read_causality_keys(c);
+    layout = c;
+  } else {
+    try {
+      layout = model::speculators_as_zlab(c);
+    } catch (const Error&) {
+    }
+  }
+  if (layout) {
+    const model::CausalityKeys keys = model::read_causality_keys(*layout);
     out["layers"] = {{"zlab", layers_json(keys, model::CausalityReading::kZLab)},
                      {"vllm", layers_json(keys, model::CausalityReading::kVllm)}};
     out["engines_disagree"] = keys.readings_disagree();
@@ -132,6 +148,8 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
   for (const auto& k : unread)
     refused.push_back({{"key", k.key}, {"value", k.value}, {"effect", k.effect}});
   out["refused"] = refused;
+  // Whether the evaluators read this drafter (its keys and files), or refuse it.
+  out["read"] = unread.empty();
   json keys = json::array();
   for (const auto& f : model::key_facts(c))
     keys.push_back(
@@ -157,13 +175,15 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
                                    : std::string(", the full vocabulary")) +
                               "; embedding and head: " +
                               out["vocabulary"]["embedding_and_head"].get<std::string>());
-  if (!speculators) {
+  if (layout) {
     print_row("layers (z-lab)", out["layers_text"]["zlab"].get<std::string>());
     print_row("layers (vLLM)",
               out["layers_text"]["vllm"].get<std::string>() +
                   (out["engines_disagree"].get<bool>() ? "  (engines DISAGREE)" : "  (same)"));
   }
-  if (unread.empty()) print_row("refused", "none: every key is implemented or known inert");
+  if (unread.empty())
+    print_row("refused", std::string("none: every key is implemented or known inert") +
+                             (speculators ? " (read natively as vLLM reads it)" : ""));
   for (std::size_t i = 0; i < unread.size(); ++i)
     print_row(i == 0 ? "refused" : "", unread[i].line());
   return 0;

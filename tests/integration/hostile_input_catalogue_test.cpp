@@ -15,7 +15,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "hostile_input.h"
+#include "speculators_convert.h"
 
 namespace draftgate::hostile {
 namespace {
@@ -1664,9 +1667,6 @@ INSTANTIATE_TEST_SUITE_P(
             "unknown_top_level_key", [](json& c) { c["confidence_head_alpha"] = 1.0; },
             "refused confidence_head_alpha = 1.0: unknown to draftgate"),
         key_case(
-            "speculators_format", [](json& c) { c["speculators_model_type"] = "dflash"; },
-            "refused speculators_model_type = \"dflash\": the speculators format"),
-        key_case(
             "use_swa_as_a_string", [](json& c) { c["dflash_config"]["use_swa"] = "yes"; },
             "dflash_config.use_swa must be true, false or null, got \"yes\""),
         key_case(
@@ -1679,6 +1679,186 @@ INSTANTIATE_TEST_SUITE_P(
             "mask_embedding_file",
             [](const fs::path& d) { write(d / "mask_embedding.pt", std::string("x")); },
             "refused mask_embedding.pt: a separate MASK embedding")),
+    [](const auto& p) { return p.param.label; });
+
+// speculators DFlash drafters (model/speculators_config.h, model/draft_vocab.h): a conversion of
+// the bundled reference drafter, with a reduced vocabulary where `reduced`, then `mutate`d.
+const std::vector<std::int64_t> kKeptIds = [] {
+  std::vector<std::int64_t> ids;
+  for (std::int64_t id = 0; id < 40; ++id) ids.push_back(id);
+  for (std::int64_t id : {45, 50, 57, 63}) ids.push_back(id);
+  return ids;
+}();
+
+at::Tensor& named(io::NamedTensors& tensors, const std::string& name);
+
+// The drafter's tensors after `edit` (written back to its model.safetensors).
+void edit_tensors(const fs::path& dir, const std::function<void(io::NamedTensors&)>& edit) {
+  io::NamedTensors tensors;
+  {
+    const io::Checkpoint c = io::Checkpoint::open(dir);
+    for (const auto& n : c.names()) tensors.emplace_back(n, io::load_tensor(c, n).clone());
+  }
+  edit(tensors);
+  io::write_tensors(dir / "model.safetensors", tensors);
+}
+void drop_tensor(io::NamedTensors& tensors, const std::string& name) {
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                               [&](const auto& t) { return t.first == name; }),
+                tensors.end());
+}
+
+Hostile speculators_case(std::string label, bool reduced,
+                         std::function<void(const fs::path&)> mutate, std::string message) {
+  return {label,
+          [reduced, mutate](const fs::path& dir) {
+            const fs::path d = dir / "speculators-drafter";
+            testing::write_speculators_drafter(kTrained / "qwen3-drafter-reference",
+                                               kTrained / "qwen3-target", d,
+                                               reduced ? kKeptIds : std::vector<std::int64_t>{});
+            mutate(d);
+            return "eval --target " + (kTrained / "qwen3-target").string() + " --drafter " +
+                   d.string() + " --prompts " + prompts() + " --max-new 2";
+          },
+          message};
+}
+Hostile speculators_key_case(std::string label, std::function<void(json&)> edit,
+                             std::string message) {
+  return speculators_case(std::move(label), false, config_edit(std::move(edit)),
+                          std::move(message));
+}
+Hostile vocab_case(std::string label, std::function<void(io::NamedTensors&)> edit,
+                   std::string message) {
+  return speculators_case(
+      std::move(label), true, [edit](const fs::path& d) { edit_tensors(d, edit); },
+      std::move(message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SpeculatorsDrafter, HostileInput,
+    ::testing::Values(
+        speculators_key_case(
+            "speculators_model_type_dspark",
+            [](json& c) { c["speculators_model_type"] = "dspark"; },
+            "refused speculators_model_type = \"dspark\": names another speculators algorithm"),
+        speculators_key_case(
+            "speculators_architecture", [](json& c) { c["architectures"] = {"DFlashDraftModel"}; },
+            "refused architectures = [\"DFlashDraftModel\"]: names another speculators model"),
+        speculators_key_case(
+            "speculators_layer_config_not_object",
+            [](json& c) { c["transformer_layer_config"] = "qwen3"; },
+            "refused transformer_layer_config = \"qwen3\": must be an object"),
+        speculators_key_case(
+            "speculators_aux_ids_embedding",
+            [](json& c) {
+              c["aux_hidden_state_layer_ids"] = {0, 3};
+            },
+            "speculators id 0 is the embedding output"),
+        speculators_key_case(
+            "speculators_aux_ids_not_array", [](json& c) { c["aux_hidden_state_layer_ids"] = 3; },
+            "aux_hidden_state_layer_ids must be a non-empty array of layer ids, got 3"),
+        speculators_key_case(
+            "speculators_aux_ids_beyond_target",
+            [](json& c) {
+              c["aux_hidden_state_layer_ids"] = {1, 5};
+            },
+            "tap 4 is not a target layer (0..3)"),
+        speculators_key_case(
+            "speculators_mask_token_id_missing", [](json& c) { c.erase("mask_token_id"); },
+            "missing mask_token_id (speculators DFlash config, top level)"),
+        speculators_key_case(
+            "speculators_block_size_string", [](json& c) { c["block_size"] = "8"; },
+            "block_size must be an integer, got \"8\""),
+        speculators_key_case(
+            "speculators_draft_vocab_above_target", [](json& c) { c["draft_vocab_size"] = 65; },
+            "refused draft_vocab_size = 65: a draft vocabulary larger than"),
+        speculators_key_case(
+            "speculators_draft_vocab_zero", [](json& c) { c["draft_vocab_size"] = 0; },
+            "draft_vocab_size must be a positive integer, got 0"),
+        speculators_key_case(
+            "speculators_target_hidden_size", [](json& c) { c["target_hidden_size"] = 32; },
+            "refused target_hidden_size = 32"),
+        speculators_key_case(
+            "speculators_sample_from_anchor", [](json& c) { c["sample_from_anchor"] = true; },
+            "refused sample_from_anchor = true: drafts block_size tokens"),
+        speculators_key_case(
+            "speculators_sliding_window_non_causal",
+            [](json& c) {
+              c["transformer_layer_config"]["layer_types"] = {"sliding_attention",
+                                                              "full_attention"};
+              c["transformer_layer_config"]["sliding_window"] = 4;
+              c["sliding_window_non_causal"] = true;
+            },
+            "refused sliding_window_non_causal = true: the drafter was trained with its "
+            "sliding layers bidirectional"),
+        speculators_key_case(
+            "speculators_speculative_tokens",
+            [](json& c) {
+              c["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 3;
+            },
+            "must be block_size − 1"),
+        speculators_key_case(
+            "speculators_layer_config_block_size",
+            [](json& c) { c["transformer_layer_config"]["block_size"] = 8; },
+            "refused transformer_layer_config.block_size = 8: a z-lab key inside"),
+        speculators_key_case(
+            "speculators_unknown_key", [](json& c) { c["markov_rank"] = 256; },
+            "refused markov_rank = 256: unknown to draftgate"),
+        speculators_case(
+            "speculators_unknown_tensor", false,
+            [](const fs::path& d) {
+              edit_tensors(d,
+                           [](auto& t) { t.emplace_back("markov_head.weight", at::zeros({2})); });
+            },
+            "tensor \"markov_head.weight\" is not a speculators DFlash weight"),
+        speculators_case(
+            "speculators_embed_tokens_shape", false,
+            [](const fs::path& d) {
+              edit_tensors(d, [](auto& t) {
+                named(t, "embed_tokens.weight") = at::zeros({32, 64});
+              });
+            },
+            "tensor \"embed_tokens.weight\" has shape [32, 64]"),
+        speculators_case(
+            "speculators_full_vocab_d2t_not_identity", false,
+            [](const fs::path& d) {
+              edit_tensors(d, [](auto& t) { t.emplace_back("d2t", at::ones({64}, at::kLong)); });
+            },
+            "tensor \"d2t\" is not all zeros but draft_vocab_size equals the target's"),
+        vocab_case(
+            "d2t_float", [](auto& t) { named(t, "d2t") = named(t, "d2t").to(at::kFloat); },
+            "tensor \"d2t\" has dtype Float; the draft-to-target offsets are integers"),
+        vocab_case(
+            "d2t_shape",
+            [](auto& t) { named(t, "d2t") = named(t, "d2t").narrow(0, 0, 43).clone(); },
+            "tensor \"d2t\" has shape [43], expected [44] (draft_vocab_size)"),
+        vocab_case(
+            "d2t_out_of_target_vocab", [](auto& t) { named(t, "d2t")[43] += 10; },
+            "tensor \"d2t\" maps draft id 43 to target id 73, outside the target's vocabulary"),
+        vocab_case(
+            "d2t_negative_target", [](auto& t) { named(t, "d2t")[0] = -1; },
+            "maps draft id 0 to target id -1, outside the target's vocabulary"),
+        vocab_case(
+            "d2t_two_drafts_one_target", [](auto& t) { named(t, "d2t")[1] = -1; },
+            "tensor \"d2t\" maps draft ids 0 and 1 to the same target id 0"),
+        vocab_case(
+            "t2d_marks_an_unmapped_id", [](auto& t) { named(t, "t2d")[41] = true; },
+            "tensor \"t2d\" marks target id 41, which d2t maps no draft id to"),
+        vocab_case(
+            "t2d_not_bool", [](auto& t) { named(t, "t2d") = named(t, "t2d").to(at::kLong); },
+            "tensor \"t2d\" has dtype Long; the target-to-draft mask is BOOL"),
+        vocab_case(
+            "d2t_missing", [](auto& t) { drop_tensor(t, "d2t"); },
+            "draft_vocab_size 44 is below the target's 64 but the checkpoint has no \"d2t\""),
+        vocab_case(
+            "lm_head_missing", [](auto& t) { drop_tensor(t, "lm_head.weight"); },
+            "the checkpoint has no lm_head.weight"),
+        vocab_case(
+            "lm_head_full_rows",
+            [](auto& t) {
+              named(t, "lm_head.weight") = at::zeros({64, 64});
+            },
+            "tensor \"lm_head.weight\" has shape [64, 64]")),
     [](const auto& p) { return p.param.label; });
 
 // Identity keys of step records (golden/record_identity.h) and the golden's prompt count.

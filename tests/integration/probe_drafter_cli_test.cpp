@@ -1,5 +1,5 @@
 // `draftgate probe DRAFTER`: the facts of the bundled and published drafters from config.json
-// alone, the refused keys of SpecForge's Domino / DSpark configs and of a speculators config, and
+// alone, the refused keys of SpecForge's Domino / DSpark configs, a speculators config read, and
 // the engines' readings side by side.
 
 #include <gmock/gmock.h>
@@ -128,8 +128,20 @@ TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
   EXPECT_EQ(j["taps_as_written"]["ids"], json::parse("[1, 3]"));
   EXPECT_EQ(j["vocabulary"]["reduced"], true);
   EXPECT_EQ(j["vocabulary"]["draft_vocab_size"], 32);
-  ASSERT_EQ(j["refused"].size(), 1u);
-  EXPECT_EQ(j["refused"][0]["key"], "speculators_model_type");
+  // Read natively now (formerly refused as a whole at speculators_model_type): no refused key,
+  // and the layers as the engines run them, from transformer_layer_config.
+  EXPECT_EQ(j["refused"], json::array());
+  EXPECT_EQ(j["read"], true);
+  EXPECT_EQ(j["layers"]["zlab"].size(), 2u);
+  EXPECT_EQ(j["engines_disagree"], false);
+  EXPECT_THAT(j["vocabulary"]["embedding_and_head"].get<std::string>(), HasSubstr("its own"));
+  // A key of another speculators algorithm is refused by name.
+  json dspark = spec;
+  dspark["speculators_model_type"] = "dspark";
+  const json d = probe_json(config_only("speculators_dspark", dspark));
+  EXPECT_EQ(d["read"], false);
+  ASSERT_EQ(d["refused"].size(), 1u);
+  EXPECT_EQ(d["refused"][0]["key"], "speculators_model_type");
 }
 
 TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {

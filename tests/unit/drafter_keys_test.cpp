@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include "draftgate/model/drafter_config.h"
 #include "error_text.h"
@@ -108,9 +109,85 @@ const Refusal kRefusals[] = {
        j["rope_parameters"] = {{"rope_theta", 1e6}, {"factor", 4.0}};
      },
      "rope_parameters.factor = 4.0: unknown to draftgate"},
-    {"speculators", [](json& j) { j["speculators_model_type"] = "dflash"; },
-     "speculators_model_type = \"dflash\": the speculators format"},
 };
+
+// The reference drafter in the speculators layout (convert/dflash/converter.py @c05b95b3
+// _build_config): the z-lab-only keys out of the layer config, taps + 1 at the top level.
+json speculators_reference() {
+  json layer = reference();
+  const json dflash = layer["dflash_config"];
+  const json block = layer["block_size"];
+  for (const char* k : {"architectures", "block_size", "dflash_config", "num_target_layers"})
+    layer.erase(k);
+  return {{"speculators_model_type", "dflash"},
+          {"architectures", {"DFlashSpeculator"}},
+          {"transformer_layer_config", layer},
+          {"draft_vocab_size", 64},
+          {"block_size", block},
+          {"aux_hidden_state_layer_ids", {1, 3}},
+          {"mask_token_id", dflash["mask_token_id"]},
+          {"sliding_window_non_causal", false},
+          {"sample_from_anchor", false},
+          {"speculators_config",
+           {{"algorithm", "dflash"},
+            {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 7}}}}}}};
+}
+
+// Formerly refused as a whole ("the speculators format"), a speculators config is read: every
+// key implemented or inert, the layer config's keys by the z-lab rules under their nested path.
+TEST(DrafterKeys, SpeculatorsConfigIsReadKeyByKey) {
+  const auto c = cfg(speculators_reference());
+  EXPECT_EQ(detect_drafter_format(c), DrafterFormat::kSpeculators);
+  EXPECT_TRUE(refused_keys(c).empty());
+  std::map<std::string, KeyStatus> status;
+  for (const auto& f : key_facts(c)) status[f.key] = f.status;
+  EXPECT_EQ(status.at("speculators_model_type"), KeyStatus::kImplemented);
+  EXPECT_EQ(status.at("aux_hidden_state_layer_ids"), KeyStatus::kImplemented);
+  EXPECT_EQ(status.at("draft_vocab_size"), KeyStatus::kImplemented);
+  EXPECT_EQ(status.at("transformer_layer_config.hidden_size"), KeyStatus::kImplemented);
+  EXPECT_EQ(status.at("transformer_layer_config.tie_word_embeddings"), KeyStatus::kInert);
+  EXPECT_EQ(status.at("speculators_config"), KeyStatus::kInert);
+  EXPECT_EQ(DrafterConfig::from(c).target_layer_ids, (std::vector<std::int64_t>{0, 2}));
+}
+
+TEST(DrafterKeys, EachRefusedSpeculatorsKeyIsNamedWithItsValueAndEffect) {
+  const std::vector<Refusal> refusals = {
+      {"model_type_dspark", [](json& j) { j["speculators_model_type"] = "dspark"; },
+       "speculators_model_type = \"dspark\": names another speculators algorithm"},
+      {"architecture", [](json& j) { j["architectures"] = {"DSparkSpeculator"}; },
+       "architectures = [\"DSparkSpeculator\"]: names another speculators model class"},
+      {"sample_from_anchor", [](json& j) { j["sample_from_anchor"] = true; },
+       "sample_from_anchor = true: drafts block_size tokens"},
+      {"draft_vocab_above_target", [](json& j) { j["draft_vocab_size"] = 65; },
+       "draft_vocab_size = 65: a draft vocabulary larger than"},
+      {"target_hidden_size", [](json& j) { j["target_hidden_size"] = 32; },
+       "target_hidden_size = 32: an fc input width"},
+      {"speculative_tokens",
+       [](json& j) { j["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 3; },
+       "speculators_config = {\"algorithm\": \"dflash\", \"proposal_methods\""},
+      {"layer_config_dflash_config",
+       [](json& j) { j["transformer_layer_config"]["dflash_config"] = json::object(); },
+       "transformer_layer_config.dflash_config = {}: a z-lab key inside transformer_layer_config"},
+      {"layer_config_unknown", [](json& j) { j["transformer_layer_config"]["markov_rank"] = 4; },
+       "transformer_layer_config.markov_rank = 4: unknown to draftgate"},
+      {"layer_config_attention_bias",
+       [](json& j) { j["transformer_layer_config"]["attention_bias"] = true; },
+       "transformer_layer_config.attention_bias = true: adds biases"},
+      {"unknown_top_level", [](json& j) { j["markov_rank"] = 4; },
+       "markov_rank = 4: unknown to draftgate"},
+  };
+  for (const auto& r : refusals) {
+    json j = speculators_reference();
+    r.edit(j);
+    const auto c = cfg(j);
+    const auto refused = refused_keys(c);
+    ASSERT_EQ(refused.size(), 1u) << r.name;
+    EXPECT_THAT(refused[0].line(), HasSubstr(r.line)) << r.name;
+    const std::string err = error_of([&] { DrafterConfig::from(c); });
+    EXPECT_THAT(err, HasSubstr(std::string("config.json: refused ") + r.line)) << r.name;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << r.name;
+  }
+}
 
 TEST(DrafterKeys, EachRefusedKeyIsNamedWithItsValueAndEffect) {
   for (const auto& r : kRefusals) {

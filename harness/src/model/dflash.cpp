@@ -10,6 +10,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/model/draft_vocab.h"
 #include "draftgate/model/drafter_keys.h"
 #include "draftgate/model/family_table.h"
 #include "draftgate/model/ops.h"
@@ -85,6 +86,7 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   attention_config_.rms_eps = d.rms_eps;
 
   const WeightLoader w(ckpt, target.dtype(), target.device(), autograd_ ? &parameters_ : nullptr);
+  load_embedding_and_head(ckpt, target);
   const auto n_taps = static_cast<std::int64_t>(d.target_layer_ids.size());
   fc_ = w.get("fc.weight", {d.hidden, n_taps * t.hidden});
   hidden_norm_ = w.get("hidden_norm.weight", {d.hidden});
@@ -108,10 +110,44 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   if (d.dflash2) selector_.emplace(ckpt, w, d.hidden, t.vocab, *d.dflash2);
 }
 
+void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const TargetModel& target) {
+  const auto& d = config_;
+  const std::int64_t vocab = target.config().vocab;
+  embed_ = target.embed_weight();
+  lm_head_ = target.lm_head_weight();
+  if (d.format != DrafterFormat::kSpeculators) return;  // z-lab: always the target's
+  // vLLM uses the drafter's own embed_tokens / lm_head when the checkpoint has them and shares
+  // the target's otherwise (qwen3_dflash.py @036a00d1 DFlashQwen3ForCausalLM.load_weights sets
+  // has_own_embed_tokens / has_own_lm_head from the tensor names; v1/spec_decode/
+  // llm_base_proposer.py @00c4f22d _maybe_share_embeddings / _maybe_share_lm_head). They are
+  // frozen in speculators (speculators/model.py @c05b95b3 :57-71): never trainable parameters here.
+  const WeightLoader frozen(ckpt, target.dtype(), target.device());
+  const auto& names = ckpt.names();
+  auto holds = [&](const char* n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  if (holds("embed_tokens.weight")) embed_ = frozen.get("embed_tokens.weight", {vocab, d.hidden});
+  const std::int64_t draft_vocab = d.draft_vocab_size.value_or(vocab);
+  if (holds("lm_head.weight"))
+    lm_head_ = frozen.get("lm_head.weight", {draft_vocab, d.hidden});
+  else if (draft_vocab != vocab)
+    throw Error(ckpt.dir().string(),
+                "draft_vocab_size " + std::to_string(draft_vocab) +
+                    " is below the target's vocabulary but the checkpoint has no lm_head.weight",
+                "a reduced vocabulary is scored by the drafter's own lm_head [draft_vocab_size, "
+                "hidden_size]; the target's head has another row count");
+  draft_targets_ = draft_to_target_ids(ckpt, draft_vocab, vocab);
+  if (draft_targets_.defined()) draft_targets_ = draft_targets_.to(target.device());
+}
+
 at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
-  at::Tensor l = dense(y, target_.lm_head_weight());
+  at::Tensor l = dense(y, lm_head_);
   if (config_.output_multiplier != 1.0) l = l * config_.output_multiplier;
   if (const auto cap = config_.final_logit_softcapping) l = at::tanh(l / *cap) * *cap;
+  // A reduced vocabulary: the draft logits land on their target ids, -inf elsewhere, before any
+  // argmax (vLLM DFlashQwen3ForCausalLM.compute_logits: logits_new[:, arange + d2t] = logits).
+  if (draft_targets_.defined())
+    l = scatter_to_target_vocab(l, draft_targets_, target_.config().vocab);
   return l;
 }
 
@@ -174,8 +210,7 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
   const std::int64_t b = rows == 0 ? config_.block_size : rows, s = state.context;
   std::vector<std::int64_t> ids(b, config_.mask_token_id);
   ids[0] = anchor;
-  at::Tensor h =
-      target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(target_.device()));
+  at::Tensor h = embed_.index_select(0, at::tensor(ids, at::kLong).to(target_.device()));
   if (config_.input_embedding_scale != 1.0) h = h * config_.input_embedding_scale;
   const RopeTables rope =
       rope_tables(at::arange(s, s + b, at::kLong).to(target_.device()), inv_freq_, target_.dtype());
@@ -272,7 +307,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
       rope_tables(at::arange(0, s, at::kLong).to(device), inv_freq_, target_.dtype());
   const RopeTables block_rope =
       rope_tables(at::tensor(positions, at::kLong).to(device), inv_freq_, target_.dtype());
-  at::Tensor h = target_.embed_weight().index_select(0, at::tensor(ids, at::kLong).to(device));
+  at::Tensor h = embed_.index_select(0, at::tensor(ids, at::kLong).to(device));
   if (config_.input_embedding_scale != 1.0) h = h * config_.input_embedding_scale;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];

@@ -9,6 +9,7 @@
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
 #include "draftgate/model/drafter_keys.h"
+#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::model {
 
@@ -99,6 +100,17 @@ bool is_dflash2_weight(const std::string& name) {
   if (module == std::string::npos) return false;
   for (const char* conv : {"attention_conv.", "mlp_conv."})
     if (name.compare(module + 1, std::strlen(conv), conv) == 0) return true;
+  return false;
+}
+
+// The speculators DFlashDraftModel's tensors besides layers.N.* (models/dflash/core.py @c05b95b3
+// :78-118 and speculators/model.py :37-80): the drafter body, its own embedding and head, the
+// training-time teacher head and norm, and the vocabulary maps.
+bool is_speculators_weight(const std::string& name) {
+  for (const char* known :
+       {"fc.weight", "hidden_norm.weight", "norm.weight", "embed_tokens.weight", "lm_head.weight",
+        "verifier_lm_head.weight", "verifier_norm.weight", "d2t", "t2d"})
+    if (name == known) return true;
   return false;
 }
 
@@ -243,8 +255,11 @@ CausalityKeys read_causality_keys(const io::ModelConfig& c) {
   return k;
 }
 
-DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading reading) {
-  refuse_unread(c, nullptr);
+namespace {
+
+// A z-lab-layout config (a z-lab config.json, or the one vLLM builds from a speculators config),
+// its keys already checked against the key table.
+DrafterConfig read_zlab_layout(const io::ModelConfig& c, CausalityReading reading) {
   DrafterConfig d;
   d.hidden = c.require_int("hidden_size");
   d.intermediate = c.require_int("intermediate_size");
@@ -338,6 +353,26 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
     d.final_logit_softcapping = tensor_scalar(c, "final_logit_softcapping", *cap);
   }
   d.dflash2 = read_dflash2(c, d.hidden);
+  d.taps_as_written = d.target_layer_ids;
+  return d;
+}
+
+}  // namespace
+
+DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading reading) {
+  refuse_unread(c, nullptr);
+  if (detect_drafter_format(c) == DrafterFormat::kZLab) return read_zlab_layout(c, reading);
+  const io::ModelConfig z = speculators_as_zlab(c);
+  DrafterConfig d = read_zlab_layout(z, reading);
+  d.format = DrafterFormat::kSpeculators;
+  d.taps_as_written.clear();
+  for (auto tap : d.target_layer_ids) d.taps_as_written.push_back(tap + 1);
+  if (auto v = z.root().find("draft_vocab_size"); v != z.root().end()) {
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 1)
+      throw Error(c.file(),
+                  "draft_vocab_size must be a positive integer, got " + io::json_excerpt(*v));
+    d.draft_vocab_size = v->get<std::int64_t>();
+  }
   return d;
 }
 
@@ -345,6 +380,12 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
                                   const std::string& file) const {
   std::set<std::int64_t> present;
   for (const auto& name : names) {
+    if (format == DrafterFormat::kSpeculators && name.rfind("layers.", 0) != 0 &&
+        !is_speculators_weight(name))
+      throw Error(file, "tensor \"" + name + "\" is not a speculators DFlash weight",
+                  "DFlashDraftModel (speculators models/dflash/core.py) holds layers.N.*, fc, "
+                  "hidden_norm, norm, embed_tokens, lm_head, verifier_lm_head, verifier_norm, "
+                  "d2t and t2d; an engine would load or reject it unseen");
     if (!dflash2 && is_dflash2_weight(name))
       throw Error(file,
                   "tensor \"" + name +

@@ -119,8 +119,8 @@ const Rule kRules[] = {
      "scales the drafter's logits in vLLM's LogitsProcessor; use output_multiplier"},
     {"", "draft_vocab_size", KeyStatus::kInert, "equal to vocab_size: the full vocabulary",
      same_as_vocab,
-     "a reduced draft vocabulary (vLLM maps it with draft_id_to_target_id), which draftgate does "
-     "not read yet"},
+     "a reduced draft vocabulary (vLLM maps it with draft_id_to_target_id), which draftgate reads "
+     "in the speculators format only (its own lm_head, d2t)"},
     {"", "target_hidden_size", KeyStatus::kInert, "equal to hidden_size", same_as_hidden,
      "an fc input width other than the drafter's, which draftgate does not run"},
     {"", "use_aux_hidden_state", KeyStatus::kInert, "true (vLLM default): fc fed by the taps",
@@ -215,12 +215,128 @@ std::vector<std::pair<std::string, const json*>> scopes(const json& root) {
   return out;
 }
 
-// What a speculators-format key would change; the format is not read natively yet.
-constexpr const char* kSpeculatorsEffect =
-    "the speculators format (vllm-project/speculators DFlashSpeculatorConfig: "
-    "aux_hidden_state_layer_ids = z-lab ids + 1, nested transformer_layer_config, its own "
-    "embed_tokens / lm_head, d2t / t2d) is not read natively yet; `draftgate probe` shows its "
-    "facts";
+// speculators DFlashSpeculatorConfig (src/speculators/models/dflash/config.py @c05b95b3) and the
+// keys vLLM's speculators reader takes from it (vllm/transformers_utils/configs/speculators/
+// algos.py `update_dflash`, base.py `extract_transformers_pre_trained_config` /
+// `extract_vllm_speculative_config`): the top level of a speculators config.
+bool speculators_dflash(const json& v, const json&) { return v == "dflash"; }
+bool speculator_architecture(const json& v, const json&) {
+  return v.is_array() && v.size() == 1 && v[0] == "DFlashSpeculator";
+}
+bool is_object(const json& v, const json&) { return v.is_object(); }
+bool layer_config_vocab(const json& v, const json& root) {
+  const json& tlc = root.value("transformer_layer_config", json::object());
+  if (v.is_null() || !v.is_number_integer() || !tlc.is_object() || !tlc.contains("vocab_size") ||
+      !tlc["vocab_size"].is_number_integer())
+    return true;  // absent, or a type error the reader reports
+  return v.get<std::int64_t>() <= tlc["vocab_size"].get<std::int64_t>();
+}
+bool same_as_layer_hidden(const json& v, const json& root) {
+  const json& tlc = root.value("transformer_layer_config", json::object());
+  return v.is_null() || (tlc.is_object() && tlc.contains("hidden_size") && v == tlc["hidden_size"]);
+}
+// config.py :66-71: speculators trains sliding layers bidirectionally inside the block when true
+// (attention.py :42-43); vLLM's update_dflash does not carry the key, so vLLM (and z-lab) run
+// those layers causal. Without sliding layers it changes nothing.
+bool non_causal_sliding_matches_engines(const json& v, const json& root) {
+  if (v.is_null() || v == false) return true;
+  const json& tlc = root.value("transformer_layer_config", json::object());
+  return v == true && tlc.is_object() && !has_sliding_layers(tlc);
+}
+// vLLM drafts speculators_config.proposal_methods[0].speculative_tokens per step
+// (extract_vllm_speculative_config); the converter writes block_size − 1 (converter.py :128-134).
+bool speculative_tokens_match_block(const json& v, const json& root) {
+  if (!v.is_object()) return false;
+  auto methods = v.find("proposal_methods");
+  if (methods == v.end() || !methods->is_array() || methods->empty()) return true;
+  const json& first = (*methods)[0];
+  if (!first.is_object() || !first.contains("speculative_tokens")) return true;
+  auto block = root.find("block_size");
+  if (block == root.end() || !block->is_number_integer()) return true;  // the reader says why
+  return first["speculative_tokens"].is_number_integer() &&
+         first["speculative_tokens"].get<std::int64_t>() == block->get<std::int64_t>() - 1;
+}
+
+const Rule kSpeculatorsRules[] = {
+    {"", "speculators_model_type", KeyStatus::kImplemented,
+     "dflash: a DFlash drafter in the speculators layout", speculators_dflash,
+     "names another speculators algorithm (dspark, eagle3, dflash2, ...), whose modules or "
+     "config translation draftgate does not run"},
+    {"", "architectures", KeyStatus::kImplemented,
+     "DFlashSpeculator: vLLM's update_dflash runs it as DFlashDraftModel", speculator_architecture,
+     "names another speculators model class, whose modules draftgate does not run"},
+    {"", "transformer_layer_config", KeyStatus::kImplemented,
+     "the drafter layers' config, read as a z-lab config.json (keys below)", is_object,
+     "must be an object: vLLM builds the drafter's config from it"},
+    {"", "aux_hidden_state_layer_ids", KeyStatus::kImplemented,
+     "taps = ids − 1 (converter.py :117-126 writes z-lab id + 1; vLLM update_dflash subtracts 1)"},
+    {"", "mask_token_id", KeyStatus::kImplemented, "MASK id (vLLM: dflash_config.mask_token_id)"},
+    {"", "block_size", KeyStatus::kImplemented, "block length"},
+    {"", "draft_vocab_size", KeyStatus::kImplemented,
+     "the drafter's vocabulary: lm_head rows; below the target's, d2t maps draft ids to target ids",
+     layer_config_vocab,
+     "a draft vocabulary larger than transformer_layer_config.vocab_size (the target's), which "
+     "no engine maps"},
+    {"", "target_hidden_size", KeyStatus::kInert, "equal to the layers' hidden_size",
+     same_as_layer_hidden,
+     "an fc input width other than the drafter's, which draftgate does not run"},
+    {"", "sliding_window_non_causal", KeyStatus::kInert,
+     "false, or true without sliding layers: the engines' causality (sliding causal, full not)",
+     non_causal_sliding_matches_engines,
+     "the drafter was trained with its sliding layers bidirectional inside the block "
+     "(speculators attention.py), but vLLM's update_dflash drops the key and vLLM and z-lab run "
+     "sliding layers causal: the evaluated drafter would not be the trained one"},
+    {"", "sample_from_anchor", KeyStatus::kInert, "false: the anchor is the bonus token",
+     null_or_false,
+     "drafts block_size tokens from the anchor and every MASK slot (config.py :73-82), where "
+     "vLLM's DFlash and draftgate draft block_size − 1 from the MASK slots"},
+    {"", "speculators_config", KeyStatus::kInert,
+     "algorithm / proposal / verifier metadata; speculative_tokens must be block_size − 1",
+     speculative_tokens_match_block,
+     "vLLM drafts speculators_config.proposal_methods[0].speculative_tokens per step "
+     "(extract_vllm_speculative_config), which must be block_size − 1 for the block draftgate "
+     "evaluates"},
+    {"", "speculators_version", KeyStatus::kInert, "writer's version"},
+    {"", "transformers_version", KeyStatus::kInert, "writer's version"},
+    {"", "torch_dtype", KeyStatus::kInert, "storage dtype"},
+    {"", "dtype", KeyStatus::kInert, "storage dtype"},
+    {"", "_name_or_path", KeyStatus::kInert, "writer's source path"},
+};
+
+// z-lab keys that a speculators transformer_layer_config must not carry: converter.py :31-33
+// (_NON_TRANSFORMER_KEYS) moves them out, and vLLM's update_dflash overwrites architectures and
+// dflash_config and reads block, MASK and taps from the speculators top level.
+constexpr const char* kNotInLayerConfig[] = {
+    "architectures",    "dflash_config",     "block_size", "mask_token_id",
+    "target_layer_ids", "num_target_layers", "auto_map",   "draft_vocab_size"};
+
+const Rule* find_speculators_rule(const std::string& key) {
+  for (const auto& r : kSpeculatorsRules)
+    if (key == r.key) return &r;
+  return nullptr;
+}
+
+constexpr const char* kUnknownKey =
+    "unknown to draftgate, so it may change the drafter's computation unseen; remove it if it is "
+    "inert, or evaluate the drafter with the engine that reads it";
+
+// The fact for `key` = `value` under `rule` (null: unknown), `root` the object the rule reads.
+KeyFact fact_for(const std::string& path, const json& value, const json& root, const Rule* rule) {
+  KeyFact fact{path, io::json_excerpt(value), KeyStatus::kRefused, kUnknownKey};
+  if (rule != nullptr && rule->accepts != nullptr && !rule->accepts(value, root))
+    fact.note = rule->refusal;
+  else if (rule != nullptr)
+    fact = {fact.key, fact.value, rule->status, rule->note};
+  return fact;
+}
+
+// The facts of a z-lab-layout object (a z-lab config.json, or speculators'
+// transformer_layer_config under `prefix`).
+void zlab_facts(const json& root, const std::string& prefix, std::vector<KeyFact>& facts) {
+  for (const auto& [scope, obj] : scopes(root))
+    for (const auto& [key, value] : obj->items())
+      facts.push_back(fact_for(prefix + path_of(scope, key), value, root, find_rule(scope, key)));
+}
 
 }  // namespace
 
@@ -258,27 +374,30 @@ std::string RefusedKey::line() const {
 std::vector<KeyFact> key_facts(const io::ModelConfig& c) {
   std::vector<KeyFact> facts;
   const json& root = c.root();
-  if (detect_drafter_format(c) == DrafterFormat::kSpeculators) {
-    const char* marker = root.contains("speculators_model_type")     ? "speculators_model_type"
-                         : root.contains("transformer_layer_config") ? "transformer_layer_config"
-                                                                     : "architectures";
-    facts.push_back(
-        {marker, io::json_excerpt(root[marker]), KeyStatus::kRefused, kSpeculatorsEffect});
+  if (detect_drafter_format(c) == DrafterFormat::kZLab) {
+    zlab_facts(root, "", facts);
     return facts;
   }
-  for (const auto& [scope, obj] : scopes(root))
-    for (const auto& [key, value] : obj->items()) {
-      const Rule* rule = find_rule(scope, key);
-      KeyFact fact{path_of(scope, key), io::json_excerpt(value), KeyStatus::kRefused,
-                   "unknown to draftgate, so it may change the drafter's computation unseen; "
-                   "remove it if it is inert, or evaluate the drafter with the engine that "
-                   "reads it"};
-      if (rule != nullptr && rule->accepts != nullptr && !rule->accepts(value, root))
-        fact.note = rule->refusal;
-      else if (rule != nullptr)
-        fact = {fact.key, fact.value, rule->status, rule->note};
-      facts.push_back(std::move(fact));
-    }
+  if (!root.contains("speculators_model_type"))
+    facts.push_back({"speculators_model_type", "", KeyStatus::kRefused,
+                     "missing from a speculators-layout config: vLLM's speculators reader "
+                     "dispatches on it (base.py extract_transformers_pre_trained_config) and "
+                     "refuses the config without it"});
+  for (const auto& [key, value] : root.items())
+    facts.push_back(fact_for(key, value, root, find_speculators_rule(key)));
+  auto tlc = root.find("transformer_layer_config");
+  if (tlc == root.end() || !tlc->is_object()) return facts;
+  const std::string prefix = "transformer_layer_config.";
+  zlab_facts(*tlc, prefix, facts);
+  for (auto& fact : facts)
+    for (const char* key : kNotInLayerConfig)
+      if (fact.key == prefix + key) {
+        fact.status = KeyStatus::kRefused;
+        fact.note =
+            "a z-lab key inside transformer_layer_config: speculators' converter moves it to the "
+            "top level (converter.py _NON_TRANSFORMER_KEYS) and vLLM's update_dflash overwrites "
+            "or ignores it, so engines would not run what it says";
+      }
   return facts;
 }
 

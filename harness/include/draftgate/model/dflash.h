@@ -8,10 +8,13 @@
 // MASK × (B−1)] embedded by the target (× input_embedding_scale), at positions s…s+B−1 (s = context
 // length), attends to the context and to the block; the drafter's own final norm, then the
 // target's lm_head on rows 1…B−1 (row j predicts position s+j). The block's K/V are dropped
-// afterwards. Inside the block a layer is causal or not as DrafterConfig::layer_causal says (the
-// z-lab rule, drafter_config.h); a sliding_attention layer also hides keys `sliding_window` or
-// more positions behind each query and, when not causal, as far ahead (z-lab `_attention_mask`).
-// Logits are lm_head × output_multiplier, then soft-capped (z-lab `compute_logits`).
+// afterwards. A speculators drafter (drafter_config.h) embeds with and scores by its own
+// embed_tokens / lm_head where it has them, as vLLM does, and a reduced draft vocabulary's logits
+// are scattered onto target ids through d2t (draft_vocab.h) before the argmax. Inside the block a
+// layer is causal or not as DrafterConfig::layer_causal says (the z-lab rule, drafter_config.h); a
+// sliding_attention layer also hides keys `sliding_window` or more positions behind each query and,
+// when not causal, as far ahead (z-lab `_attention_mask`). Logits are lm_head × output_multiplier,
+// then soft-capped (z-lab `compute_logits`).
 //
 // DFlash2 (DrafterConfig::dflash2): each layer's attention and MLP sit between the two halves of
 // a grouped dynamic causal convolution over the block rows (dflash2_parts.h), and the draft tokens
@@ -127,12 +130,16 @@ class DFlashDrafter {
   ParameterMap parameters_;
   DrafterConfig config_;
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
-  // lm_head(y) × output_multiplier, soft-capped; in the model's dtype.
+  // lm_head(y) × output_multiplier, soft-capped, on target ids; in the model's dtype.
   at::Tensor logits(const at::Tensor& y) const;
+  // embed_ / lm_head_ / draft_targets_: the target's, or a speculators drafter's own.
+  void load_embedding_and_head(const io::Checkpoint& checkpoint, const TargetModel& target);
   // h + the layer's MLP (inside DFlash2's mlp_conv) on whole blocks h [N·B, H].
   at::Tensor add_mlp(const Layer& l, const at::Tensor& h, std::int64_t block) const;
 
   at::Tensor fc_, hidden_norm_, norm_, inv_freq_;
+  at::Tensor embed_, lm_head_;  // the block's embedding and the head: the target's unless its own
+  at::Tensor draft_targets_;    // target id of each draft id (reduced vocabulary), else undefined
   std::vector<Layer> layers_;
   std::optional<CandidateSelector> selector_;  // DFlash2 only
 };

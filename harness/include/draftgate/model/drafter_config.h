@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "draftgate/io/config.h"
+#include "draftgate/model/drafter_keys.h"
 
 namespace draftgate::model {
 
@@ -73,6 +74,9 @@ struct Dflash2Config {
 };
 
 struct DrafterConfig {
+  // The layout config.json is written in. A speculators config is read as vLLM reads it
+  // (speculators_config.h): its transformer_layer_config with the DFlash fields added.
+  DrafterFormat format = DrafterFormat::kZLab;
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;
   std::int64_t num_layers = 0;
@@ -85,8 +89,15 @@ struct DrafterConfig {
   std::int64_t mask_token_id = 0;
   std::vector<std::int64_t>
       target_layer_ids;  // taps: outputs of these target layers, in fc input order
+  // The taps as the file writes them: target_layer_ids (z-lab), aux_hidden_state_layer_ids =
+  // z-lab id + 1 (speculators).
+  std::vector<std::int64_t> taps_as_written;
   std::optional<std::int64_t> num_target_layers;
   std::optional<std::int64_t> vocab_size;
+  // speculators draft_vocab_size: the rows of the drafter's own lm_head. Below the target's
+  // vocabulary the drafter proposes in its own vocabulary and d2t maps to target ids (vLLM
+  // qwen3_dflash.py DFlashQwen3ForCausalLM.compute_logits).
+  std::optional<std::int64_t> draft_vocab_size;
   std::vector<std::string> layer_types;  // full_attention | sliding_attention, as written
   std::optional<std::int64_t> sliding_window;
   // Each layer's attention window under the reading applied (nullopt: full attention).
@@ -116,8 +127,9 @@ struct DrafterConfig {
 
   // The layers the checkpoint's tensors hold (`layers.N.*`, N written canonically: no leading
   // zeros) must be exactly 0..num_layers-1: a config that declares fewer would silently drop
-  // trained layers. DFlash2 weights (convolutions, candidate selector) need a DFlash2 config: a v1
-  // one would silently draft without them. Throws draftgate::Error naming the file.
+  // trained layers. A speculators drafter holds only DFlashDraftModel's tensors. DFlash2 weights
+  // (convolutions, candidate selector) need a DFlash2 config: a v1 one would silently draft without
+  // them. Throws draftgate::Error naming the file.
   void check_tensors(const std::vector<std::string>& tensor_names, const std::string& file) const;
 };
 

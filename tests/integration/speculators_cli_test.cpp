@@ -1,0 +1,103 @@
+// speculators DFlash drafters end to end: a speculators conversion of the bundled z-lab reference
+// drafter (written as speculators' DFlashConverter writes it) gives exactly the z-lab drafter's τ
+// and drafts; a reduced-vocabulary one drafts only kept target ids; probe and the drafter_config
+// check read it.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+#include "speculators_convert.h"
+#include "test_files.h"
+
+namespace draftgate {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_draftgate;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
+const fs::path kReference = kTrained / "qwen3-drafter-reference";
+const fs::path kTarget = kTrained / "qwen3-target";
+
+json eval_report(const fs::path& drafter, const fs::path& out) {
+  const auto r =
+      run_draftgate("eval --target " + kTarget.string() + " --drafter " + drafter.string() +
+                    " --prompts " + (kTrained / "prompts/held-out.jsonl").string() +
+                    " --max-new 24 --record-drafts --json " + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(std::ifstream(out));
+}
+
+TEST(SpeculatorsCli, ConversionOfTheZLabDrafterGivesExactlyItsTauAndDrafts) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_twin");
+  testing::write_speculators_drafter(kReference, kTarget, dir / "spec");
+  const json z = eval_report(kReference, dir / "zlab.json");
+  const json s = eval_report(dir / "spec", dir / "spec.json");
+  ASSERT_GT(z["steps"].get<std::int64_t>(), 0);
+  for (const char* key : {"tau_macro", "tau_pooled", "histogram", "per_position_acceptance",
+                          "steps", "drafted", "accepted", "generated_tokens"})
+    EXPECT_EQ(s[key], z[key]) << key;  // bitwise: JSON numbers round-trip doubles exactly
+  ASSERT_EQ(s["per_prompt"].size(), z["per_prompt"].size());
+  for (std::size_t i = 0; i < z["per_prompt"].size(); ++i) {
+    const json &a = z["per_prompt"][i], &b = s["per_prompt"][i];
+    EXPECT_EQ(b["id"], a["id"]);
+    EXPECT_EQ(b["acceptance"], a["acceptance"]) << a["id"];
+    EXPECT_EQ(b["output_ids"], a["output_ids"]) << a["id"];
+    ASSERT_TRUE(a.contains("drafts"));
+    EXPECT_EQ(b["drafts"], a["drafts"]) << a["id"];
+  }
+}
+
+TEST(SpeculatorsCli, ReducedVocabularyDraftsOnlyKeptTargetIds) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_reduced");
+  std::vector<std::int64_t> kept;
+  for (std::int64_t id = 0; id < 40; ++id) kept.push_back(id);
+  for (std::int64_t id : {45, 50, 57, 63}) kept.push_back(id);
+  testing::write_speculators_drafter(kReference, kTarget, dir / "spec", kept);
+  const json s = eval_report(dir / "spec", dir / "spec.json");
+  const json z = eval_report(kReference, dir / "zlab.json");
+  std::int64_t drafted = 0, outside_of_z = 0;
+  for (std::size_t p = 0; p < s["per_prompt"].size(); ++p) {
+    // Verification keeps the output the target's greedy decode whatever the drafts.
+    EXPECT_EQ(s["per_prompt"][p]["output_ids"], z["per_prompt"][p]["output_ids"]);
+    for (const auto& step : s["per_prompt"][p]["drafts"])
+      for (const auto& id : step) {
+        ++drafted;
+        EXPECT_NE(std::find(kept.begin(), kept.end(), id.get<std::int64_t>()), kept.end()) << id;
+      }
+    for (const auto& step : z["per_prompt"][p]["drafts"])
+      for (const auto& id : step)
+        if (std::find(kept.begin(), kept.end(), id.get<std::int64_t>()) == kept.end())
+          ++outside_of_z;
+  }
+  EXPECT_GT(drafted, 0);
+  EXPECT_GT(outside_of_z, 0) << "the z-lab twin must draft ids the reduced vocabulary lacks";
+}
+
+TEST(SpeculatorsCli, ProbeAndTheDrafterConfigCheckReadIt) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_probe");
+  testing::write_speculators_drafter(kReference, kTarget, dir / "spec");
+  const auto p = run_draftgate("probe " + (dir / "spec").string() + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const json j = json::parse(p.out);
+  EXPECT_EQ(j["format"], "speculators");
+  EXPECT_EQ(j["read"], true);
+  EXPECT_EQ(j["refused"], json::array());
+  EXPECT_EQ(j["taps_zlab"], json::parse("[0, 2]"));
+  EXPECT_EQ(j["taps_as_written"]["ids"], json::parse("[1, 3]"));
+  EXPECT_EQ(j["layers"]["vllm"].size(), 2u);
+  const auto text = run_draftgate("probe " + (dir / "spec").string());
+  EXPECT_THAT(text.out, HasSubstr("read natively as vLLM reads it"));
+  const auto c = run_draftgate("check --only drafter_config --target " + kTarget.string() +
+                               " --drafter " + (dir / "spec").string());
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+}
+
+}  // namespace
+}  // namespace draftgate
