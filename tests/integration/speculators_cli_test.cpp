@@ -80,6 +80,35 @@ TEST(SpeculatorsCli, ReducedVocabularyDraftsOnlyKeptTargetIds) {
   EXPECT_GT(outside_of_z, 0) << "the z-lab twin must draft ids the reduced vocabulary lacks";
 }
 
+// The step-record checks take a speculators drafter like its z-lab twin; a reduced-vocabulary one
+// is not judged in training mode, and the report says why (never a verdict on -inf logits).
+TEST(SpeculatorsCli, TrainInferConsistencyJudgesTheTwinAndSaysWhyNotAReducedVocabulary) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_record");
+  testing::write_speculators_drafter(kReference, kTarget, dir / "twin");
+  std::vector<std::int64_t> kept;
+  for (std::int64_t id = 0; id < 40; ++id) kept.push_back(id);
+  testing::write_speculators_drafter(kReference, kTarget, dir / "reduced", kept);
+  const auto run = [&](const std::string& drafter) {
+    const auto r = run_draftgate(
+        "check --only loss_type,train_infer_consistency --target " + kTarget.string() +
+        " --drafter " + (dir / drafter).string() + " --step-record " +
+        (kTrained / "step-records/qwen3-drafter-reference.safetensors").string() + " --report " +
+        (dir / (drafter + ".json")).string());
+    json verdicts;
+    for (const auto& result : json::parse(std::ifstream(dir / (drafter + ".json")))["results"])
+      verdicts[result["check"].get<std::string>()] = result;
+    return std::make_pair(r, verdicts["train_infer_consistency"]);
+  };
+  const auto [twin_run, twin] = run("twin");
+  EXPECT_EQ(twin_run.exit_code, 0) << twin_run.out << twin_run.err;
+  EXPECT_EQ(twin["status"], "pass") << twin["message"];
+  const auto [reduced_run, reduced] = run("reduced");
+  EXPECT_EQ(reduced_run.exit_code, 0) << reduced_run.out << reduced_run.err;
+  EXPECT_EQ(reduced["status"], "skip");
+  EXPECT_THAT(reduced["message"].get<std::string>(),
+              HasSubstr("reduced vocabulary (draft_vocab_size 40 of the target's"));
+}
+
 TEST(SpeculatorsCli, ProbeAndTheDrafterConfigCheckReadIt) {
   const fs::path dir = testing::fresh_dir("speculators_cli_probe");
   testing::write_speculators_drafter(kReference, kTarget, dir / "spec");
