@@ -13,7 +13,9 @@
 
 #include "checkpoint_edit.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/engine_support.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
 #include "naive_target.h"
@@ -96,8 +98,10 @@ TEST(MoeRouting, TiesTakeTorchTopkOrder) {
   EXPECT_EQ(std::max(chosen[0].item<std::int64_t>(), chosen[1].item<std::int64_t>()), 2);
   EXPECT_EQ(inside.weights[0][0].item<float>(), inside.weights[0][1].item<float>());
   // A tie across the k-th place: the expert torch.topk keeps, as the naive reference (and
-  // transformers) call it on these probabilities in float64.
-  const at::Tensor straddling = at::tensor({5.0, 3.0, 0.0, 3.0, 3.0, 1.0}, at::kDouble);
+  // transformers) call it on these probabilities in float64. Experts 2 and 5 tie for second here,
+  // and torch.topk keeps 5 (this libtorch and Python's torch 1.13 alike), not the lower index.
+  const at::Tensor straddling =
+      at::tensor({3.0, -2.0, 2.0, -2.0, -3.0, 2.0, 0.5, -0.5}, at::kDouble);
   const at::Tensor expected = std::get<1>(at::topk(at::softmax(straddling, -1), 2));
   const Routing r = route(straddling.to(at::kFloat).unsqueeze(0), 2, false, at::kFloat);
   EXPECT_TRUE(at::equal(r.experts[0], expected)) << r.experts << " vs " << expected;
@@ -179,6 +183,29 @@ TEST(MoeConfig, SparseLayersFollowMlpOnlyLayersAndDecoderSparseStep) {
   const fs::path all = write_target("all_sparse", spec);
   EXPECT_EQ(config_of(io::Checkpoint::open(all)).sparse, std::vector<bool>(4, true));
   expect_matches_naive(all);
+}
+
+// The engine runs routed experts only: a shared expert (Qwen2-MoE, Qwen3.5-MoE) beside them is
+// refused by probe's engine verdict, never ignored.
+TEST(MoeSupport, RoutedExpertsRunASharedExpertIsRefused) {
+  const fs::path dir = write_target("shared", moe_spec());
+  const auto verdict = [&] {
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    return layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+  };
+  EXPECT_TRUE(verdict().supported) << ::testing::PrintToString(verdict().reasons);
+  io::NamedTensors tensors;
+  {
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    for (const auto& n : ckpt.names()) tensors.emplace_back(n, io::load_tensor(ckpt, n).clone());
+  }
+  tensors.emplace_back("model.layers.0.mlp.shared_expert.gate_proj.weight", at::zeros({32, 64}));
+  io::write_tensors(dir / "model.safetensors", tensors);
+  const auto refused = verdict();
+  EXPECT_FALSE(refused.supported);
+  EXPECT_THAT(refused.reasons, ::testing::Contains(::testing::HasSubstr(
+                                   "a shared expert (tensors such as "
+                                   "model.layers.0.mlp.shared_expert.gate_proj.weight)")));
 }
 
 }  // namespace
