@@ -143,6 +143,13 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
       problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
                          std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
                          "): was the record made with this target?");
+    else if (m.best == d.target_layer_ids[i] && m.declared_nmse > max_nmse)
+      problems.push_back("fc input slice " + std::to_string(i) + " is closest to its declared " +
+                         name(m.best) + " but differs from it by NMSE " +
+                         std::to_string(m.declared_nmse) + " (max_nmse " + format_number(max_nmse) +
+                         "): noise on the captured hidden states; record fc_input as the target "
+                         "computed it, before any augmentation noise (target_logits_noise_free "
+                         "judges it against the capture's precision)");
     else if (m.best != d.target_layer_ids[i] || m.declared_nmse > max_nmse)
       problems.push_back(
           "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +

@@ -4,10 +4,12 @@
 // target at that precision too and rounding to the stored dtype. Position by position, top-1 flips
 // count only where the float32 top-2 margin is above that precision's deviation there, and the
 // recorded labels must be the teacher's greedy tokens on the same terms. Names a teacher computed
-// without the final norm when that is what the record holds.
+// without the final norm when that is what the record holds. fc_input, which every trainer takes
+// from the target, is judged against the target's taps the same way (captured_hidden_states.h).
 
 #include <algorithm>
 
+#include "checks/captured_hidden_states.h"
 #include "checks/check.h"
 #include "checks/data_labels.h"
 #include "checks/metrics.h"
@@ -179,11 +181,20 @@ class TargetLogitsNoiseFree : public Check {
             format_number(min_top1) +
             "); the labels must be argmax of the clean teacher at the same position");
     }
-    CheckResult out = conclude_judged(std::move(r), problems,
-                                      "the recorded teacher is the target's own output within "
-                                      "what its precision explains (" +
-                                          precision.describe() + ")",
-                                      scope);
+    // The teacher's trainer takes fc_input from the target too.
+    CheckResult captured;
+    const std::string fc_scope =
+        judge_captured_hidden_states(name(), ckpt, p, rec, captured, problems);
+    for (const auto& [key, value] : captured.measured.items())
+      if (key.rfind("positions_", 0) != 0) r.measured[key] = value;
+    for (const auto& [key, value] : captured.evidence.items()) r.evidence[key] = value;
+    r.measured["judged"].push_back("fc_input");
+    CheckResult out = conclude_judged(
+        std::move(r), problems,
+        "the recorded teacher is the target's own output within what its precision explains (" +
+            precision.describe() + "), and fc_input the target's taps [" +
+            format_ids(rec.target_layer_ids) + "] within what theirs explains",
+        scope + "; fc_input " + fc_scope);
     if (!not_recorded.empty()) out.message += " (" + not_recorded + " not recorded, not judged)";
     return out;
   }

@@ -36,9 +36,9 @@ at::Tensor inference_logits(const model::DFlashDrafter& drafter, const train::St
 }
 
 // Which sliding layers the trainer ran as full attention, when the recorded logits are the
-// training forward with those layers' windows dropped (each alone, then all): the message naming
-// them, or nullopt.
-std::optional<std::string> windowless_layers_matching(const model::DFlashDrafter& drafter,
+// training forward with those layers' windows dropped (each alone, then all), their block kept
+// causal or, as a full layer's mask has it, bidirectional: the message naming them, or nullopt.
+std::optional<std::string> sliding_layers_run_as_full(const model::DFlashDrafter& drafter,
                                                       const train::StepRecord& rec,
                                                       const std::vector<std::int64_t>& which,
                                                       const at::Tensor& got, double rms,
@@ -49,28 +49,37 @@ std::optional<std::string> windowless_layers_matching(const model::DFlashDrafter
     if (config.layer_types[i] == "sliding_attention")
       sliding.push_back(static_cast<std::int64_t>(i));
   if (sliding.empty()) return std::nullopt;
-  std::vector<std::vector<std::int64_t>> hypotheses;
-  for (auto i : sliding) hypotheses.push_back({i});
-  if (sliding.size() > 1) hypotheses.push_back(sliding);
+  std::vector<std::vector<std::int64_t>> layer_sets;
+  for (auto i : sliding) layer_sets.push_back({i});
+  if (sliding.size() > 1) layer_sets.push_back(sliding);
   std::vector<std::int64_t> anchors;
   for (auto j : which) anchors.push_back(rec.anchors[j]);
-  for (const auto& layers : hypotheses) {
-    const at::Tensor as_full =
-        drafter
-            .training_logits(rec.fc_input, rec.input_ids, anchors,
-                             model::DFlashDrafter::ContextVisibility::kBeforeAnchor, layers)
-            .narrow(1, 1, config.block_size - 1);
-    const double rel = (got - as_full).abs().max().item<double>() / rms;
-    if (rel > budget) continue;
-    r.measured["sliding_layers_run_as_full"] = layers;
-    return "the recorded logits are the training forward with drafter layer" +
-           std::string(layers.size() > 1 ? "s " : " ") + format_ids(layers) +
-           " (sliding_attention, window " + std::to_string(*config.sliding_window) +
-           ") run as full attention (" + format_number(rel) +
-           " of RMS from that); apply the sliding window in the trainer's mask for " +
-           (layers.size() > 1 ? "those layers" : "that layer") +
-           " (keys fewer than sliding_window positions behind each query)";
-  }
+  for (const bool bidirectional : {false, true})
+    for (const auto& layers : layer_sets) {
+      const at::Tensor as_full =
+          drafter
+              .training_logits(rec.fc_input, rec.input_ids, anchors,
+                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor,
+                               {layers, bidirectional})
+              .narrow(1, 1, config.block_size - 1);
+      const double rel = (got - as_full).abs().max().item<double>() / rms;
+      if (rel > budget) continue;
+      r.measured["sliding_layers_run_as_full"] = layers;
+      r.measured["sliding_layers_run_with_bidirectional_block"] = bidirectional;
+      const std::string those = layers.size() > 1 ? "those layers" : "that layer";
+      return "the recorded logits are the training forward with drafter layer" +
+             std::string(layers.size() > 1 ? "s " : " ") + format_ids(layers) +
+             " (sliding_attention, window " + std::to_string(*config.sliding_window) +
+             ") run as full attention" +
+             (bidirectional ? ", no window and a bidirectional block (a full layer's mask)" : "") +
+             " (" + format_number(rel) + " of RMS from that); apply the sliding window in the " +
+             "trainer's mask for " + those +
+             " (keys fewer than sliding_window positions behind each query" +
+             (bidirectional ? ", causal inside the block, as z-lab's inference runs a sliding "
+                              "layer; a trainer that builds one mask for every layer gives it a "
+                              "full layer's)"
+                            : ")");
+    }
   return std::nullopt;
 }
 
@@ -224,13 +233,15 @@ class TrainInferConsistency : public Check {
           "), worst at anchor " + std::to_string(rec.anchors[which[worst / (b - 1)]]) +
           " block position " + std::to_string(worst % (b - 1) + 1) +
           "; check the training mask (context strictly before the anchor, bidirectional block, "
-          "no cross-block visibility), the block positions a…a+B−1, " +
+          "no cross-block visibility), the block positions a…a+B−1, its rows 1…B−1 filled "
+          "with mask_token_id " +
+          std::to_string(config_mask) + " (not the pad or eos token), " +
           (drafter->is_dflash2()
                ? "each block's DFlash2 convolutions over its own B rows only (zeros before row 0), "
                : "") +
           "and that --drafter is the checkpoint the record was made with");
     if (rel > budget || top1.agreement < min_top1)
-      if (auto layers = windowless_layers_matching(*drafter, rec, which, got, rms, budget, r))
+      if (auto layers = sliding_layers_run_as_full(*drafter, rec, which, got, rms, budget, r))
         problems.push_back(*layers);
     return conclude_judged(std::move(r), problems,
                            "training and inference agree (" + format_number(rel) +

@@ -67,15 +67,36 @@ std::map<std::string, nlohmann::json> parse_params(const std::vector<std::string
   return params;
 }
 
+// Every value split at its commas, empty names kept (select() refuses them by name).
+std::vector<std::string> comma_separated(const std::vector<std::string>& values) {
+  std::vector<std::string> names;
+  for (const auto& value : values) {
+    std::size_t from = 0;
+    for (auto comma = value.find(','); comma != std::string::npos; comma = value.find(',', from)) {
+      names.push_back(value.substr(from, comma - from));
+      from = comma + 1;
+    }
+    names.push_back(value.substr(from));
+  }
+  return names;
+}
+
 // Applies the command-line selection and parameters to a suite's instances.
 std::vector<checks::CheckInstance> select(std::vector<checks::CheckInstance> instances,
                                           const CheckOptions& opt,
                                           const std::map<std::string, nlohmann::json>& params) {
   if (!opt.only.empty()) {
+    std::string asked, would_run;
+    for (std::size_t i = 0; i < opt.only.size(); ++i) asked += (i ? "," : "") + opt.only[i];
+    for (std::size_t i = 0; i < instances.size(); ++i)
+      would_run += (i ? ", " : "") + instances[i].name;
     for (const auto& name : opt.only)
-      if (checks::find_check(name) == nullptr &&
-          std::none_of(instances.begin(), instances.end(),
-                       [&](const auto& in) { return in.name == name; }))
+      if (name.empty())
+        throw Error("--only", "\"" + asked + "\" holds an empty check name",
+                    "the checks: " + checks::check_names());
+      else if (checks::find_check(name) == nullptr &&
+               std::none_of(instances.begin(), instances.end(),
+                            [&](const auto& in) { return in.name == name; }))
         throw Error("--only", "unknown check \"" + name + "\"",
                     "the checks: " + checks::check_names());
     instances.erase(std::remove_if(instances.begin(), instances.end(),
@@ -87,7 +108,9 @@ std::vector<checks::CheckInstance> select(std::vector<checks::CheckInstance> ins
                                    }),
                     instances.end());
     if (instances.empty())
-      throw Error("--only", "selects none of the checks this run would run",
+      throw Error("--only",
+                  "\"" + asked + "\" selects none of the checks this run would run (" +
+                      (would_run.empty() ? std::string("none") : would_run) + ")",
                   "run draftgate check --list for the check names");
   }
   for (auto& in : instances) {
@@ -311,8 +334,11 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
                   "Measured τ from a serving engine (draftgate tau import): min_tau compares it "
                   "with a measured golden instead of decoding")
       ->check(path_value());
+  // One value per --only, split at commas after parsing: with CLI11's own delimiter "--only ,"
+  // split into nothing and took the next flag as a check name.
   cmd->add_option("--only", opt->only, "Checks to run, comma-separated (default: all)")
-      ->delimiter(',');
+      ->expected(1)
+      ->take_all();
   cmd->add_option("--param", opt->params, "CHECK.NAME=VALUE (JSON value), repeatable");
   cmd->add_option("--report", opt->report, "Write a JSON report")->check(path_value());
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report")->check(path_value());
@@ -338,8 +364,10 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
            "--step-record runs/records/step-000010.safetensors --golden golden/qwen36.json "
            "--junit gate.xml --fail-on-skip\n";
   });
-  cmd->callback(
-      [opt, runner, engine] { *runner = [opt, engine] { return run_check_verb(*opt, engine); }; });
+  cmd->callback([opt, runner, engine] {
+    opt->only = comma_separated(opt->only);
+    *runner = [opt, engine] { return run_check_verb(*opt, engine); };
+  });
 }
 
 }  // namespace draftgate::cli

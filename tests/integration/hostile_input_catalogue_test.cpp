@@ -1278,10 +1278,15 @@ INSTANTIATE_TEST_SUITE_P(
                   write(dir / "s.json", minimal_suite({{{"check", "layer_path"}}}));
                   return "check --suite " + (dir / "s.json").string() + " --only loss_type";
                 },
-                "--only: selects none of the checks"},
+                "--only: \"loss_type\" selects none of the checks this run would run (layer_path)"},
         Hostile{"only_an_empty_name",
                 [](const fs::path&) { return "check --target " + target() + " --only ''"; },
-                "--only: unknown check \"\""},
+                "--only: \"\" holds an empty check name"},
+        Hostile{"only_commas",
+                [](const fs::path&) {
+                  return "check --only , --target " + target() + " --drafter " + target();
+                },
+                "--only: \",\" holds an empty check name"},
         Hostile{"json_without_list",
                 [](const fs::path&) { return "check --target " + target() + " --json"; },
                 "--json: goes with --list"},

@@ -224,5 +224,41 @@ TEST(OutputFolders, EveryOutputFlagRefusesAMissingFolderByNameBeforeAnyWork) {
   EXPECT_THAT(r.err, HasSubstr(folder.string() + " is a regular file, not a folder"));
 }
 
+// Two bad inputs in one command are still one line, naming one of them, for every verb: the first
+// refusal ends the run before anything else is read or printed.
+TEST(TwoBadInputs, EveryVerbSaysOneLineNamingOneOfThem) {
+  const fs::path dir = testing::fresh_dir("path_flags_two_bad");
+  const std::string a = (dir / "missing-a").string(), b = (dir / "missing-b").string();
+  const fs::path bad_a = dir / "bad-a.json", bad_b = dir / "bad-b.json";
+  testing::write_file(bad_a, "{\"schema\": \"draftgate.suite/1\", \"checks\": []}\n");
+  testing::write_file(bad_b, "not json\n");
+  const std::vector<std::string> commands = {
+      "check --suite " + a + " --suite " + b,
+      "check --suite " + bad_a.string() + " --suite " + bad_b.string(),
+      "check --target " + a + " --drafter " + b,
+      "check --target {T} --drafter {D} --step-record " + a + " --golden " + b,
+      "eval --target " + a + " --drafter " + b + " --prompts {PR}",
+      "eval --target {T} --drafter " + a + " --prompts " + b,
+      "golden record --target " + a + " --drafter " + b + " --prompts {PR} --out {OUT}/g.json",
+      "tau import --vllm-metrics " + a + " --before " + b + " --out {OUT}/m.json",
+      "tau import --sglang-requests " + a + " --prompts " + b + " --out {OUT}/m.json",
+      "tokenize --tokenizer " + a + " --text-file " + b,
+      "forward --model " + a + " --tokens 1,2 --out " + b + "/f.safetensors",
+  };
+  for (const auto& c : commands) {
+    std::string command = fill(c);
+    for (auto at = command.find("{OUT}"); at != std::string::npos; at = command.find("{OUT}"))
+      command.replace(at, 5, dir.string());
+    const auto r = testing::run_draftgate(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << "\n" << r.err;
+    const bool names_one = r.err.find(a) != std::string::npos ||
+                           r.err.find(b) != std::string::npos ||
+                           r.err.find(bad_a.string()) != std::string::npos ||
+                           r.err.find(bad_b.string()) != std::string::npos;
+    EXPECT_TRUE(names_one) << command << "\n" << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace draftgate

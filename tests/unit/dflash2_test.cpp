@@ -318,7 +318,7 @@ TEST(Dflash2Training, SlidingLayersEqualProposeAndDifferRunAsFull) {
     const std::vector<std::int64_t> anchors = {0, 3, 12, 13};
     const at::Tensor training = drafter->training_logits(features, ids, anchors);
     const at::Tensor as_full = drafter->training_logits(
-        features, ids, anchors, DFlashDrafter::ContextVisibility::kBeforeAnchor, {0});
+        features, ids, anchors, DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}});
     for (std::size_t j = 0; j < anchors.size(); ++j) {
       DrafterState state = drafter->new_state();
       if (anchors[j] > 0) drafter->add_context(state, features.narrow(0, 0, anchors[j]));

@@ -185,7 +185,7 @@ TEST(Recipe, SlidingLayersInTrainingModeEqualInferenceForEveryAnchor) {
           << "window " << window << " anchor " << anchors[j];
     }
     const at::Tensor as_full = drafter->training_logits(
-        features, ids, anchors, model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {0});
+        features, ids, anchors, model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}});
     EXPECT_GT(checks::metrics::max_rel_diff(as_full, training), 1e-3) << "window " << window;
   }
 }

@@ -23,6 +23,7 @@ namespace draftgate::checks {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 using train::LossType;
 using train::StepRecord;
@@ -374,6 +375,42 @@ TEST(TrainerRecipes, DataLabelsShiftedAreNamedWithTheirOffset) {
   EXPECT_THAT(loss.message, HasSubstr("labels shifted to input_ids[a+k+1]"));
 }
 
+// A teacher-label trainer (speculators) takes fc_input from the target too: noise there fails
+// target_logits_noise_free whatever the teacher. Measured on main before: 10% of the RMS passed
+// every check of a teacher-label record (only fc_excludes_target_layer's max_nmse judged it).
+TEST(TargetLogitsNoiseFree, TeacherRecordsHaveTheirCapturedHiddenStatesJudgedToo) {
+  StepRecord clean = testing::training_step(LossType::kHardCrossEntropy);
+  clean.hidden_dtype = train::ComputePrecision::kF32;  // undeclared is judged as bf16
+  const CheckResult pass = run_on("target_logits_noise_free", clean, "teacher_fc.safetensors");
+  ASSERT_EQ(pass.status, Status::kPass) << pass.message;
+  EXPECT_EQ(pass.measured["fc_input_slices"].size(), clean.target_layer_ids.size());
+  EXPECT_THAT(pass.message, HasSubstr("fc_input the target's taps"));
+  StepRecord noisy = clean;
+  noisy.fc_input = clean.fc_input + 5e-3 * rms(clean.fc_input) * at::randn(clean.fc_input.sizes());
+  const CheckResult r = run_on("target_logits_noise_free", noisy, "teacher_fc_noisy.safetensors");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("fc_input slice 0 (tap "));
+  EXPECT_THAT(r.message, HasSubstr("before any augmentation noise"));
+  EXPECT_THAT(r.message,
+              Not(HasSubstr("remove noise from the teacher path")));  // the teacher is clean
+  StepRecord quiet = clean;
+  quiet.fc_input = clean.fc_input + 1e-5 * rms(clean.fc_input) * at::randn(clean.fc_input.sizes());
+  EXPECT_EQ(run_on("target_logits_noise_free", quiet, "teacher_fc_quiet.safetensors").status,
+            Status::kPass);
+}
+
+// Noise above max_nmse on a slice that still came from its declared layer is named as noise, not
+// as a tap-indexing error. Measured on main before: "declared as layer 0 but matches layer 0".
+TEST(FcExcludesTargetLayer, HeavyNoiseOnTheDeclaredLayerIsNamedAsNoise) {
+  StepRecord noisy = testing::training_step(LossType::kHardCrossEntropy);
+  noisy.fc_input = noisy.fc_input + 0.3 * rms(noisy.fc_input) * at::randn(noisy.fc_input.sizes());
+  const CheckResult r = run_on("fc_excludes_target_layer", noisy, "fc_heavy_noise.safetensors");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("is closest to its declared layer"));
+  EXPECT_THAT(r.message, HasSubstr("noise on the captured hidden states"));
+  EXPECT_THAT(r.message, Not(HasSubstr("fix the trainer's tap indexing")));
+}
+
 TEST(TrainerRecipes, CapturedHiddenStatesWithNoiseOrFromAnotherLayerFail) {
   const StepRecord clean = specforge_step();
   StepRecord noisy = clean;
@@ -496,11 +533,20 @@ TEST(TrainerRecipes, ASlidingLayerRunAsFullFailsNamingTheLayer) {
   EXPECT_EQ(clean.status, Status::kPass) << clean.message;
   rec.drafter_logits =
       drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
-                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {0});
+                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}});
   const CheckResult full = run(rec, "sliding_as_full.safetensors");
   EXPECT_EQ(full.status, Status::kFail);
   EXPECT_THAT(full.message, HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full "
                                       "attention"));
+  // The way a trainer that builds one mask for every layer runs it: no window, bidirectional block.
+  rec.drafter_logits =
+      drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
+                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}, true});
+  const CheckResult as_full_layer = run(rec, "sliding_as_full_layer.safetensors");
+  EXPECT_EQ(as_full_layer.status, Status::kFail);
+  EXPECT_THAT(as_full_layer.message,
+              HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full attention, no "
+                        "window and a bidirectional block"));
 }
 
 TEST(MinTau, SkipsWithoutAGolden) {

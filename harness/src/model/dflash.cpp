@@ -233,10 +233,11 @@ at::Tensor training_visibility(const std::vector<std::int64_t>& anchors, std::in
 
 }  // namespace
 
-at::Tensor DFlashDrafter::training_logits(
-    const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
-    const std::vector<std::int64_t>& anchors, ContextVisibility context,
-    const std::vector<std::int64_t>& windowless_layers) const {
+at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
+                                          const std::vector<std::int64_t>& input_ids,
+                                          const std::vector<std::int64_t>& anchors,
+                                          ContextVisibility context,
+                                          const SlidingAsFull& as_full) const {
   c10::InferenceMode inference(!autograd_);
   const auto s = static_cast<std::int64_t>(input_ids.size());
   const auto n = static_cast<std::int64_t>(anchors.size());
@@ -256,12 +257,13 @@ at::Tensor DFlashDrafter::training_logits(
   std::map<std::pair<bool, std::int64_t>, at::Tensor> visibility;
   auto visible_in = [&](std::size_t i) -> const at::Tensor& {
     const Layer& l = layers_[i];
-    const bool windowless = std::find(windowless_layers.begin(), windowless_layers.end(),
-                                      static_cast<std::int64_t>(i)) != windowless_layers.end();
-    const std::optional<std::int64_t> window = windowless ? std::nullopt : l.window;
-    at::Tensor& v = visibility[{l.causal, window.value_or(0)}];
+    const bool full = std::find(as_full.layers.begin(), as_full.layers.end(),
+                                static_cast<std::int64_t>(i)) != as_full.layers.end();
+    const std::optional<std::int64_t> window = full ? std::nullopt : l.window;
+    const bool causal = l.causal && !(full && as_full.bidirectional_block);
+    at::Tensor& v = visibility[{causal, window.value_or(0)}];
     if (!v.defined())
-      v = training_visibility(anchors, s, b, extra_context, l.causal, window).to(device);
+      v = training_visibility(anchors, s, b, extra_context, causal, window).to(device);
     return v;
   };
   const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,

@@ -55,6 +55,14 @@ struct DrafterState {
   std::vector<KVCache> kv;  // per layer: context K/V only
 };
 
+// A trainer bug's hypothesis for DFlashDrafter::training_logits: sliding `layers` run without
+// their window; with `bidirectional_block` also without the causal block — a full layer's mask
+// (SpecForge's, dflash_family_model.py @a6b6b023 :47-88, for a config without sliding_window).
+struct SlidingAsFull {
+  std::vector<std::int64_t> layers;
+  bool bidirectional_block = false;
+};
+
 class DFlashDrafter {
  public:
   // Loads unprefixed DFlash tensors (fc, hidden_norm, norm, layers.N.*) and validates them against
@@ -92,7 +100,7 @@ class DFlashDrafter {
   // keys fewer than w positions behind each query a+q, context and block alike (causal inside the
   // block by z-lab's rule, dflash/model.py @10129599; SpecForge's training mask,
   // dflash_family_model.py @a6b6b023 :47-88, is the same where w ≥ B) — what propose() gives.
-  // `windowless_layers` runs those layers as full attention: a trainer bug's hypothesis.
+  // `as_full` runs some sliding layers as full attention: a trainer bug's hypothesis.
   // DFlash2: each block's convolutions run over its own B rows (zeros before its row 0, nothing
   // from another block), so every block's logits equal propose()'s after the anchor's context.
   // kThroughAnchor reproduces the anchor-inclusive context bug (context kv <= a: the anchor's own
@@ -101,7 +109,7 @@ class DFlashDrafter {
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,
                              ContextVisibility context = ContextVisibility::kBeforeAnchor,
-                             const std::vector<std::int64_t>& windowless_layers = {}) const;
+                             const SlidingAsFull& as_full = {}) const;
 
  private:
   struct Layer {

@@ -1,0 +1,27 @@
+#pragma once
+// The hidden states a trainer captured from the target and fed to the drafter's fc (a step
+// record's fc_input), judged against the target's own taps: noise there (augmentation recorded
+// after it was added, a capture server that drifts) trains the drafter on features the target
+// never produces at inference. Both label sources take fc_input from the target, so
+// target_logits_noise_free judges it for every record.
+
+#include <string>
+#include <vector>
+
+#include "checks/check.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/train/step_record.h"
+
+namespace draftgate::checks {
+
+// Judges each fc_input slice of `record` (its leading max_positions positions) against the
+// target's output of its declared layer, the budget max(max_noise_ratio, precision_factor × the
+// noise the capture's precision (hidden_dtype) explains, measured); adds
+// measured.fc_input_slices, evidence.hidden_precision and one problem per slice over budget.
+// Returns the scope phrase ("judged J of R positions").
+std::string judge_captured_hidden_states(const std::string& check, const io::Checkpoint& target,
+                                         const nlohmann::json& params,
+                                         const train::StepRecord& record, CheckResult& result,
+                                         std::vector<std::string>& problems);
+
+}  // namespace draftgate::checks
