@@ -1876,8 +1876,8 @@ INSTANTIATE_TEST_SUITE_P(
         moe_case(
             "moe_expert_missing",
             [](const fs::path& ckpt) {
-              testing::edit_tensors(ckpt, [](const std::string& name, at::Tensor t) {
-                return name == "model.layers.0.mlp.experts.5.down_proj.weight" ? at::Tensor() : t;
+              testing::edit_tensors(ckpt, [](const std::string& name, at::Tensor w) {
+                return name == "model.layers.0.mlp.experts.5.down_proj.weight" ? at::Tensor() : w;
               });
             },
             "missing tensor \"model.layers.0.mlp.experts.5.down_proj.weight\""),
@@ -1885,7 +1885,7 @@ INSTANTIATE_TEST_SUITE_P(
             "moe_expert_misshapen",
             [](const fs::path& ckpt) {
               edit_tensor(ckpt, "model.layers.0.mlp.experts.3.up_proj.weight",
-                          [](at::Tensor t) { return t.narrow(0, 0, 16).clone(); });
+                          [](at::Tensor w) { return w.narrow(0, 0, 16).clone(); });
             },
             "tensor \"model.layers.0.mlp.experts.3.up_proj.weight\" has shape [16, 64], config "
             "implies [32, 64]"),
@@ -1893,7 +1893,7 @@ INSTANTIATE_TEST_SUITE_P(
             "moe_router_wrong_shape",
             [](const fs::path& ckpt) {
               edit_tensor(ckpt, "model.layers.0.mlp.gate.weight",
-                          [](at::Tensor t) { return t.narrow(0, 0, 7).clone(); });
+                          [](at::Tensor w) { return w.narrow(0, 0, 7).clone(); });
             },
             "tensor \"model.layers.0.mlp.gate.weight\" has shape [7, 64], config implies [8, 64]"),
         moe_case("moe_top_k_exceeds_experts",
