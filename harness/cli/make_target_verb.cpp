@@ -45,6 +45,9 @@ int run_make_target(MakeTargetOptions opt) {
     s.dtype = at::kFloat;
   else
     throw Error("--dtype", "unknown dtype \"" + opt.dtype + "\" (expected bf16 or f32)");
+  if (s.experts_per_token > s.num_experts)
+    throw Error("--experts-per-token", std::to_string(s.experts_per_token) + " exceeds --experts " +
+                                           std::to_string(s.num_experts));
   model::write_random_target(opt.out, s);
   std::cout << "wrote random " << family->name << " target (" << model::layout_name(s.layout)
             << " layout) to " << opt.out << "\n";
@@ -101,6 +104,13 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--linear-head-dim", opt->spec.linear_k_dim, "Gated DeltaNet key head dim")
       ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--linear-value-dim", opt->spec.linear_v_dim, "Gated DeltaNet value head dim")
+      ->check(integer_range(1, kMaxWidth));
+  cmd->add_option("--experts", opt->spec.num_experts, "Routed experts per sparse layer (MoE)")
+      ->check(integer_range(1, kMaxHeads));
+  cmd->add_option("--experts-per-token", opt->spec.experts_per_token,
+                  "Experts each position routes to (MoE)")
+      ->check(integer_range(1, kMaxHeads));
+  cmd->add_option("--moe-intermediate", opt->spec.moe_intermediate, "Each expert's MLP width (MoE)")
       ->check(integer_range(1, kMaxWidth));
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());

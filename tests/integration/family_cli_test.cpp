@@ -1,6 +1,7 @@
 // The family table at the CLI: make-target writes every family and layout of the table (and probe
-// names each one's family), and an unknown model type is refused with the same line by make-target
-// (exit 2), by detection when loading (forward, exit 2) and by probe's engine verdict.
+// names each one's family, forward runs it, eval decodes it with a make-drafter drafter), and an
+// unknown model type is refused with the same line by make-target (exit 2), by detection when
+// loading (forward, exit 2) and by probe's engine verdict.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -38,6 +39,24 @@ TEST_P(FamilyCli, MakeTargetWritesWhatProbeAndForwardRunAsThatFamily) {
   const auto fwd = run_draftgate("forward --model " + (dir / "t").string() +
                                  " --tokens 1,2,3 --out " + (dir / "f.safetensors").string());
   EXPECT_EQ(fwd.exit_code, 0) << fwd.err;
+}
+
+// A drafter made for the family's random target, decoded with eval (the target's tapped layers,
+// its head, verification of every block).
+TEST_P(FamilyCli, MakeDrafterAndEvalRunOnIt) {
+  const auto& c = GetParam();
+  const fs::path dir = testing::fresh_dir("family_eval_" + c.name);
+  const std::string t = (dir / "t").string(), d = (dir / "d").string();
+  ASSERT_EQ(run_draftgate("make-target --family " + std::string(model::family_name(c.family)) +
+                          " --layout " + model::layout_name(c.layout) + " --layers 2 --out " + t)
+                .exit_code,
+            0);
+  const auto drafter = run_draftgate("make-drafter --target " + t + " --taps 0,1 --out " + d);
+  ASSERT_EQ(drafter.exit_code, 0) << drafter.err;
+  std::ofstream(dir / "p.jsonl") << "{\"id\": \"a\", \"input_ids\": [5, 9, 17, 3]}\n";
+  const auto eval = run_draftgate("eval --target " + t + " --drafter " + d + " --prompts " +
+                                  (dir / "p.jsonl").string() + " --max-new 6");
+  EXPECT_EQ(eval.exit_code, 0) << eval.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyCli, ::testing::ValuesIn(testing::every_family_layout()),

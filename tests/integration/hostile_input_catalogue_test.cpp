@@ -10,6 +10,8 @@
 //   select    --only selecting nothing, an empty check list, one error printed once
 //   surfaces  inputs the later releases added: DFlash2 configs, weights and records, float32-range
 //             drafter scalars, the golden's tau_definition, flags that only mean something together
+//   moe       routed-expert (qwen3_moe) targets: experts missing or misshapen, the router's shape,
+//             top-k beyond the experts, the sparse-layer keys
 // The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
 // hostile_input_test.cpp.
 
@@ -17,6 +19,7 @@
 
 #include <algorithm>
 
+#include "draftgate/model/random_checkpoint.h"
 #include "hostile_input.h"
 #include "speculators_convert.h"
 
@@ -2018,6 +2021,85 @@ INSTANTIATE_TEST_SUITE_P(
                                    at::zeros(named(tensors, "anchors").sizes(), at::kLong));
             },
             "loss_type", "no sequence of the batch holds a kept anchor")),
+    [](const auto& p) { return p.param.label; });
+
+// A small random qwen3_moe target (8 experts, top 2, layer 1 dense) in DIR/moe, changed by `edit`,
+// run through forward.
+Hostile moe_case(std::string label, std::function<void(const fs::path&)> edit,
+                 std::string message) {
+  return {std::move(label),
+          [edit](const fs::path& dir) {
+            model::RandomTargetSpec spec;
+            spec.family = model::Family::kQwen3Moe;
+            spec.layers = 2;
+            const fs::path moe = dir / "moe";
+            model::write_random_target(moe, spec);
+            edit(moe);
+            return forward_to(moe, (dir / "out.safetensors").string());
+          },
+          std::move(message)};
+}
+
+std::function<void(const fs::path&)> moe_config(std::function<void(json&)> edit) {
+  return [edit](const fs::path& ckpt) {
+    json c = read(ckpt / "config.json");
+    edit(c);
+    write(ckpt / "config.json", c);
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Moe, HostileInput,
+    ::testing::Values(
+        moe_case(
+            "moe_expert_missing",
+            [](const fs::path& ckpt) {
+              testing::edit_tensors(ckpt, [](const std::string& name, at::Tensor w) {
+                return name == "model.layers.0.mlp.experts.5.down_proj.weight" ? at::Tensor() : w;
+              });
+            },
+            "missing tensor \"model.layers.0.mlp.experts.5.down_proj.weight\""),
+        moe_case(
+            "moe_expert_misshapen",
+            [](const fs::path& ckpt) {
+              edit_tensor(ckpt, "model.layers.0.mlp.experts.3.up_proj.weight",
+                          [](at::Tensor w) { return w.narrow(0, 0, 16).clone(); });
+            },
+            "tensor \"model.layers.0.mlp.experts.3.up_proj.weight\" has shape [16, 64], config "
+            "implies [32, 64]"),
+        moe_case(
+            "moe_router_wrong_shape",
+            [](const fs::path& ckpt) {
+              edit_tensor(ckpt, "model.layers.0.mlp.gate.weight",
+                          [](at::Tensor w) { return w.narrow(0, 0, 7).clone(); });
+            },
+            "tensor \"model.layers.0.mlp.gate.weight\" has shape [7, 64], config implies [8, 64]"),
+        moe_case("moe_top_k_exceeds_experts",
+                 moe_config([](json& c) { c["num_experts_per_tok"] = 9; }),
+                 "num_experts_per_tok 9 exceeds num_experts 8"),
+        moe_case("moe_num_experts_zero", moe_config([](json& c) { c["num_experts"] = 0; }),
+                 "num_experts must be positive, got 0"),
+        moe_case("moe_expert_width_missing",
+                 moe_config([](json& c) { c.erase("moe_intermediate_size"); }),
+                 "missing required field moe_intermediate_size"),
+        moe_case("moe_sparse_step_zero", moe_config([](json& c) { c["decoder_sparse_step"] = 0; }),
+                 "decoder_sparse_step must be positive, got 0"),
+        moe_case("moe_dense_layer_out_of_range", moe_config([](json& c) {
+                   c["mlp_only_layers"] = {1, 9};
+                 }),
+                 "mlp_only_layers holds 9, not a layer index 0..1"),
+        moe_case("moe_dense_layers_not_a_list",
+                 moe_config([](json& c) { c["mlp_only_layers"] = "1"; }),
+                 "mlp_only_layers must be a list of layer indices"),
+        moe_case("moe_norm_topk_prob_not_a_bool",
+                 moe_config([](json& c) { c["norm_topk_prob"] = 1; }),
+                 "norm_topk_prob must be true or false, got 1"),
+        Hostile{"make_target_top_k_exceeds_experts",
+                [](const fs::path& dir) {
+                  return "make-target --family qwen3_moe --experts 4 --experts-per-token 5 --out " +
+                         (dir / "t").string();
+                },
+                "--experts-per-token: 5 exceeds --experts 4"}),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

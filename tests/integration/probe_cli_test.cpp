@@ -241,10 +241,15 @@ TEST(ProbeCli, FlagsMoeSlidingWindowRopeScalingAndQuantisedTensors) {
     std::ofstream(dir / "config.json") << config.dump();
     return dir;
   };
+  // MoE outside the MoE families: an unknown MoE type, or experts in a dense family's config.
   auto [supported, notes] =
-      engine_verdict(variant("moe", {{"model_type", "qwen3_moe"}, {"num_experts", 128}}));
+      engine_verdict(variant("moe", {{"model_type", "qwen2_moe"}, {"num_experts", 60}}));
   EXPECT_FALSE(supported);
-  EXPECT_THAT(notes, HasSubstr("MoE MLPs (model_type qwen3_moe)"));
+  EXPECT_THAT(notes, HasSubstr("MoE MLPs (model_type qwen2_moe)"));
+  std::tie(supported, notes) = engine_verdict(variant("dense_moe", {{"num_experts", 128}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes,
+              HasSubstr("MoE MLPs (model_type qwen3): the engine runs dense MLPs for qwen3"));
   std::tie(supported, notes) = engine_verdict(variant("swa", {{"use_sliding_window", true}}));
   EXPECT_FALSE(supported);
   EXPECT_THAT(notes, HasSubstr("sliding-window attention"));

@@ -121,8 +121,38 @@ def computing_in(precision):
 # modeling_llama): hybrid means (1 + w) norms, a gated q_proj, partial RoPE under rope_parameters and Gated DeltaNet
 # layers; qk_norm a per-head RMSNorm of q and k before RoPE. A family missing here is a KeyError naming it
 # (test_target_families.py runs every family of the table).
+# moe: Qwen3MoeSparseMoeBlock on the layers Qwen3MoeDecoderLayer makes sparse (modeling_qwen3_moe.py).
 FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
-            "llama": {"hybrid": False, "qk_norm": False}}
+            "llama": {"hybrid": False, "qk_norm": False},
+            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True}}
+
+
+def sparse_moe_layer(c, i):
+    """Qwen3MoeDecoderLayer.__init__: routed experts unless i is in mlp_only_layers, when num_experts > 0 and
+    (i + 1) % decoder_sparse_step == 0."""
+    return (i not in (c.get("mlp_only_layers") or []) and c.get("num_experts", 0) > 0
+            and (i + 1) % c.get("decoder_sparse_step", 1) == 0)
+
+
+def swiglu(w, p, x):
+    return F.linear(F.silu(F.linear(x, w[p + "gate_proj.weight"])) * F.linear(x, w[p + "up_proj.weight"]),
+                    w[p + "down_proj.weight"])
+
+
+def sparse_moe(w, c, p, x):
+    """Qwen3MoeSparseMoeBlock.forward: float32 softmax over the router logits, torch.topk, renormalised when
+    norm_topk_prob, each chosen expert weighted and added in expert order."""
+    probs = F.softmax(F.linear(x, w[p + "gate.weight"]), dim=-1, dtype=torch.float)
+    top, chosen = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
+    if c.get("norm_topk_prob", False):
+        top = top / top.sum(-1, keepdim=True)
+    top = top.to(x.dtype)
+    out = torch.zeros_like(x)
+    for e in range(c["num_experts"]):
+        rows, slots = torch.where(chosen == e)
+        if len(rows):
+            out.index_add_(0, rows, swiglu(w, f"{p}experts.{e}.", x[rows]) * top[rows, slots, None])
+    return out
 
 
 class Target:
@@ -224,8 +254,8 @@ class Target:
             else:
                 x = x + self.attention(p + "self_attn.", h)
             h = self.norm(x, w[p + "post_attention_layernorm.weight"])
-            gate, up = F.linear(h, w[p + "mlp.gate_proj.weight"]), F.linear(h, w[p + "mlp.up_proj.weight"])
-            x = x + F.linear(F.silu(gate) * up, w[p + "mlp.down_proj.weight"])
+            moe = FORMULAS[self.family].get("moe", False) and sparse_moe_layer(self.c, i)
+            x = x + (sparse_moe(w, self.c, p + "mlp.", h) if moe else swiglu(w, p + "mlp.", h))
             hidden_states.append(x)
         last_layer_output = hidden_states[-1]
         normed = self.norm(x, self.final_norm)

@@ -1,5 +1,6 @@
 #include "naive_target.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -16,6 +17,7 @@ using at::Tensor;
 struct Formulas {
   bool hybrid;   // Qwen3.5: (1 + w) norms, gated q_proj, partial RoPE, Gated DeltaNet layers
   bool qk_norm;  // per-head q/k RMSNorm before RoPE (Qwen3, Qwen3.5; not Llama)
+  bool sparse_moe = false;  // Qwen3MoeSparseMoeBlock on the layers Qwen3MoeDecoderLayer picks
 };
 
 struct Naive {
@@ -142,6 +144,45 @@ struct Naive {
     }
     return at::matmul(out, w(p + "out_proj.weight").t());
   }
+
+  // down(silu(gate(x)) · up(x)) of one row, from `<p>{gate,up,down}_proj.weight`.
+  Tensor swiglu_row(const std::string& p, const Tensor& x) const {
+    const Tensor gate = at::mv(w(p + "gate_proj.weight"), x);
+    const Tensor up = at::mv(w(p + "up_proj.weight"), x);
+    return at::mv(w(p + "down_proj.weight"), gate * at::sigmoid(gate) * up);
+  }
+
+  // Qwen3MoeDecoderLayer.__init__ (modeling_qwen3_moe.py @16b6c53c): sparse unless listed in
+  // mlp_only_layers, when num_experts > 0 and (layer + 1) % decoder_sparse_step == 0.
+  bool sparse_layer(std::int64_t layer) const {
+    const auto only = cfg.value("mlp_only_layers", std::vector<std::int64_t>{});
+    const std::int64_t step = cfg.value("decoder_sparse_step", std::int64_t{1});
+    return std::find(only.begin(), only.end(), layer) == only.end() &&
+           cfg.value("num_experts", std::int64_t{0}) > 0 && (layer + 1) % step == 0;
+  }
+
+  // Qwen3MoeSparseMoeBlock.forward, one position at a time: router logits, softmax over the
+  // experts, torch.topk of k (the reference's own call; its order and tie rule are torch's),
+  // renormalised when norm_topk_prob, the weighted sum of the chosen experts.
+  Tensor sparse_moe(const std::string& p, const Tensor& x) const {
+    const std::int64_t experts = get("num_experts"), k = get("num_experts_per_tok");
+    const bool renormalise = cfg.value("norm_topk_prob", false);
+    const Tensor router = w(p + "gate.weight");
+    Tensor out = at::zeros_like(x);
+    for (std::int64_t t = 0; t < x.size(0); ++t) {
+      // One dot product per expert: equal router rows give bit-equal logits (a tie stays a tie).
+      Tensor logits = at::empty({experts}, at::kDouble);
+      for (std::int64_t e = 0; e < experts; ++e) logits[e] = at::dot(router[e], x[t]);
+      const Tensor probs = at::exp(logits - logits.max()) / at::exp(logits - logits.max()).sum();
+      auto [top, chosen] = at::topk(probs, k);
+      if (renormalise) top = top / top.sum();
+      for (std::int64_t j = 0; j < k; ++j)
+        out[t] +=
+            top[j].item<double>() *
+            swiglu_row(p + "experts." + std::to_string(chosen[j].item<std::int64_t>()) + ".", x[t]);
+    }
+    return out;
+  }
 };
 
 // The family comes from the table; its formulas are this file's own, written from transformers
@@ -155,6 +196,8 @@ Formulas formulas_of(model::Family family) {
       return {true, true};  // modeling_qwen3_5.py: (1+w), gated q_proj, partial RoPE, GDN
     case model::Family::kLlama:
       return {false, false};  // modeling_llama.py: w·x̂ norms, no q/k norm, full RoPE
+    case model::Family::kQwen3Moe:
+      return {false, true, true};  // modeling_qwen3_moe.py: Qwen3 attention, routed experts
   }
   throw std::logic_error("the naive reference has no formulas for this family");
 }
@@ -176,9 +219,13 @@ NaiveOutput naive_forward(const io::Checkpoint& ckpt, const std::vector<std::int
     x = x + (stack.layer_types[i] == "linear_attention" ? n.gated_delta_net(p + "linear_attn.", a)
                                                         : n.attention(p + "self_attn.", a));
     const Tensor b = n.norm_rows(x, n.w(p + "post_attention_layernorm.weight"));
-    const Tensor gate = at::matmul(b, n.w(p + "mlp.gate_proj.weight").t());
-    const Tensor up = at::matmul(b, n.w(p + "mlp.up_proj.weight").t());
-    x = x + at::matmul(gate * at::sigmoid(gate) * up, n.w(p + "mlp.down_proj.weight").t());
+    if (f.sparse_moe && n.sparse_layer(i)) {
+      x = x + n.sparse_moe(p + "mlp.", b);
+    } else {
+      const Tensor gate = at::matmul(b, n.w(p + "mlp.gate_proj.weight").t());
+      const Tensor up = at::matmul(b, n.w(p + "mlp.up_proj.weight").t());
+      x = x + at::matmul(gate * at::sigmoid(gate) * up, n.w(p + "mlp.down_proj.weight").t());
+    }
     out.layer_outputs.push_back(x.clone());
   }
   out.logits = at::matmul(n.norm_rows(x, n.w(stack.final_norm)), n.w(stack.lm_head).t());

@@ -1,7 +1,8 @@
 #pragma once
-// A deliberately naive float64 re-implementation of both target families, written straight from the
-// transformers formulas: full sequence, no cache, explicit loops over tokens and heads. The engine
-// is tested against it layer by layer; it shares nothing with the engine beyond reading tensors.
+// A deliberately naive float64 re-implementation of every target family, written straight from the
+// transformers formulas (routed experts one position at a time): full sequence, no cache, explicit
+// loops over tokens and heads. The engine is tested against it layer by layer; it shares nothing
+// with the engine beyond reading tensors.
 
 #include <ATen/ATen.h>
 

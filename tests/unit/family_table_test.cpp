@@ -67,7 +67,7 @@ TEST(FamilyTable, EveryModelTypeFindsItsFamilyAndNoOtherDoes) {
       EXPECT_EQ(&family_of(config), &f) << t;
     }
   });
-  EXPECT_EQ(find_family("qwen3_moe"), nullptr);
+  EXPECT_EQ(find_family("qwen2_moe"), nullptr);  // Qwen2-MoE (shared expert): not a family
   EXPECT_EQ(find_family(""), nullptr);
   try {
     family_of(io::ModelConfig::from_json({{"model_type", "mystery"}}, "dir/config.json"));

@@ -2,16 +2,34 @@
 
 namespace draftgate::model {
 
+SwiGluMlp::SwiGluMlp(const WeightLoader& w, const std::string& p, std::int64_t hidden,
+                     std::int64_t intermediate)
+    : gate_proj(w.get(p + "gate_proj.weight", {intermediate, hidden})),
+      up_proj(w.get(p + "up_proj.weight", {intermediate, hidden})),
+      down_proj(w.get(p + "down_proj.weight", {hidden, intermediate})) {}
+
+at::Tensor SwiGluMlp::operator()(const at::Tensor& x) const {
+  return swiglu(x, gate_proj, up_proj, down_proj);
+}
+
+LayerNorms::LayerNorms(const WeightLoader& w, const std::string& p, std::int64_t hidden)
+    : input_norm(w.get(p + "input_layernorm.weight", {hidden})),
+      post_norm(w.get(p + "post_attention_layernorm.weight", {hidden})) {}
+
+at::Tensor LayerNorms::mixer_input(const at::Tensor& h, double eps, NormStyle style) const {
+  return rms_norm(h, input_norm, eps, style);
+}
+
+at::Tensor LayerNorms::mlp_input(const at::Tensor& h, double eps, NormStyle style) const {
+  return rms_norm(h, post_norm, eps, style);
+}
+
 NormsAndMlp::NormsAndMlp(const WeightLoader& w, const std::string& p, std::int64_t hidden,
                          std::int64_t intermediate)
-    : input_norm(w.get(p + "input_layernorm.weight", {hidden})),
-      post_norm(w.get(p + "post_attention_layernorm.weight", {hidden})),
-      gate_proj(w.get(p + "mlp.gate_proj.weight", {intermediate, hidden})),
-      up_proj(w.get(p + "mlp.up_proj.weight", {intermediate, hidden})),
-      down_proj(w.get(p + "mlp.down_proj.weight", {hidden, intermediate})) {}
+    : norms(w, p, hidden), dense(w, p + "mlp.", hidden, intermediate) {}
 
 at::Tensor NormsAndMlp::mixer_input(const at::Tensor& h, double eps, NormStyle style) const {
-  return rms_norm(h, input_norm, eps, style);
+  return norms.mixer_input(h, eps, style);
 }
 
 at::Tensor NormsAndMlp::add_mlp(const at::Tensor& h, double eps, NormStyle style) const {
@@ -19,11 +37,9 @@ at::Tensor NormsAndMlp::add_mlp(const at::Tensor& h, double eps, NormStyle style
 }
 
 at::Tensor NormsAndMlp::mlp_input(const at::Tensor& h, double eps, NormStyle style) const {
-  return rms_norm(h, post_norm, eps, style);
+  return norms.mlp_input(h, eps, style);
 }
 
-at::Tensor NormsAndMlp::mlp(const at::Tensor& x) const {
-  return swiglu(x, gate_proj, up_proj, down_proj);
-}
+at::Tensor NormsAndMlp::mlp(const at::Tensor& x) const { return dense(x); }
 
 }  // namespace draftgate::model

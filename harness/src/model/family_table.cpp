@@ -33,6 +33,15 @@ constexpr FamilyTraits kLlamaTraits = TraitsBuilder()
                                           .attn_output_gate(false)
                                           .linear_attention(false)
                                           .mlp(MlpKind::kDense);
+// Qwen3-MoE: models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c (Qwen3MoeRMSNorm w·x̂, q/k norm,
+// full RoPE, Qwen3MoeSparseMoeBlock: routed experts, no shared expert).
+constexpr FamilyTraits kQwen3MoeTraits = TraitsBuilder()
+                                             .norm(NormStyle::kPlain)
+                                             .qk_norm(true)
+                                             .partial_rope(false)
+                                             .attn_output_gate(false)
+                                             .linear_attention(false)
+                                             .mlp(MlpKind::kMoe);
 
 std::vector<FamilyEntry> make_table() {
   std::vector<FamilyEntry> table;
@@ -69,6 +78,21 @@ std::vector<FamilyEntry> make_table() {
     e.engine.rope_types = {"default"};  // Llama 3.1+'s "llama3" scaling is not computed
     // LlamaConfig (models/llama/configuration_llama.py @4bdeeced): head_dim None defaults to
     // hidden_size // num_attention_heads, rope_theta to 10000.
+    e.defaults.head_dim_from_heads = true;
+    e.defaults.rope_theta = 10000.0;
+    table.push_back(e);
+  }
+  {
+    FamilyEntry e{};
+    e.family = Family::kQwen3Moe;
+    e.name = "qwen3_moe";
+    e.display_name = "Qwen3-MoE (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)";
+    e.model_types = {"qwen3_moe"};
+    e.traits = kQwen3MoeTraits;
+    e.layouts = {TargetLayout::kFlat};
+    e.engine.rope_types = {"default"};
+    // Qwen3MoeConfig (configuration_qwen3_moe.py @26f4b0f6): rope_theta 10000; the attention reads
+    // getattr(config, "head_dim", hidden_size // num_attention_heads).
     e.defaults.head_dim_from_heads = true;
     e.defaults.rope_theta = 10000.0;
     table.push_back(e);

@@ -163,6 +163,11 @@ json family_keys(const RandomTargetSpec& s) {
                 {"partial_rotary_factor", s.partial_rotary_factor},
                 {"mrope_section", {11, 11, 10}},
                 {"mrope_interleaved", true}}}};
+    case Family::kQwen3Moe:  // as Qwen3-30B-A3B's config writes them
+      return {{"model_type", "qwen3_moe"},     {"architectures", {"Qwen3MoeForCausalLM"}},
+              {"rope_theta", 1000000.0},       {"rope_scaling", nullptr},
+              {"attention_bias", false},       {"use_sliding_window", false},
+              {"output_router_logits", false}, {"router_aux_loss_coef", 0.001}};
   }
   throw std::logic_error("family without config keys");
 }
@@ -180,6 +185,16 @@ json trait_keys(const RandomTargetSpec& s) {
               {"linear_num_value_heads", s.linear_v_heads},
               {"linear_key_head_dim", s.linear_k_dim},
               {"linear_value_head_dim", s.linear_v_dim}});
+  std::vector<std::int64_t> mlp_only;  // the spec's dense layers that the model has
+  for (std::int64_t l : s.mlp_only_layers)
+    if (l < s.layers) mlp_only.push_back(l);
+  if (traits.mlp == MlpKind::kMoe)
+    c.update({{"num_experts", s.num_experts},
+              {"num_experts_per_tok", s.experts_per_token},
+              {"moe_intermediate_size", s.moe_intermediate},
+              {"decoder_sparse_step", s.decoder_sparse_step},
+              {"mlp_only_layers", mlp_only},
+              {"norm_topk_prob", s.norm_topk_prob}});
   return c;
 }
 
@@ -229,12 +244,30 @@ void attention_weights(Maker& m, const LayerShape& s, const std::string& p,
   m.norm(p + "k_norm.weight", s.head_dim, one_plus_w);
 }
 
-void mlp_and_norms(Maker& m, const LayerShape& s, const std::string& p, bool one_plus_w) {
+void norms(Maker& m, const LayerShape& s, const std::string& p, bool one_plus_w) {
   m.norm(p + "input_layernorm.weight", s.hidden, one_plus_w);
   m.norm(p + "post_attention_layernorm.weight", s.hidden, one_plus_w);
-  m.linear(p + "mlp.gate_proj.weight", s.intermediate, s.hidden);
-  m.linear(p + "mlp.up_proj.weight", s.intermediate, s.hidden);
-  m.linear(p + "mlp.down_proj.weight", s.hidden, s.intermediate);
+}
+
+// `<p>{gate,up,down}_proj.weight` of one SwiGLU MLP.
+void swiglu_weights(Maker& m, const std::string& p, std::int64_t hidden,
+                    std::int64_t intermediate) {
+  m.linear(p + "gate_proj.weight", intermediate, hidden);
+  m.linear(p + "up_proj.weight", intermediate, hidden);
+  m.linear(p + "down_proj.weight", hidden, intermediate);
+}
+
+void mlp_and_norms(Maker& m, const LayerShape& s, const std::string& p, bool one_plus_w) {
+  norms(m, s, p, one_plus_w);
+  swiglu_weights(m, p + "mlp.", s.hidden, s.intermediate);
+}
+
+// A sparse layer's MLP as Qwen3-MoE checkpoints name it: the router mlp.gate.weight and each
+// expert's mlp.experts.{e}.{gate,up,down}_proj.weight.
+void moe_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
+  m.linear(p + "gate.weight", s.num_experts, s.hidden);
+  for (std::int64_t e = 0; e < s.num_experts; ++e)
+    swiglu_weights(m, p + "experts." + std::to_string(e) + ".", s.hidden, s.moe_intermediate);
 }
 
 void gdn_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
@@ -265,7 +298,13 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
   const auto types = layer_types(s);
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = root + "layers." + std::to_string(i) + ".";
-    mlp_and_norms(m, shape, p, one_plus_w);
+    if (traits.mlp == MlpKind::kMoe &&
+        moe_layer_is_sparse(i, s.decoder_sparse_step, s.mlp_only_layers)) {
+      norms(m, shape, p, one_plus_w);
+      moe_weights(m, s, p + "mlp.");
+    } else {
+      mlp_and_norms(m, shape, p, one_plus_w);
+    }
     if (types[i] == "linear_attention")
       gdn_weights(m, s, p + "linear_attn.");
     else

@@ -1,7 +1,10 @@
 #include "draftgate/model/target_config.h"
 
+#include <algorithm>
+
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
 
 namespace draftgate::model {
@@ -32,7 +35,52 @@ void check_rope_type(const io::ModelConfig& config, const FamilyEntry& family) {
                                  ")");
 }
 
+// Qwen3MoeConfig's MoE fields (configuration_qwen3_moe.py @26f4b0f6). The expert counts and width
+// are required (every released config writes them); the rest take the config class's defaults.
+void read_moe(const io::ModelConfig& config, TargetConfig& c) {
+  c.num_experts = config.require_int("num_experts");
+  c.experts_per_token = config.require_int("num_experts_per_tok");
+  c.moe_intermediate = config.require_int("moe_intermediate_size");
+  const std::int64_t step = config.find_int("decoder_sparse_step").value_or(1);
+  for (auto [key, v] : {std::pair{"num_experts", c.num_experts},
+                        {"num_experts_per_tok", c.experts_per_token},
+                        {"moe_intermediate_size", c.moe_intermediate},
+                        {"decoder_sparse_step", step}})
+    require_positive(config, key, v);
+  if (c.experts_per_token > c.num_experts)
+    throw Error(config.file(),
+                "num_experts_per_tok " + std::to_string(c.experts_per_token) +
+                    " exceeds num_experts " + std::to_string(c.num_experts),
+                "a token cannot route to more experts than the layer has");
+  c.norm_topk_prob = config.find_bool("norm_topk_prob").value_or(false);
+  std::vector<std::int64_t> mlp_only;
+  const auto& text = config.text();
+  const auto it = text.find("mlp_only_layers");
+  if (it != text.end() && !it->is_null()) {
+    if (!it->is_array())
+      throw Error(config.file(),
+                  config.where("mlp_only_layers") + " must be a list of layer indices");
+    for (const auto& v : *it) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+          v.get<std::int64_t>() >= c.num_layers)
+        throw Error(config.file(), config.where("mlp_only_layers") + " holds " +
+                                       io::json_excerpt(v) + ", not a layer index 0.." +
+                                       std::to_string(c.num_layers - 1));
+      mlp_only.push_back(v.get<std::int64_t>());
+    }
+  }
+  for (std::int64_t i = 0; i < c.num_layers; ++i)
+    c.sparse.push_back(moe_layer_is_sparse(i, step, mlp_only));
+}
+
 }  // namespace
+
+bool moe_layer_is_sparse(std::int64_t layer, std::int64_t decoder_sparse_step,
+                         const std::vector<std::int64_t>& mlp_only_layers) {
+  return std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) ==
+             mlp_only_layers.end() &&
+         (layer + 1) % decoder_sparse_step == 0;
+}
 
 TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::DecoderStack& stack) {
   const FamilyEntry& family = family_of(config);
@@ -98,6 +146,7 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   }
   c.attn_output_gate =
       c.traits.attn_output_gate && config.find_bool("attn_output_gate").value_or(true);
+  if (c.traits.mlp == MlpKind::kMoe) read_moe(config, c);
   if (!c.traits.linear_attention) {
     for (const auto& t : c.layer_types)
       if (t != "full_attention")

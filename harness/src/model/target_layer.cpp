@@ -4,7 +4,11 @@ namespace draftgate::model {
 
 TargetLayer TargetLayer::load(const TargetConfig& c, const WeightLoader& w,
                               const std::string& prefix, std::int64_t index) {
-  TargetLayer l{NormsAndMlp(w, prefix, c.hidden, c.intermediate), nullptr, nullptr};
+  TargetLayer l{LayerNorms(w, prefix, c.hidden), nullptr, nullptr, nullptr, nullptr};
+  if (c.is_sparse(index))
+    l.moe = std::make_unique<SparseMoe>(c, w, prefix + "mlp.");
+  else
+    l.dense = std::make_unique<SwiGluMlp>(w, prefix + "mlp.", c.hidden, c.intermediate);
   if (c.is_linear(index))
     l.linear = std::make_unique<GatedDeltaNet>(c, w, prefix + "linear_attn.");
   else
@@ -15,10 +19,11 @@ TargetLayer TargetLayer::load(const TargetConfig& c, const WeightLoader& w,
 at::Tensor TargetLayer::extend(const at::Tensor& h, const TargetConfig& c, const RopeTables& rope,
                                const at::Tensor& visible, const std::vector<std::int64_t>& parents,
                                GdnAlgorithm gdn, KVCache& kv, LinearState& linear_state) const {
-  const at::Tensor normed = parts.mixer_input(h, c.rms_eps, c.traits.norm);
+  const at::Tensor normed = norms.mixer_input(h, c.rms_eps, c.traits.norm);
   const at::Tensor mixed = h + (linear ? linear->extend(normed, linear_state, parents, gdn)
                                        : attention->extend(normed, rope, visible, kv));
-  return parts.add_mlp(mixed, c.rms_eps, c.traits.norm);
+  const at::Tensor x = norms.mlp_input(mixed, c.rms_eps, c.traits.norm);
+  return mixed + (moe ? (*moe)(x) : (*dense)(x));
 }
 
 }  // namespace draftgate::model

@@ -25,8 +25,10 @@ import target_families  # noqa: E402
 
 # This peer's formulas per family of the table: hybrid = Qwen3.5's (1 + w) norms, gated q_proj, partial RoPE and
 # Gated DeltaNet; qk_norm = per-head q/k RMSNorm before RoPE (not Llama's). A family missing here is a KeyError.
+# moe = routed experts (Qwen3MoeSparseMoeBlock) where Qwen3MoeDecoderLayer makes the layer sparse.
 FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
-            "llama": {"hybrid": False, "qk_norm": False}}
+            "llama": {"hybrid": False, "qk_norm": False},
+            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True}}
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
@@ -112,6 +114,7 @@ class Target:
         self.c = c = cfg.get("text_config", cfg)
         formulas = FORMULAS[target_families.family_of(c)]
         self.hybrid, self.qk_norm = formulas["hybrid"], formulas["qk_norm"]
+        self.moe = formulas.get("moe", False)
         w = load_safetensors(f"{path}/model.safetensors")
         root = target_families.decoder_root(w)
         self.w, self.root = w, root
@@ -130,6 +133,31 @@ class Target:
 
     def p(self, i):
         return f"{self.root}layers.{i}."
+
+    def swiglu(self, p, x):
+        w = self.w
+        return F.linear(F.silu(F.linear(x, w[p + "gate_proj.weight"])) * F.linear(x, w[p + "up_proj.weight"]),
+                        w[p + "down_proj.weight"])
+
+    def sparse(self, i):
+        c = self.c
+        return (i not in (c.get("mlp_only_layers") or []) and c.get("num_experts", 0) > 0
+                and (i + 1) % c.get("decoder_sparse_step", 1) == 0)
+
+    def routed(self, i, x):
+        """One position at a time: softmax over the router logits in float32, torch.topk, renormalised when
+        norm_topk_prob, the chosen experts' weighted sum."""
+        c, p = self.c, self.p(i) + "mlp."
+        probs = F.softmax(F.linear(x, self.w[p + "gate.weight"]).float(), dim=-1)
+        top, chosen = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
+        if c.get("norm_topk_prob", False):
+            top = top / top.sum(-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for t in range(x.shape[0]):
+            for j in range(top.shape[1]):
+                e = int(chosen[t, j])
+                out[t] += top[t, j].to(x.dtype) * self.swiglu(f"{p}experts.{e}.", x[t:t + 1])[0]
+        return out
 
     def attention(self, i, x, pos, cache):
         w, p = self.w, self.p(i) + "self_attn."
@@ -209,7 +237,7 @@ class Target:
             new.append(nc)
             x = x + out
             h = rms(x, w[p + "post_attention_layernorm.weight"], self.eps, self.hybrid)
-            x = x + F.linear(F.silu(F.linear(h, w[p + "mlp.gate_proj.weight"])) * F.linear(h, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"])
+            x = x + (self.routed(i, h) if self.moe and self.sparse(i) else self.swiglu(p + "mlp.", h))
         return F.linear(rms(x, self.norm, self.eps, self.hybrid), self.head).float(), new
 
 

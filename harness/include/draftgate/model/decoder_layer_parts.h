@@ -12,11 +12,29 @@
 
 namespace draftgate::model {
 
-struct NormsAndMlp {
-  at::Tensor input_norm, post_norm, gate_proj, up_proj, down_proj;
+// One SwiGLU MLP: `<prefix>{gate,up,down}_proj.weight` (a layer's mlp., or one routed expert).
+struct SwiGluMlp {
+  at::Tensor gate_proj, up_proj, down_proj;
 
-  // Loads `<prefix>input_layernorm.weight`, `post_attention_layernorm.weight` and
-  // `mlp.{gate,up,down}_proj.weight`.
+  SwiGluMlp(const WeightLoader& w, const std::string& prefix, std::int64_t hidden,
+            std::int64_t intermediate);
+  at::Tensor operator()(const at::Tensor& x) const;  // down(silu(gate(x)) ⊙ up(x))
+};
+
+// `<prefix>input_layernorm.weight` and `post_attention_layernorm.weight`.
+struct LayerNorms {
+  at::Tensor input_norm, post_norm;
+
+  LayerNorms(const WeightLoader& w, const std::string& prefix, std::int64_t hidden);
+  at::Tensor mixer_input(const at::Tensor& h, double eps, NormStyle style) const;
+  at::Tensor mlp_input(const at::Tensor& h, double eps, NormStyle style) const;  // post_norm(h)
+};
+
+struct NormsAndMlp {
+  LayerNorms norms;
+  SwiGluMlp dense;
+
+  // Loads the layer norms and `<prefix>mlp.{gate,up,down}_proj.weight`.
   NormsAndMlp(const WeightLoader& w, const std::string& prefix, std::int64_t hidden,
               std::int64_t intermediate);
 

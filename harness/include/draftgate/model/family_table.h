@@ -23,11 +23,12 @@ enum class Family {
   kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
   kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
   kLlama,    // Llama-style dense: plain-w RMSNorm, no q/k norm, full NeoX RoPE
+  kQwen3Moe,  // Qwen3 attention with routed-expert MLPs (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)
 };
 
 // Where a checkpoint's text decoder lives, as the families' released checkpoints store it.
 enum class TargetLayout {
-  kFlat,        // model.layers (Qwen3 dense)
+  kFlat,        // model.layers (Qwen3 dense, Qwen3-MoE, Llama)
   kVlm,         // model.language_model.layers + model.visual.blocks + mtp.* (Qwen3.5/3.6 VLM)
   kTextResave,  // model.language_model.layers, flat qwen3_5_text config (Qwen3_5ForCausalLM
                 // re-save)

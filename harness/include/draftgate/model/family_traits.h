@@ -13,7 +13,7 @@ enum class NormStyle {
 
 enum class MlpKind {
   kDense,  // one SwiGLU MLP per layer (mlp.{gate,up,down}_proj)
-  kMoe,    // routed experts (mlp.experts.*): no family of the table has them yet
+  kMoe,    // routed experts (mlp.gate + mlp.experts.*) where the config makes a layer sparse
 };
 
 struct FamilyTraits {

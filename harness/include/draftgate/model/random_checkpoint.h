@@ -31,6 +31,14 @@ struct RandomTargetSpec {
   std::int64_t linear_v_dim = 16;
   std::int64_t full_attention_interval = 4;
   double partial_rotary_factor = 0.5;
+  // Routed-expert families only (traits.mlp kMoe): the config's MoE fields; layer 1 dense by
+  // default so both MLPs of the family run.
+  std::int64_t num_experts = 8;
+  std::int64_t experts_per_token = 2;
+  std::int64_t moe_intermediate = 32;
+  std::int64_t decoder_sparse_step = 1;
+  std::vector<std::int64_t> mlp_only_layers = {1};
+  bool norm_topk_prob = true;
   bool tied = false;
   at::ScalarType dtype = at::kBFloat16;
   std::uint64_t seed = 0;

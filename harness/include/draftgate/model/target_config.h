@@ -40,7 +40,16 @@ struct TargetConfig {
   std::int64_t linear_v_dim = 0;
   std::int64_t conv_kernel = 0;
 
+  // Mixture of experts (traits.mlp kMoe): Qwen3MoeSparseMoeBlock's routing and which layers
+  // route; the other layers run the dense MLP of intermediate_size.
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_token = 0;  // num_experts_per_tok: the top-k
+  std::int64_t moe_intermediate = 0;   // moe_intermediate_size: each expert's SwiGLU width
+  bool norm_topk_prob = false;         // the k routing weights renormalised to sum to 1
+  std::vector<bool> sparse;            // per layer: routed experts (else the dense MLP)
+
   bool is_linear(std::int64_t layer) const { return layer_types[layer] == "linear_attention"; }
+  bool is_sparse(std::int64_t layer) const { return !sparse.empty() && sparse[layer]; }
   std::int64_t linear_key_width() const { return linear_k_heads * linear_k_dim; }
   std::int64_t linear_value_width() const { return linear_v_heads * linear_v_dim; }
   std::int64_t conv_width() const { return 2 * linear_key_width() + linear_value_width(); }
@@ -49,5 +58,11 @@ struct TargetConfig {
   // field.
   static TargetConfig from(const io::ModelConfig& config, const layout::DecoderStack& stack);
 };
+
+// Qwen3MoeDecoderLayer's rule (models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c): layer `layer`
+// routes to experts when it is not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0
+// (num_experts > 0 is required of the config).
+bool moe_layer_is_sparse(std::int64_t layer, std::int64_t decoder_sparse_step,
+                         const std::vector<std::int64_t>& mlp_only_layers);
 
 }  // namespace draftgate::model

@@ -1,6 +1,7 @@
 #pragma once
-// One target decoder layer (norms, a full-attention or Gated DeltaNet mixer, the MLP), shared by
-// the in-memory TargetModel and the StreamedTarget so both run the very same arithmetic.
+// One target decoder layer (norms, a full-attention or Gated DeltaNet mixer, a dense or
+// routed-expert MLP), shared by the in-memory TargetModel and the StreamedTarget so both run the
+// very same arithmetic.
 
 #include <ATen/ATen.h>
 
@@ -13,15 +14,18 @@
 #include "draftgate/model/cache.h"
 #include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/gated_delta_net.h"
+#include "draftgate/model/moe.h"
 #include "draftgate/model/target_config.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {
 
 struct TargetLayer {
-  NormsAndMlp parts;
+  LayerNorms norms;
   std::unique_ptr<Attention> attention;  // exactly one of the two mixers
   std::unique_ptr<GatedDeltaNet> linear;
+  std::unique_ptr<SwiGluMlp> dense;  // exactly one of the two MLPs (config.is_sparse(index))
+  std::unique_ptr<SparseMoe> moe;
 
   // Loads layer `index` from `<prefix>` (the layer's path plus ".").
   static TargetLayer load(const TargetConfig& config, const WeightLoader& weights,

@@ -1,0 +1,48 @@
+#pragma once
+// The routed-expert MLP of a sparse decoder layer (traits.mlp kMoe), as transformers'
+// Qwen3MoeSparseMoeBlock computes it (models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c): router
+// logits linear(x, mlp.gate.weight) in the model's dtype, softmax over the experts in float32,
+// torch.topk's k largest (its order and tie rule: at::topk is the same kernel), renormalised to sum
+// to 1 when norm_topk_prob, cast back; each expert a SwiGLU MLP (mlp.experts.{e}.*) run on the
+// positions routed to it only, its output times the position's weight added into a zero output in
+// ascending expert order (index_add_ in the model's dtype, as the reference's loop does).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "draftgate/model/decoder_layer_parts.h"
+#include "draftgate/model/target_config.h"
+#include "draftgate/model/weights.h"
+
+namespace draftgate::model {
+
+// The experts each position routes to and their weights: [T, k] each.
+struct Routing {
+  at::Tensor experts;  // int64, torch.topk's order (largest probability first)
+  at::Tensor weights;  // the model's dtype
+};
+
+// Routing of positions with router logits `logits` [T, num_experts] (any dtype): float32 softmax,
+// top `k`, renormalised when `renormalise`, cast to `dtype`.
+Routing route(const at::Tensor& logits, std::int64_t k, bool renormalise, at::ScalarType dtype);
+
+class SparseMoe {
+ public:
+  // Loads `<prefix>gate.weight` [num_experts, hidden] and every expert under `<prefix>experts.`.
+  SparseMoe(const TargetConfig& config, const WeightLoader& w, const std::string& prefix);
+
+  // The block's output for post-norm hidden states x [T, hidden]. Memory beyond the output: the
+  // routing ([T, k]) and one expert's activations for the positions routed to it at a time.
+  at::Tensor operator()(const at::Tensor& x) const;
+
+ private:
+  at::Tensor router_;
+  std::vector<SwiGluMlp> experts_;
+  std::int64_t k_;
+  bool renormalise_;
+};
+
+}  // namespace draftgate::model

@@ -1,0 +1,47 @@
+#include "draftgate/model/moe.h"
+
+#include "draftgate/model/ops.h"
+
+namespace draftgate::model {
+
+Routing route(const at::Tensor& logits, std::int64_t k, bool renormalise, at::ScalarType dtype) {
+  const at::Tensor probs = at::softmax(logits.to(at::kFloat), -1);
+  auto [weights, experts] = at::topk(probs, k, -1);
+  if (renormalise) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  return {experts, weights.to(dtype)};
+}
+
+SparseMoe::SparseMoe(const TargetConfig& c, const WeightLoader& w, const std::string& prefix)
+    : router_(w.get(prefix + "gate.weight", {c.num_experts, c.hidden})),
+      k_(c.experts_per_token),
+      renormalise_(c.norm_topk_prob) {
+  experts_.reserve(c.num_experts);
+  for (std::int64_t e = 0; e < c.num_experts; ++e)
+    experts_.emplace_back(w, prefix + "experts." + std::to_string(e) + ".", c.hidden,
+                          c.moe_intermediate);
+}
+
+at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
+  const Routing r = route(dense(x, router_), k_, renormalise_, x.scalar_type());
+  // The (position, slot) entries grouped by expert: a stable sort of the flattened [T·k] choices.
+  const at::Tensor flat = r.experts.reshape({-1});
+  const at::Tensor order = std::get<1>(flat.sort(/*stable=*/true, 0, false));
+  const at::Tensor counts = at::bincount(flat, {}, static_cast<std::int64_t>(experts_.size()));
+  const at::Tensor counts_cpu = counts.to(at::kCPU);
+  const auto* count = counts_cpu.data_ptr<std::int64_t>();
+  const at::Tensor weights = r.weights.reshape({-1});
+  at::Tensor out = at::zeros_like(x);
+  std::int64_t start = 0;
+  for (std::size_t e = 0; e < experts_.size(); ++e) {
+    if (count[e] == 0) continue;
+    const at::Tensor entries = order.narrow(0, start, count[e]);
+    start += count[e];
+    const at::Tensor positions = at::div(entries, k_, "floor");
+    const at::Tensor y =
+        experts_[e](x.index_select(0, positions)) * weights.index_select(0, entries).unsqueeze(1);
+    out = out.index_add(0, positions, y);
+  }
+  return out;
+}
+
+}  // namespace draftgate::model

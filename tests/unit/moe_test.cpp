@@ -1,0 +1,212 @@
+// The routed-expert MLP (model/moe.h) of the qwen3_moe family, beyond what every family's suites
+// check (target_numerics_test: the naive float64 reference layer by layer, incremental, trees,
+// bf16; streamed_target_test: the streamed forward bit for bit): the routing's softmax, top-k and
+// renormalisation on known values, ties in torch.topk's order, experts that all agree equal to
+// the dense MLP, and the config's choice of sparse layers (mlp_only_layers, decoder_sparse_step).
+
+#include "draftgate/model/moe.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "checkpoint_edit.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/io/tensor_view.h"
+#include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/engine_support.h"
+#include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/target.h"
+#include "naive_target.h"
+#include "test_files.h"
+
+namespace draftgate::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+// max |got - ref| / max |ref|, in float64.
+double rel_diff(const at::Tensor& got, const at::Tensor& ref) {
+  const at::Tensor g = got.to(at::kDouble), r = ref.to(at::kDouble);
+  return ((g - r).abs().max() / r.abs().max()).item<double>();
+}
+
+// Float32 engine against the float64 reference over 4 small layers: summation order only, as for
+// the dense families (target_numerics_test's kF32Budget).
+constexpr double kF32Budget = 1e-5;
+
+RandomTargetSpec moe_spec() {
+  RandomTargetSpec s;
+  s.family = Family::kQwen3Moe;
+  s.dtype = at::kFloat;
+  s.seed = 11;
+  return s;
+}
+
+fs::path write_target(const std::string& name, const RandomTargetSpec& spec) {
+  const fs::path dir = testing::fresh_dir("moe_" + name);
+  write_random_target(dir, spec);
+  return dir;
+}
+
+TargetConfig config_of(const io::Checkpoint& ckpt) {
+  return TargetConfig::from(ckpt.config(), layout::resolve_decoder_stack(ckpt));
+}
+
+std::vector<std::int64_t> tokens() {
+  std::vector<std::int64_t> t;
+  for (std::int64_t i = 0; i < 16; ++i) t.push_back((i * 53 + 7) % 256);
+  return t;
+}
+
+// The engine's forward against the naive reference, every layer and the logits.
+void expect_matches_naive(const fs::path& dir) {
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  TargetOptions o;
+  o.dtype = at::kFloat;
+  const auto model = TargetModel::load(ckpt, o);
+  const auto naive = testing::naive_forward(ckpt, tokens());
+  std::vector<std::int64_t> taps(model->config().num_layers);
+  for (std::size_t l = 0; l < taps.size(); ++l) taps[l] = static_cast<std::int64_t>(l);
+  const ForwardResult r = model->forward(tokens(), taps);
+  for (std::int64_t l : taps)
+    EXPECT_LT(rel_diff(r.taps.at(l), naive.layer_outputs[l]), kF32Budget) << "layer " << l;
+  EXPECT_LT(rel_diff(r.logits, naive.logits), kF32Budget);
+}
+
+TEST(MoeRouting, SoftmaxTopKAndRenormalisationOnKnownValues) {
+  // Probabilities 1/8, 2/8, 4/8, 1/8: the top two are experts 2 then 1.
+  const at::Tensor logits = at::log(at::tensor({1.0, 2.0, 4.0, 1.0}, at::kFloat)).unsqueeze(0);
+  const Routing plain = route(logits, 2, false, at::kFloat);
+  EXPECT_EQ(plain.experts[0][0].item<std::int64_t>(), 2);
+  EXPECT_EQ(plain.experts[0][1].item<std::int64_t>(), 1);
+  EXPECT_NEAR(plain.weights[0][0].item<double>(), 0.5, 1e-7);
+  EXPECT_NEAR(plain.weights[0][1].item<double>(), 0.25, 1e-7);
+  const Routing renormalised = route(logits, 2, true, at::kBFloat16);
+  EXPECT_EQ(renormalised.weights.scalar_type(), at::kBFloat16);
+  EXPECT_NEAR(renormalised.weights[0][0].item<double>(), 2.0 / 3, 4e-3);  // bf16: 8 bits
+  EXPECT_NEAR(renormalised.weights[0][1].item<double>(), 1.0 / 3, 2e-3);
+}
+
+TEST(MoeRouting, TiesTakeTorchTopkOrder) {
+  // A tie inside the top k: both experts, with equal weights.
+  const Routing inside =
+      route(at::tensor({0.0, 3.0, 3.0, 1.0}, at::kFloat).unsqueeze(0), 2, true, at::kFloat);
+  const auto chosen = inside.experts[0];
+  EXPECT_EQ(std::min(chosen[0].item<std::int64_t>(), chosen[1].item<std::int64_t>()), 1);
+  EXPECT_EQ(std::max(chosen[0].item<std::int64_t>(), chosen[1].item<std::int64_t>()), 2);
+  EXPECT_EQ(inside.weights[0][0].item<float>(), inside.weights[0][1].item<float>());
+  // A tie across the k-th place: the expert torch.topk keeps, as the naive reference (and
+  // transformers) call it on these probabilities in float64. Experts 2 and 5 tie for second here,
+  // and torch.topk keeps 5 (this libtorch and Python's torch 1.13 alike), not the lower index.
+  const at::Tensor straddling =
+      at::tensor({3.0, -2.0, 2.0, -2.0, -3.0, 2.0, 0.5, -0.5}, at::kDouble);
+  const at::Tensor expected = std::get<1>(at::topk(at::softmax(straddling, -1), 2));
+  const Routing r = route(straddling.to(at::kFloat).unsqueeze(0), 2, false, at::kFloat);
+  EXPECT_TRUE(at::equal(r.experts[0], expected)) << r.experts << " vs " << expected;
+}
+
+// Router rows that are multiples of one direction u: position x's logits are c_e (u·x), so with
+// u·x > 0 expert 0 leads and experts 2 and 5 tie for second, and with u·x < 0 expert 4 leads and
+// experts 1 and 3 tie: at k = 2 every position's second expert is a tie across the k-th place,
+// and the tied experts' weights differ, so the wrong one changes the layer's output.
+at::Tensor tied_router(const at::Tensor& router) {
+  const at::Tensor u = router[0].clone();
+  const at::Tensor c = at::tensor({3.0, -2.0, 2.0, -2.0, -3.0, 2.0, 0.5, -0.5}, at::kFloat);
+  return c.unsqueeze(1) * u.unsqueeze(0);
+}
+
+TEST(MoeLayer, TiedRoutersMatchTheNaiveReference) {
+  const fs::path dir = write_target("tied", moe_spec());
+  testing::edit_tensors(dir, [](const std::string& name, at::Tensor t) {
+    return name.find(".mlp.gate.weight") != std::string::npos ? tied_router(t) : t;
+  });
+  {  // The construction ties: equal logits in float32, and each position keeps one of a pair.
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    const WeightLoader w(ckpt, at::kFloat, at::kCPU);
+    const at::Tensor router = w.get("model.layers.0.mlp.gate.weight", {8, 64});
+    const at::Tensor logits = dense(at::randn({32, 64}), router);
+    ASSERT_TRUE(at::equal(logits.select(1, 2), logits.select(1, 5)));
+    ASSERT_TRUE(at::equal(logits.select(1, 1), logits.select(1, 3)));
+    const at::Tensor second = route(logits, 2, true, at::kFloat).experts.select(1, 1);
+    for (std::int64_t t = 0; t < second.size(0); ++t)
+      EXPECT_THAT(second[t].item<std::int64_t>(), ::testing::AnyOf(1, 2, 3, 5));
+  }
+  expect_matches_naive(dir);
+}
+
+TEST(MoeLayer, IdenticalExpertsEqualTheDenseMlp) {
+  const fs::path dir = write_target("identical", moe_spec());
+  const std::string expert0 = "model.layers.0.mlp.experts.0.";
+  std::map<std::string, at::Tensor> first;
+  testing::edit_tensors(dir, [&](const std::string& name, at::Tensor t) {
+    if (name.rfind(expert0, 0) == 0) first[name.substr(expert0.size())] = t;
+    return t;
+  });
+  testing::edit_tensors(dir, [&](const std::string& name, at::Tensor t) {
+    const std::string experts = "model.layers.0.mlp.experts.";
+    if (name.rfind(experts, 0) != 0) return t;
+    return first.at(name.substr(name.find('.', experts.size()) + 1));
+  });
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  TargetConfig c = config_of(ckpt);
+  ASSERT_TRUE(c.norm_topk_prob);
+  const WeightLoader w(ckpt, at::kFloat, at::kCPU);
+  const SwiGluMlp dense_mlp(w, expert0, c.hidden, c.moe_intermediate);
+  const at::Tensor x = at::randn({24, c.hidden});
+  const at::Tensor expected = dense_mlp(x);
+  // Renormalised weights sum to 1 up to float32 rounding, and an expert multiplies fewer rows at
+  // once (OpenBLAS may round those differently): the engine's float32 budget.
+  EXPECT_LT(rel_diff(SparseMoe(c, w, "model.layers.0.mlp.")(x), expected), kF32Budget);
+  // Without the renormalisation the top-2 of 8 probabilities sum to less than 1: a difference.
+  c.norm_topk_prob = false;
+  EXPECT_GT(rel_diff(SparseMoe(c, w, "model.layers.0.mlp.")(x), expected), 1e-2);
+}
+
+TEST(MoeConfig, SparseLayersFollowMlpOnlyLayersAndDecoderSparseStep) {
+  RandomTargetSpec spec = moe_spec();
+  spec.decoder_sparse_step = 2;
+  spec.mlp_only_layers = {3};
+  const fs::path dir = write_target("step", spec);
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  EXPECT_EQ(config_of(ckpt).sparse, (std::vector<bool>{false, true, false, false}));
+  EXPECT_TRUE(ckpt.contains("model.layers.1.mlp.experts.7.down_proj.weight"));
+  EXPECT_TRUE(ckpt.contains("model.layers.3.mlp.gate_proj.weight"));
+  EXPECT_FALSE(ckpt.contains("model.layers.3.mlp.gate.weight"));
+  expect_matches_naive(dir);
+
+  spec.decoder_sparse_step = 1;
+  spec.mlp_only_layers = {};
+  spec.experts_per_token = 3;
+  spec.norm_topk_prob = false;
+  const fs::path all = write_target("all_sparse", spec);
+  EXPECT_EQ(config_of(io::Checkpoint::open(all)).sparse, std::vector<bool>(4, true));
+  expect_matches_naive(all);
+}
+
+// The engine runs routed experts only: a shared expert (Qwen2-MoE, Qwen3.5-MoE) beside them is
+// refused by probe's engine verdict, never ignored.
+TEST(MoeSupport, RoutedExpertsRunASharedExpertIsRefused) {
+  const fs::path dir = write_target("shared", moe_spec());
+  const auto verdict = [&] {
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    return layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+  };
+  EXPECT_TRUE(verdict().supported) << ::testing::PrintToString(verdict().reasons);
+  io::NamedTensors tensors;
+  {
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    for (const auto& n : ckpt.names()) tensors.emplace_back(n, io::load_tensor(ckpt, n).clone());
+  }
+  tensors.emplace_back("model.layers.0.mlp.shared_expert.gate_proj.weight", at::zeros({32, 64}));
+  io::write_tensors(dir / "model.safetensors", tensors);
+  const auto refused = verdict();
+  EXPECT_FALSE(refused.supported);
+  EXPECT_THAT(refused.reasons, ::testing::Contains(::testing::HasSubstr(
+                                   "a shared expert (tensors such as "
+                                   "model.layers.0.mlp.shared_expert.gate_proj.weight)")));
+}
+
+}  // namespace
+}  // namespace draftgate::model
