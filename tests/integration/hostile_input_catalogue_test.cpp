@@ -1810,56 +1810,62 @@ INSTANTIATE_TEST_SUITE_P(
         speculators_case(
             "speculators_unknown_tensor", false,
             [](const fs::path& d) {
-              edit_tensors(d,
-                           [](auto& t) { t.emplace_back("markov_head.weight", at::zeros({2})); });
+              edit_tensors(d, [](auto& tensors) {
+                tensors.emplace_back("markov_head.weight", at::zeros({2}));
+              });
             },
             "tensor \"markov_head.weight\" is not a speculators DFlash weight"),
         speculators_case(
             "speculators_embed_tokens_shape", false,
             [](const fs::path& d) {
-              edit_tensors(d, [](auto& t) {
-                named(t, "embed_tokens.weight") = at::zeros({32, 64});
+              edit_tensors(d, [](auto& tensors) {
+                named(tensors, "embed_tokens.weight") = at::zeros({32, 64});
               });
             },
             "tensor \"embed_tokens.weight\" has shape [32, 64]"),
         speculators_case(
             "speculators_full_vocab_d2t_not_identity", false,
             [](const fs::path& d) {
-              edit_tensors(d, [](auto& t) { t.emplace_back("d2t", at::ones({64}, at::kLong)); });
+              edit_tensors(
+                  d, [](auto& tensors) { tensors.emplace_back("d2t", at::ones({64}, at::kLong)); });
             },
             "tensor \"d2t\" is not all zeros but draft_vocab_size equals the target's"),
         vocab_case(
-            "d2t_float", [](auto& t) { named(t, "d2t") = named(t, "d2t").to(at::kFloat); },
+            "d2t_float",
+            [](auto& tensors) { named(tensors, "d2t") = named(tensors, "d2t").to(at::kFloat); },
             "tensor \"d2t\" has dtype Float; the draft-to-target offsets are integers"),
         vocab_case(
             "d2t_shape",
-            [](auto& t) { named(t, "d2t") = named(t, "d2t").narrow(0, 0, 43).clone(); },
+            [](auto& tensors) {
+              named(tensors, "d2t") = named(tensors, "d2t").narrow(0, 0, 43).clone();
+            },
             "tensor \"d2t\" has shape [43], expected [44] (draft_vocab_size)"),
         vocab_case(
-            "d2t_out_of_target_vocab", [](auto& t) { named(t, "d2t")[43] += 10; },
+            "d2t_out_of_target_vocab", [](auto& tensors) { named(tensors, "d2t")[43] += 10; },
             "tensor \"d2t\" maps draft id 43 to target id 73, outside the target's vocabulary"),
         vocab_case(
-            "d2t_negative_target", [](auto& t) { named(t, "d2t")[0] = -1; },
+            "d2t_negative_target", [](auto& tensors) { named(tensors, "d2t")[0] = -1; },
             "maps draft id 0 to target id -1, outside the target's vocabulary"),
         vocab_case(
-            "d2t_two_drafts_one_target", [](auto& t) { named(t, "d2t")[1] = -1; },
+            "d2t_two_drafts_one_target", [](auto& tensors) { named(tensors, "d2t")[1] = -1; },
             "tensor \"d2t\" maps draft ids 0 and 1 to the same target id 0"),
         vocab_case(
-            "t2d_marks_an_unmapped_id", [](auto& t) { named(t, "t2d")[41] = true; },
+            "t2d_marks_an_unmapped_id", [](auto& tensors) { named(tensors, "t2d")[41] = true; },
             "tensor \"t2d\" marks target id 41, which d2t maps no draft id to"),
         vocab_case(
-            "t2d_not_bool", [](auto& t) { named(t, "t2d") = named(t, "t2d").to(at::kLong); },
+            "t2d_not_bool",
+            [](auto& tensors) { named(tensors, "t2d") = named(tensors, "t2d").to(at::kLong); },
             "tensor \"t2d\" has dtype Long; the target-to-draft mask is BOOL"),
         vocab_case(
-            "d2t_missing", [](auto& t) { drop_tensor(t, "d2t"); },
+            "d2t_missing", [](auto& tensors) { drop_tensor(tensors, "d2t"); },
             "draft_vocab_size 44 is below the target's 64 but the checkpoint has no \"d2t\""),
         vocab_case(
-            "lm_head_missing", [](auto& t) { drop_tensor(t, "lm_head.weight"); },
+            "lm_head_missing", [](auto& tensors) { drop_tensor(tensors, "lm_head.weight"); },
             "the checkpoint has no lm_head.weight"),
         vocab_case(
             "lm_head_full_rows",
-            [](auto& t) {
-              named(t, "lm_head.weight") = at::zeros({64, 64});
+            [](auto& tensors) {
+              named(tensors, "lm_head.weight") = at::zeros({64, 64});
             },
             "tensor \"lm_head.weight\" has shape [64, 64]")),
     [](const auto& p) { return p.param.label; });

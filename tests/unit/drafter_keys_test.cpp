@@ -55,6 +55,19 @@ struct Refusal {
   const char* line;  // expected in the reader's one-line error
 };
 
+// `r`'s edit of `base` is the one refused key, named with its value and effect, and the reader's
+// refusal is that one line.
+void expect_one_refusal(json base, const Refusal& r) {
+  r.edit(base);
+  const auto c = cfg(base);
+  const auto refused = refused_keys(c);
+  ASSERT_EQ(refused.size(), 1u) << r.name;
+  EXPECT_THAT(refused[0].line(), HasSubstr(r.line)) << r.name;
+  const std::string err = error_of([&] { DrafterConfig::from(c); });
+  EXPECT_THAT(err, HasSubstr(std::string("config.json: refused ") + r.line)) << r.name;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << r.name;
+}
+
 // Each value that changes the computation in a way draftgate does not run.
 const Refusal kRefusals[] = {
     {"projector_gru", [](json& j) { j["dflash_config"]["projector_type"] = "gru"; },
@@ -176,31 +189,11 @@ TEST(DrafterKeys, EachRefusedSpeculatorsKeyIsNamedWithItsValueAndEffect) {
       {"unknown_top_level", [](json& j) { j["markov_rank"] = 4; },
        "markov_rank = 4: unknown to draftgate"},
   };
-  for (const auto& r : refusals) {
-    json j = speculators_reference();
-    r.edit(j);
-    const auto c = cfg(j);
-    const auto refused = refused_keys(c);
-    ASSERT_EQ(refused.size(), 1u) << r.name;
-    EXPECT_THAT(refused[0].line(), HasSubstr(r.line)) << r.name;
-    const std::string err = error_of([&] { DrafterConfig::from(c); });
-    EXPECT_THAT(err, HasSubstr(std::string("config.json: refused ") + r.line)) << r.name;
-    EXPECT_EQ(err.find('\n'), std::string::npos) << r.name;
-  }
+  for (const auto& r : refusals) expect_one_refusal(speculators_reference(), r);
 }
 
 TEST(DrafterKeys, EachRefusedKeyIsNamedWithItsValueAndEffect) {
-  for (const auto& r : kRefusals) {
-    json j = reference();
-    r.edit(j);
-    const auto c = cfg(j);
-    const auto refused = refused_keys(c);
-    ASSERT_EQ(refused.size(), 1u) << r.name;
-    EXPECT_THAT(refused[0].line(), HasSubstr(r.line)) << r.name;
-    const std::string err = error_of([&] { DrafterConfig::from(c); });
-    EXPECT_THAT(err, HasSubstr(std::string("config.json: refused ") + r.line)) << r.name;
-    EXPECT_EQ(err.find('\n'), std::string::npos) << r.name;
-  }
+  for (const auto& r : kRefusals) expect_one_refusal(reference(), r);
 }
 
 TEST(DrafterKeys, SeveralRefusedKeysAreCountedInTheOneLine) {
