@@ -71,33 +71,44 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   }
   if (over_budget.empty()) return {scope, ""};
   // A slice that is another layer's output within the budget is a tap-indexing error, which
-  // fc_excludes_target_layer judges, not noise: the neighbouring layers and the final one.
-  std::vector<std::int64_t> neighbours;
+  // fc_excludes_target_layer judges, not noise: the neighbouring layers (the embeddings below tap
+  // 0), the final one, and the final one after the final norm (HF hidden_states[-1], post-norm).
+  std::vector<std::int64_t> neighbours{layers - 1};
   for (const auto& o : over_budget)
-    for (std::int64_t m :
-         {rec.target_layer_ids[o.slice] - 1, rec.target_layer_ids[o.slice] + 1, layers - 1})
-      if (m >= 0 && m < layers && m != rec.target_layer_ids[o.slice] &&
+    for (std::int64_t m : {rec.target_layer_ids[o.slice] - 1, rec.target_layer_ids[o.slice] + 1})
+      if (m >= 0 && m < layers &&
           std::find(neighbours.begin(), neighbours.end(), m) == neighbours.end())
         neighbours.push_back(m);
   const auto other = forward_with_progress(check, target, tokens, neighbours, false);
+  const auto tap = [&](std::int64_t m) { return other.taps.at(m).to(at::kCPU).to(at::kFloat); };
+  const at::Tensor post_norm =
+      target.final_norm(other.taps.at(layers - 1)).to(at::kCPU).to(at::kFloat);
+  const at::Tensor embeddings = target.embed(tokens).to(at::kCPU).to(at::kFloat);
   std::string note;
   for (const auto& o : over_budget) {
     const std::int64_t layer = rec.target_layer_ids[o.slice];
     const at::Tensor got = fed.narrow(1, o.slice * h, h);
-    std::optional<std::int64_t> came_from;
-    for (std::int64_t m : neighbours) {
-      const std::int64_t distance = m - layer;
-      if ((distance == 1 || distance == -1 || m == layers - 1) &&
-          metrics::noise_ratio(got, other.taps.at(m).to(at::kCPU).to(at::kFloat)) <= o.budget) {
-        came_from = m;
+    std::optional<std::string> came_from;
+    for (std::int64_t m : neighbours)
+      if (m != layer && (m == layer - 1 || m == layer + 1 || m == layers - 1) &&
+          metrics::noise_ratio(got, tap(m)) <= o.budget) {
+        came_from = "the target's output of layer " + std::to_string(m);
+        r.measured["fc_input_slices"][o.slice]["came_from"] = m;
         break;
       }
+    if (!came_from && layer == 0 && metrics::noise_ratio(got, embeddings) <= o.budget) {
+      came_from = "the embeddings (HF hidden_states[0])";
+      r.measured["fc_input_slices"][o.slice]["came_from"] = -1;
+    }
+    if (!came_from && metrics::noise_ratio(got, post_norm) <= o.budget) {
+      came_from = "the target's output of layer " + std::to_string(layers - 1) +
+                  " after the final norm (HF hidden_states[-1])";
+      r.measured["fc_input_slices"][o.slice]["came_from"] = layers - 1;
+      r.measured["fc_input_slices"][o.slice]["after_final_norm"] = true;
     }
     if (came_from) {
-      r.measured["fc_input_slices"][o.slice]["came_from"] = *came_from;
       note += std::string(note.empty() ? "" : "; ") + "fc_input slice " + std::to_string(o.slice) +
-              " (tap " + std::to_string(layer) + ") is the target's output of layer " +
-              std::to_string(*came_from) +
+              " (tap " + std::to_string(layer) + ") is " + *came_from +
               ", not noise: a tap-indexing error, fc_excludes_target_layer's to judge";
       continue;
     }

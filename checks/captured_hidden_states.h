@@ -23,7 +23,8 @@ struct CapturedVerdict {
 // target's output of its declared layer, the budget max(max_noise_ratio, precision_factor × the
 // noise the capture's precision (hidden_dtype) explains, measured); adds
 // measured.fc_input_slices, evidence.hidden_precision and one problem per slice over budget —
-// except a slice that is a neighbouring layer's or the final layer's output within the budget:
+// except a slice that is a neighbouring layer's or the final layer's output (before or after the
+// final norm) within the budget:
 // that is a tap-indexing error, fc_excludes_target_layer's finding, named in the note.
 CapturedVerdict judge_captured_hidden_states(const std::string& check, const io::Checkpoint& target,
                                              const nlohmann::json& params,

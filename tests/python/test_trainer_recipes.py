@@ -318,6 +318,10 @@ class TrainerRecipeTest(unittest.TestCase):
                         self.assertIn(f"mask_token_id {self.drafter.mask_token_id}", results[check]["message"])
                     if bug == "hidden-noise":
                         self.assertIn("fc_input slice", results[check]["message"])
+                if bug in ("tap-off-by-one", "final-layer-tap"):  # the target's own states, from another layer
+                    noise_free = results["target_logits_noise_free"]
+                    self.assertEqual(noise_free["status"], "pass", noise_free["message"])
+                    self.assertIn("not noise: a tap-indexing error", noise_free["message"])
 
     @unittest.skipUnless(DRAFTGATE, "needs --draftgate")
     def test_specforge_recipe(self):
