@@ -7,26 +7,15 @@ itself with --draftgate), metadata as documented, and every input error named.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-try:
-    import torch
-except ImportError:
-    print("skipped: python3-torch is not installed (ci/install-deps.sh installs it)")
-    sys.exit(77)
+from step_record_checks import DRAFTGATE  # noqa: E402  (first: torch or a skip)
 
-import tiny_dflash as td
+import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import tiny_dflash as td  # noqa: E402
 import draftgate_records as dg  # noqa: E402
-
-DRAFTGATE = None  # the tests that run draftgate need --draftgate
-if "--draftgate" in sys.argv:
-    i = sys.argv.index("--draftgate")
-    DRAFTGATE = os.path.abspath(sys.argv[i + 1])
-    del sys.argv[i:i + 2]
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "trained")
 S, N, B, V, H = 12, 2, 4, 16, 8
 
