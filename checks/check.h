@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/drafter.h"
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 

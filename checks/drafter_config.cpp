@@ -6,8 +6,6 @@
 // checkpoints). Each problem is one line naming the key and what to do; each rule has a parameter
 // that relaxes it, except a tap that names no target layer, which no engine can feed.
 
-#include "draftgate/model/drafter_config.h"
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,13 +13,14 @@
 
 #include "checks/check.h"
 #include "checks/drafter_provenance.h"
+#include "draftgate/arch/drafter.h"
+#include "draftgate/arch/drafter_keys.h"
+#include "draftgate/arch/speculators_config.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
-#include "draftgate/model/drafter_keys.h"
-#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::checks {
 namespace {

@@ -10,11 +10,11 @@
 
 #include "checks/check.h"
 #include "checks/record_scope.h"
+#include "draftgate/arch/drafter.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 namespace {

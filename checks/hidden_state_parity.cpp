@@ -12,9 +12,9 @@
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/sequence_target.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::checks {
 namespace {

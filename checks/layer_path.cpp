@@ -4,12 +4,12 @@
 // MoE, sliding windows, RoPE scaling: layout/engine_support.h) without failing on it.
 
 #include "checks/check.h"
+#include "draftgate/arch/drafter.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
-#include "draftgate/model/drafter_config.h"
 
 namespace draftgate::checks {
 namespace {

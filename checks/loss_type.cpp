@@ -133,7 +133,7 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
   return best;
 }
 
-class LossType : public Check {
+class LossTypeCheck : public Check {
  public:
   std::string name() const override { return "loss_type"; }
   std::string summary() const override {
@@ -301,7 +301,7 @@ class LossType : public Check {
   }
 };
 
-const bool registered = register_as<LossType>();
+const bool registered = register_as<LossTypeCheck>();
 
 }  // namespace
 }  // namespace draftgate::checks

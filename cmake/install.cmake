@@ -21,8 +21,10 @@ install(TARGETS draftgate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS draftgate_engine EXPORT draftgateTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY harness/include/draftgate DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY checks/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/draftgate/checks
-  FILES_MATCHING PATTERN "*.h")
+# Of checks/, only what a check of one's own uses: the framework, the engine's model computations
+# and the metric helper (the rest are internals of the bundled checks).
+install(FILES checks/check.h checks/model_engine.h checks/metrics.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/draftgate/checks)
 
 set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/draftgate)
 install(EXPORT draftgateTargets NAMESPACE draftgate:: DESTINATION ${config_dir})

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "draftgate/decode/decode_config.h"
 #include "draftgate/io/artifact_kind.h"
+#include "draftgate/tau/decode_config.h"
 
 namespace draftgate::cli {
 

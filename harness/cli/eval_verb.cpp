@@ -11,7 +11,6 @@
 #include "cli_options.h"
 #include "decode_dtype.h"
 #include "draftgate/decode/evaluation.h"
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
@@ -23,6 +22,7 @@
 #include "draftgate/model/target.h"
 #include "draftgate/progress.h"
 #include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/prompt_set.h"
 #include "verbs.h"
 
 namespace draftgate::cli {

@@ -8,8 +8,8 @@
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/sequence_target.h"
+#include "draftgate/model/tensor_view.h"
 #include "draftgate/progress.h"
 #include "verbs.h"
 

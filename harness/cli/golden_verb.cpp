@@ -9,7 +9,6 @@
 #include "cli_options.h"
 #include "decode_dtype.h"
 #include "draftgate/decode/evaluation.h"
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/golden/golden.h"
@@ -20,6 +19,7 @@
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/progress.h"
+#include "draftgate/tau/prompt_set.h"
 #include "verbs.h"
 
 namespace draftgate::cli {

@@ -7,12 +7,12 @@
 #include <iostream>
 #include <optional>
 
+#include "draftgate/arch/drafter.h"
+#include "draftgate/arch/drafter_keys.h"
+#include "draftgate/arch/speculators_config.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
-#include "draftgate/model/drafter_config.h"
-#include "draftgate/model/drafter_keys.h"
-#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::cli {
 namespace {

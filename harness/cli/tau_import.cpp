@@ -8,13 +8,13 @@
 #include <iostream>
 
 #include "cli_options.h"
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/tau/engine_import.h"
 #include "draftgate/tau/http_scrape.h"
+#include "draftgate/tau/prompt_set.h"
 #include "verbs.h"
 
 namespace draftgate::cli {

@@ -12,18 +12,19 @@
 #include <regex>
 
 #include "checks/html_report.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kSourceDir;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::run_draftgate;
-
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
 
 std::string chromium() {
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
@@ -105,9 +106,9 @@ void expect_rendered(const fs::path& report, int charts) {
 TEST(HtmlReportBrowser, FixtureRunRendersEveryChart) {
   REQUIRE_CHROMIUM();
   const fs::path dir = testing::fresh_dir("html_browser_check");
-  const auto run =
-      run_draftgate("check --suite " + (kSource / "fixtures/suites/qwen3-reference.json").string() +
-                    " --html " + (dir / "report.html").string());
+  const auto run = run_draftgate("check --suite " +
+                                 (kSourceDir / "fixtures/suites/qwen3-reference.json").string() +
+                                 " --html " + (dir / "report.html").string());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // Every check in the matrix (it overflowed 1280 px before); τ histogram, per-depth acceptance,
   // parity curve, source map.
@@ -117,7 +118,7 @@ TEST(HtmlReportBrowser, FixtureRunRendersEveryChart) {
 TEST(HtmlReportBrowser, EvalReportRendersItsCharts) {
   REQUIRE_CHROMIUM();
   const fs::path dir = testing::fresh_dir("html_browser_eval");
-  const fs::path trained = kSource / "fixtures/trained";
+  const fs::path trained = kSourceDir / "fixtures/trained";
   const auto run = run_draftgate("eval --target " + (trained / "qwen3-target").string() +
                                  " --drafter " + (trained / "qwen3-drafter-reference").string() +
                                  " --prompts " + (trained / "prompts/held-out.jsonl").string() +

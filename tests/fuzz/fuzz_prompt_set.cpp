@@ -1,5 +1,5 @@
 // Input: a prompt set (JSONL).
-#include "draftgate/decode/prompt_set.h"
+#include "draftgate/tau/prompt_set.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

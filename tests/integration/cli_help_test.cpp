@@ -6,18 +6,19 @@
 #include <gtest/gtest.h>
 
 #include "check_sources.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
-
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 TEST(CliHelp, EveryVerbShowsAnExampleAndItsDefaults) {
   for (const char* verb : {"probe", "forward", "make-target", "make-drafter", "eval", "check",

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "draftgate/model/family_table.h"
+#include "draftgate/arch/family_table.h"
 #include "run_cli.h"
 #include "target_families.h"
 #include "test_files.h"

@@ -9,8 +9,8 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/target.h"
+#include "draftgate/model/tensor_view.h"
 #include "run_cli.h"
 #include "synthetic_layouts.h"
 

@@ -12,17 +12,18 @@
 #include <sstream>
 
 #include "draftgate/golden/golden.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
-
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 const std::string& record_args() {
   static const std::string args = " --target " + (kTrained / "qwen3-target").string() +

@@ -10,18 +10,19 @@
 #include <nlohmann/json.hpp>
 
 #include "check_sources.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 TEST(CheckList, PrintsEveryCheckWithItsDeclaredParameters) {
   const auto text = run_draftgate("check --list");

@@ -7,19 +7,21 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kSourceDir;
+using testing::kTrained;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 using testing::run_draftgate;
 
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
-const fs::path kTrained = kSource / "fixtures/trained";
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -47,9 +49,10 @@ struct HtmlRun {
 
 HtmlRun check_suite(const std::string& suite, const std::string& only) {
   const fs::path dir = testing::fresh_dir("html_cli_" + suite);
-  const auto r = run_draftgate(
-      "check --suite " + (kSource / "fixtures/suites" / (suite + ".json")).string() + " --only " +
-      only + " --html " + (dir / "r.html").string() + " --report " + (dir / "r.json").string());
+  const auto r = run_draftgate("check --suite " +
+                               (kSourceDir / "fixtures/suites" / (suite + ".json")).string() +
+                               " --only " + only + " --html " + (dir / "r.html").string() +
+                               " --report " + (dir / "r.json").string());
   EXPECT_EQ(r.err, "");
   const json report = json::parse(testing::read_file(dir / "r.json"));
   return {r.exit_code, testing::read_file(dir / "r.html"), report["suites"][0]};
@@ -132,7 +135,7 @@ TEST(HtmlReportCli, EvalReportChartsTheRunItsJsonDescribes) {
 TEST(HtmlReportCli, TheOutputPolicyGuardsHtmlLikeTheOtherReports) {
   const fs::path dir = testing::fresh_dir("html_cli_policy");
   const fs::path golden = dir / "golden.json";
-  fs::copy_file(kSource / "golden/qwen3-reference.json", golden);
+  fs::copy_file(kSourceDir / "golden/qwen3-reference.json", golden);
   const std::string before = testing::read_file(golden);
   auto r = run_draftgate("check --only fc_excludes_target_layer --target " +
                          (kTrained / "qwen3-target").string() + " --drafter " +

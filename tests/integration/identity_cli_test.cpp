@@ -7,11 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "draftgate/io/sha256.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
+
+using testing::kTrained;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -19,7 +22,6 @@ using testing::run_draftgate;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 const fs::path kPrompts = kTrained / "prompts/held-out.jsonl";
 
 // A golden of the trained Qwen3 reference, recorded short (2 new tokens) for speed.

@@ -15,18 +15,20 @@
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/artifact_kind.h"
 #include "draftgate/io/safetensors.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 const fs::path kQwen3Target = kTrained / "qwen3-target";
 const fs::path kQwen35Target = kTrained / "qwen35-target";
 const fs::path kQwen3Drafter = kTrained / "qwen3-drafter-reference";

@@ -13,18 +13,19 @@
 #include <fstream>
 #include <map>
 
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kSourceDir;
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
-
-const fs::path kRoot = DRAFTGATE_SOURCE_DIR;
-const fs::path kTrained = kRoot / "fixtures/trained";
 
 // The command with "{P}" where the path under test goes and "{OUT}" for the case's directory.
 struct PathFlag {
@@ -38,9 +39,9 @@ std::string fill(std::string s) {
       {"{T}", kTrained / "qwen3-target"},
       {"{D}", kTrained / "qwen3-drafter-reference"},
       {"{R}", kTrained / "step-records/qwen3-drafter-reference.safetensors"},
-      {"{G}", kRoot / "golden/qwen3-reference.json"},
+      {"{G}", kSourceDir / "golden/qwen3-reference.json"},
       {"{PR}", kTrained / "prompts/held-out.jsonl"},
-      {"{V}", kRoot / "tests/fuzz/seeds/vllm_metrics/two-engines.txt"}};
+      {"{V}", kSourceDir / "tests/fuzz/seeds/vllm_metrics/two-engines.txt"}};
   for (const auto& [key, path] : paths)
     for (auto at = s.find(key); at != std::string::npos; at = s.find(key))
       s.replace(at, key.size(), path.string());

@@ -8,18 +8,19 @@
 #include <tuple>
 #include <utility>
 
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kRealLayouts;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
-
-const fs::path kRealLayouts = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/real-layouts";
 
 TEST(ProbeCli, Qwen36VlmJson) {
   const auto r =

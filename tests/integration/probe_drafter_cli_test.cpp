@@ -8,17 +8,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fixture_paths.h"
 #include "run_cli.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kSourceDir;
+
 using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
 
 json probe_json(const fs::path& dir) {
   const auto r = run_draftgate("probe " + dir.string() + " --json");
@@ -39,7 +40,7 @@ fs::path config_only(const std::string& name, const json& config) {
 json file_json(const fs::path& p) { return json::parse(std::ifstream(p)); }
 
 TEST(ProbeDrafterCli, BundledReferenceDrafter) {
-  const fs::path dir = kSource / "fixtures/trained/qwen3-drafter-reference";
+  const fs::path dir = kSourceDir / "fixtures/trained/qwen3-drafter-reference";
   const json j = probe_json(dir);
   EXPECT_EQ(j["format"], "z-lab");
   EXPECT_EQ(j["kind"], "DFlash");
@@ -65,7 +66,7 @@ TEST(ProbeDrafterCli, PublishedConfigs) {
   // SpecForge qwen3.6-27b: four sliding layers (causal, window 2048) and one full layer.
   const json q36 = probe_json(config_only(
       "q36",
-      file_json(kSource / "fixtures/real-layouts/specforge-dflash/qwen3.6-27b-dflash.json")));
+      file_json(kSourceDir / "fixtures/real-layouts/specforge-dflash/qwen3.6-27b-dflash.json")));
   EXPECT_EQ(q36["taps_zlab"], json::parse("[1, 16, 31, 46, 61]"));
   EXPECT_EQ(q36["block_size"], 16);
   EXPECT_EQ(q36["layers"]["zlab"][0],
@@ -75,14 +76,14 @@ TEST(ProbeDrafterCli, PublishedConfigs) {
   EXPECT_EQ(q36["engines_disagree"], false);
   EXPECT_EQ(q36["refused"], json::array());
   // z-lab DFlash2: kind from the architecture, block size under dflash_config.
-  const json d2 = probe_json(kSource / "fixtures/real-layouts/zlab-dflash2");
+  const json d2 = probe_json(kSourceDir / "fixtures/real-layouts/zlab-dflash2");
   EXPECT_EQ(d2["kind"], "DFlash2");
   EXPECT_EQ(d2["block_size"], 16);
   EXPECT_EQ(d2["refused"], json::array());
 }
 
 TEST(ProbeDrafterCli, SpecForgeDominoAndDSparkConfigsAreRefusedForTheirHeads) {
-  const fs::path variants = kSource / "fixtures/real-layouts/specforge-variants";
+  const fs::path variants = kSourceDir / "fixtures/real-layouts/specforge-variants";
   struct Row {
     const char* file;
     std::vector<std::string> refused;
@@ -145,7 +146,7 @@ TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
 }
 
 TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {
-  json c = file_json(kSource / "fixtures/trained/qwen3-drafter-reference/config.json");
+  json c = file_json(kSourceDir / "fixtures/trained/qwen3-drafter-reference/config.json");
   c["dflash_config"]["use_swa"] = true;
   c["dflash_config"]["swa_window_size"] = 4;
   c["dflash_config"]["causal"] = true;
@@ -162,7 +163,7 @@ TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {
 TEST(ProbeDrafterCli, MaskEmbeddingFileListedAndTreeRefused) {
   const fs::path dir =
       config_only("mask_embedding",
-                  file_json(kSource / "fixtures/trained/qwen3-drafter-reference/config.json"));
+                  file_json(kSourceDir / "fixtures/trained/qwen3-drafter-reference/config.json"));
   std::ofstream(dir / "mask_embedding.pt") << "x";
   const json j = probe_json(dir);
   ASSERT_EQ(j["refused"].size(), 1u);

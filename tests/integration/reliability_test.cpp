@@ -17,7 +17,8 @@
 
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "synthetic_layouts.h"
 
@@ -26,10 +27,10 @@ extern char** environ;
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using testing::run_draftgate;
 namespace fs = std::filesystem;
-
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 // Every file below `dir` with its bytes and modification time.
 std::map<std::string, std::pair<std::string, fs::file_time_type>> snapshot(const fs::path& dir) {

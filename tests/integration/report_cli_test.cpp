@@ -11,20 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "draftgate/golden/golden.h"
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "test_files.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kSourceDir;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
-const fs::path kTrained = kSource / "fixtures/trained";
 
 // A target with two drafters: taps that pass fc_excludes_target_layer, and taps that fail it.
 struct Models {
@@ -53,7 +53,7 @@ const Models& models() {
 std::string schema_errors(const fs::path& xml) {
   const fs::path log = xml.string() + ".xmllint";
   const std::string cmd = "xmllint --noout --schema " +
-                          (kSource / "tests/schema/junit.xsd").string() + " " + xml.string() +
+                          (kSourceDir / "tests/schema/junit.xsd").string() + " " + xml.string() +
                           " >" + log.string() + " 2>&1";
   return std::system(cmd.c_str()) == 0 ? "" : "xmllint: " + testing::read_file(log);
 }
@@ -110,7 +110,7 @@ TEST(SkipSemantics, GateShSaysWhatPassedFailedAndSkipped) {
   const Models& m = models();
   const fs::path dir = testing::fresh_dir("gate_sh");
   const std::string gate = "DRAFTGATE=" + std::string(DRAFTGATE_BINARY) + " bash " +
-                           (kSource / "ci/gate.sh").string() + " --out " + dir.string() +
+                           (kSourceDir / "ci/gate.sh").string() + " --out " + dir.string() +
                            " --target " + m.target.string() + " --drafter " + m.good.string() +
                            " --only layer_path,loss_type";
   auto run = [&](const std::string& extra) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fixture_paths.h"
 #include "run_cli.h"
 #include "speculators_convert.h"
 #include "test_files.h"
@@ -16,12 +17,13 @@
 namespace draftgate {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 using testing::run_draftgate;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 const fs::path kReference = kTrained / "qwen3-drafter-reference";
 const fs::path kTarget = kTrained / "qwen3-target";
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "draftgate/decode/prompt_set.h"
+#include "draftgate/tau/prompt_set.h"
 #include "engine_outputs.h"
 #include "run_cli.h"
 #include "test_files.h"

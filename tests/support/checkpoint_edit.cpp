@@ -1,7 +1,7 @@
 #include "checkpoint_edit.h"
 
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::testing {
 

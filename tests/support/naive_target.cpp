@@ -4,9 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/arch/family_table.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/family_table.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::testing {
 namespace {

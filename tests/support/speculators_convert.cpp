@@ -6,7 +6,7 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::testing {
 

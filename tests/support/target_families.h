@@ -1,12 +1,12 @@
 #pragma once
-// The tests' family lists, from the family table (model/family_table.h): a family added to the
+// The tests' family lists, from the family table (arch/family_table.h): a family added to the
 // table is tested by every suite instantiated on these, with no list to edit.
 
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "draftgate/model/family_table.h"
+#include "draftgate/arch/family_table.h"
 
 namespace draftgate::testing {
 

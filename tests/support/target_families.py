@@ -1,5 +1,5 @@
 """The target family of a config.json, from the family table's checked-in copy (families.json beside this file;
-FamilyTable.CheckedInJsonMirrorEqualsTheTable holds it equal to harness/src/model/family_table.cpp). The Python
+FamilyTable.CheckedInJsonMirrorEqualsTheTable holds it equal to harness/src/arch/family_table.cpp). The Python
 references take only the family's name from it: their formulas are their own, so a wrong trait in the table shows
 as a difference from the engine instead of being copied."""
 import json

@@ -1,8 +1,9 @@
 // Every place a new check must touch outside its own file (docs/development/adding-a-check.md),
 // each compared with the checks the source tree declares (checks/NAME.cpp calling register_as<>):
-// the registry, docs/checks.md, the README, every bundled suite and the verdict matrix of
-// docs/fixtures.md. The gate label and the CLI's lists are generated from the registry and
-// compared in CheckCli.GateLabelCoversEveryCheck and CliHelp.* / CliFlags.*.
+// the registry, its test file tests/checks/NAME_test.cpp, docs/checks.md, the README, every bundled
+// suite and the verdict matrix of docs/fixtures.md. The gate label and the CLI's lists are
+// generated from the registry and compared in CheckCli.GateLabelCoversEveryCheck and CliHelp.* /
+// CliFlags.*.
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,15 @@
 #include "check_sources.h"
 #include "checks/check.h"
 #include "checks/suite.h"
+#include "fixture_paths.h"
 #include "test_files.h"
 
 namespace draftgate::checks {
 namespace {
 
+using testing::kSourceDir;
+
 namespace fs = std::filesystem;
-const fs::path kRoot = DRAFTGATE_SOURCE_DIR;
 
 std::vector<std::string> registered() {
   std::vector<std::string> names;
@@ -28,7 +31,7 @@ std::vector<std::string> registered() {
 }
 
 TEST(CheckCatalogue, TheRegistryHoldsEveryCheckFileOfChecks) {
-  const std::string cmake = testing::read_file(kRoot / "checks/CMakeLists.txt");
+  const std::string cmake = testing::read_file(kSourceDir / "checks/CMakeLists.txt");
   for (const auto& name : testing::check_source_names())
     EXPECT_NE(cmake.find("  " + name + ".cpp\n"), std::string::npos)
         << "checks/" << name << ".cpp registers a check but checks/CMakeLists.txt does not list it "
@@ -38,8 +41,20 @@ TEST(CheckCatalogue, TheRegistryHoldsEveryCheckFileOfChecks) {
          "name is its file's name, one file each";
 }
 
+// A check's behaviour is specified in one place: tests/checks/NAME_test.cpp, built into unit_tests.
+TEST(CheckCatalogue, EveryCheckHasItsOwnTestFile) {
+  const std::string cmake = testing::read_file(kSourceDir / "tests/CMakeLists.txt");
+  for (const auto& name : registered()) {
+    const std::string file = "checks/" + name + "_test.cpp";
+    EXPECT_TRUE(fs::exists(kSourceDir / "tests" / file))
+        << name << ": tests/" << file << " is missing: specify the check there, both ways";
+    EXPECT_NE(cmake.find("  " + file + "\n"), std::string::npos)
+        << name << ": tests/CMakeLists.txt does not build tests/" << file << " into unit_tests";
+  }
+}
+
 TEST(CheckCatalogue, DocsChecksMdHasARowPerCheck) {
-  const std::string table = testing::read_file(kRoot / "docs/checks.md");
+  const std::string table = testing::read_file(kSourceDir / "docs/checks.md");
   ASSERT_FALSE(table.empty()) << "docs/checks.md is missing";
   for (const auto& name : registered())
     EXPECT_NE(table.find("\n| `" + name + "` |"), std::string::npos)
@@ -47,7 +62,7 @@ TEST(CheckCatalogue, DocsChecksMdHasARowPerCheck) {
 }
 
 TEST(CheckCatalogue, TheReadmeHasALinePerCheck) {
-  const std::string readme = testing::read_file(kRoot / "README.md");
+  const std::string readme = testing::read_file(kSourceDir / "README.md");
   for (const auto& name : registered())
     EXPECT_NE(readme.find("\n- `" + name + "` — "), std::string::npos)
         << name << ": README.md's \"The checks\" list has no line \"- `" << name << "` — …\"";
@@ -57,7 +72,7 @@ TEST(CheckCatalogue, TheReadmeHasALinePerCheck) {
 // --verify-expectations and FixtureGate pass whatever the check says on that fixture.
 TEST(CheckCatalogue, EverySuiteExpectsAVerdictOfEveryCheck) {
   std::vector<fs::path> suites;
-  for (const auto& e : fs::directory_iterator(kRoot / "fixtures/suites"))
+  for (const auto& e : fs::directory_iterator(kSourceDir / "fixtures/suites"))
     if (e.path().extension() == ".json") suites.push_back(e.path());
   ASSERT_FALSE(suites.empty());
   for (const auto& path : suites) {
@@ -78,7 +93,7 @@ TEST(CheckCatalogue, EverySuiteExpectsAVerdictOfEveryCheck) {
 
 // The matrix `bash ci/run-gate.sh` prints, as docs/fixtures.md shows it: one column per check.
 TEST(CheckCatalogue, TheFixtureVerdictMatrixHasAColumnPerCheck) {
-  const std::string doc = testing::read_file(kRoot / "docs/fixtures.md");
+  const std::string doc = testing::read_file(kSourceDir / "docs/fixtures.md");
   std::istringstream lines(doc);
   std::string header;
   for (std::string line; std::getline(lines, line);)

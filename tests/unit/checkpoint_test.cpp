@@ -7,9 +7,9 @@
 
 #include <fstream>
 
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 

@@ -9,10 +9,10 @@
 
 #include "draftgate/decode/acceptance.h"
 #include "draftgate/decode/ddtree.h"
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
 #include "draftgate/io/sha256.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/tau/prompt_set.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 #include "target_families.h"

@@ -7,18 +7,18 @@
 #include <gtest/gtest.h>
 
 #include "error_text.h"
+#include "fixture_paths.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate {
 namespace {
 
+using testing::kRealLayouts;
+
 using layout::DecoderStack;
 using layout::resolve_decoder_stack;
 using ::testing::Contains;
 using ::testing::HasSubstr;
-
-const std::filesystem::path kRealLayouts =
-    std::filesystem::path(DRAFTGATE_SOURCE_DIR) / "fixtures/real-layouts";
 
 DecoderStack resolve(const testing::SyntheticLayout& l) {
   return resolve_decoder_stack(l.names, io::ModelConfig::from_json(l.config, "config.json"),

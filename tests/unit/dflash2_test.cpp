@@ -10,9 +10,9 @@
 #include <fstream>
 
 #include "draftgate/decode/speculative.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
 #include "test_files.h"
 

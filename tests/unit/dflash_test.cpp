@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "checks/metrics.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 

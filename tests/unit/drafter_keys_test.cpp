@@ -3,7 +3,7 @@
 // effect); the engines' attention keys (use_swa, swa_window_size) read as vLLM's
 // `_resolve_layer_attention` table says, against expectations written out by hand.
 
-#include "draftgate/model/drafter_keys.h"
+#include "draftgate/arch/drafter_keys.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,33 +11,37 @@
 #include <fstream>
 #include <map>
 
-#include "draftgate/model/drafter_config.h"
+#include "draftgate/arch/drafter.h"
 #include "error_text.h"
+#include "fixture_paths.h"
 
 namespace draftgate::model {
 namespace {
+
+using testing::kSourceDir;
 
 using testing::error_of;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
-
 json load(const fs::path& p) { return json::parse(std::ifstream(p)); }
 io::ModelConfig cfg(const json& j) { return io::ModelConfig::from_json(j, "config.json"); }
 
 // The bundled reference drafter: every key implemented or inert.
-json reference() { return load(kSource / "fixtures/trained/qwen3-drafter-reference/config.json"); }
+json reference() {
+  return load(kSourceDir / "fixtures/trained/qwen3-drafter-reference/config.json");
+}
 
 TEST(DrafterKeys, BundledAndPublishedDraftersHaveNoRefusedKey) {
   std::vector<fs::path> configs;
-  for (const auto& e : fs::directory_iterator(kSource / "fixtures/trained"))
+  for (const auto& e : fs::directory_iterator(kSourceDir / "fixtures/trained"))
     if (e.path().filename().string().find("drafter") != std::string::npos)
       configs.push_back(e.path() / "config.json");
-  for (const auto& e : fs::directory_iterator(kSource / "fixtures/real-layouts/specforge-dflash"))
+  for (const auto& e :
+       fs::directory_iterator(kSourceDir / "fixtures/real-layouts/specforge-dflash"))
     configs.push_back(e.path());
-  configs.push_back(kSource / "fixtures/real-layouts/zlab-dflash2/config.json");
+  configs.push_back(kSourceDir / "fixtures/real-layouts/zlab-dflash2/config.json");
   ASSERT_GE(configs.size(), 14u);
   for (const auto& p : configs) {
     const auto c = io::ModelConfig::load(p);

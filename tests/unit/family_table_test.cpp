@@ -1,9 +1,9 @@
-// The family table (model/family_table.h): well formed, read by detection (TargetConfig) and
+// The family table (arch/family_table.h): well formed, read by detection (TargetConfig) and
 // engine_support, mirrored in tests/support/families.json for the Python references, its traits
 // named one by one. The engine against the naive reference for every family of the table:
 // target_numerics_test.cpp; the CLI's refusal of unknown model types: family_cli_test.cpp.
 
-#include "draftgate/model/family_table.h"
+#include "draftgate/arch/family_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -192,7 +192,7 @@ TEST(FamilyTable, CheckedInJsonMirrorEqualsTheTable) {
   // Outside the test process's scratch root, which is removed at exit: the hint's cp must work.
   const fs::path fresh = fs::temp_directory_path() / "draftgate-families.json";
   std::ofstream(fresh) << expected.dump(2) << "\n";
-  ADD_FAILURE() << mirror.string() << " differs from the family table (model/family_table.cpp); "
+  ADD_FAILURE() << mirror.string() << " differs from the family table (arch/family_table.cpp); "
                 << "the table's form is in " << fresh.string() << ": cp " << fresh.string() << " "
                 << mirror.string();
 }

@@ -13,11 +13,11 @@
 
 #include "checkpoint_edit.h"
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
+#include "draftgate/model/tensor_view.h"
 #include "naive_target.h"
 #include "test_files.h"
 

@@ -21,17 +21,18 @@
 #include "draftgate/model/target.h"
 #include "draftgate/train/recipe.h"
 #include "draftgate/train/step_record.h"
+#include "fixture_paths.h"
 #include "test_files.h"
 
 namespace draftgate::checks {
 namespace {
 
+using testing::kTrained;
+
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 using train::ComputePrecision;
 using train::StepRecord;
-
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 
 struct Family {
   std::string name, target, drafter, record;

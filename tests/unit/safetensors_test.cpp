@@ -10,7 +10,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 

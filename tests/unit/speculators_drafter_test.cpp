@@ -10,22 +10,24 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_edit.h"
+#include "draftgate/arch/speculators_config.h"
 #include "draftgate/io/json_util.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/dflash.h"
-#include "draftgate/model/speculators_config.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
+#include "fixture_paths.h"
 #include "speculators_convert.h"
 #include "test_files.h"
 
 namespace draftgate::model {
 namespace {
 
+using testing::kTrained;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const fs::path kTrained = fs::path(DRAFTGATE_SOURCE_DIR) / "fixtures/trained";
 const fs::path kReference = kTrained / "qwen3-drafter-reference";
 const fs::path kTarget = kTrained / "qwen3-target";
 

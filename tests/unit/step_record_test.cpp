@@ -8,9 +8,9 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/tensor_view.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
 #include "synthetic_step_record.h"

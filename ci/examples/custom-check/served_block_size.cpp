@@ -1,9 +1,9 @@
 // served_block_size: the drafter's block size is one the team's serving deployment is configured
 // for (a drafter trained with another block size serves with a lower τ or not at all).
 
+#include <draftgate/arch/drafter.h>
 #include <draftgate/checks/check.h>
 #include <draftgate/io/config.h>
-#include <draftgate/model/drafter_config.h>
 
 #include <algorithm>
 

@@ -7,13 +7,13 @@
 #include <map>
 #include <type_traits>
 
-#include "draftgate/decode/decode_config.h"
-#include "draftgate/decode/prompt_set.h"
+#include "draftgate/arch/drafter.h"
 #include "draftgate/error.h"
 #include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/sha256.h"
-#include "draftgate/model/drafter_config.h"
+#include "draftgate/tau/decode_config.h"
+#include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::golden {
 namespace fs = std::filesystem;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "draftgate/arch/family_table.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
-#include "draftgate/model/family_table.h"
 
 namespace draftgate::layout {
 namespace {

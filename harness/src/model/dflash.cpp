@@ -8,11 +8,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "draftgate/arch/drafter_keys.h"
+#include "draftgate/arch/family_table.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/model/draft_vocab.h"
-#include "draftgate/model/drafter_keys.h"
-#include "draftgate/model/family_table.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
 

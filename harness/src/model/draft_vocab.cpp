@@ -5,7 +5,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::model {
 

@@ -13,8 +13,8 @@
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/safetensors.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/memory_budget.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::model {
 namespace fs = std::filesystem;

@@ -8,10 +8,10 @@
 #include <stdexcept>
 
 #include "draftgate/error.h"
-#include "draftgate/io/tensor_view.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
+#include "draftgate/model/tensor_view.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

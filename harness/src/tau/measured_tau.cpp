@@ -3,10 +3,10 @@
 #include <cmath>
 #include <ctime>
 
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::tau {
 namespace {

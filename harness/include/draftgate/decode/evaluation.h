@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "draftgate/decode/acceptance.h"
-#include "draftgate/decode/prompt_set.h"
 #include "draftgate/decode/speculative.h"
 #include "draftgate/model/target.h"
+#include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::decode {
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "draftgate/decode/decode_config.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
+#include "draftgate/tau/decode_config.h"
 
 namespace draftgate::decode {
 

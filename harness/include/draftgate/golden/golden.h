@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "draftgate/decode/decode_config.h"
+#include "draftgate/tau/decode_config.h"
 #include "draftgate/tau/measured_tau.h"
 
 namespace draftgate::golden {

@@ -1,7 +1,7 @@
 #pragma once
 // Whether draftgate's engine can run a target, judged from config.json and the tensor names alone
 // (torch-free: `probe` and layer_path use it on metadata-only checkpoints). The engine runs the
-// families of the table (model/family_table.h) with dense MLPs, the quantisations and RoPE types
+// families of the table (arch/family_table.h) with dense MLPs, the quantisations and RoPE types
 // their entries name, and full (not sliding-window) attention; TargetConfig
 // (model/target_config.h) refuses the rest when loading.
 

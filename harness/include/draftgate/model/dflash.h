@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/drafter.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/dflash2_parts.h"
-#include "draftgate/model/drafter_config.h"
 #include "draftgate/model/target.h"
 
 namespace draftgate::model {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "draftgate/model/drafter_config.h"
+#include "draftgate/arch/drafter.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

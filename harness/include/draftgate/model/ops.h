@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "draftgate/model/family_traits.h"
+#include "draftgate/arch/family_traits.h"
 
 namespace draftgate::model {
 

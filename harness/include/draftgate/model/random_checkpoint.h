@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "draftgate/model/drafter_config.h"
+#include "draftgate/arch/drafter.h"
 #include "draftgate/model/target_config.h"
 
 namespace draftgate::model {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/family_table.h"
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
-#include "draftgate/model/family_table.h"
 
 namespace draftgate::model {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/family_traits.h"
 #include "draftgate/io/config.h"
-#include "draftgate/model/family_traits.h"
 
 namespace draftgate::model {
 

@@ -1,4 +1,4 @@
-#include "draftgate/model/drafter_keys.h"
+#include "draftgate/arch/drafter_keys.h"
 
 #include <cmath>
 

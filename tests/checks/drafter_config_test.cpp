@@ -8,19 +8,20 @@
 #include <functional>
 
 #include "checks/check.h"
+#include "fixture_paths.h"
 #include "test_files.h"
 
 namespace draftgate::checks {
 namespace {
 
+using testing::kSourceDir;
+using testing::kTrained;
+
 using ::testing::HasSubstr;
-using ::testing::Not;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kSource = DRAFTGATE_SOURCE_DIR;
-const fs::path kTrained = kSource / "fixtures/trained";
-const fs::path kReal = kSource / "fixtures/real-layouts";
+const fs::path kReal = kSourceDir / "fixtures/real-layouts";
 
 CheckResult run(const Artifacts& a, const json& params = nullptr) {
   const Check* c = find_check("drafter_config");

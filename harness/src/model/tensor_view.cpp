@@ -1,4 +1,4 @@
-#include "draftgate/io/tensor_view.h"
+#include "draftgate/model/tensor_view.h"
 
 #include <cstdint>
 

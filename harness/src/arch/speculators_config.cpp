@@ -1,4 +1,4 @@
-#include "draftgate/model/speculators_config.h"
+#include "draftgate/arch/speculators_config.h"
 
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/drafter_keys.h"
 #include "draftgate/io/config.h"
-#include "draftgate/model/drafter_keys.h"
 
 namespace draftgate::model {
 

@@ -1,4 +1,4 @@
-#include "draftgate/decode/prompt_set.h"
+#include "draftgate/tau/prompt_set.h"
 
 #include <set>
 #include <sstream>

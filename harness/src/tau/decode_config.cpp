@@ -1,4 +1,4 @@
-#include "draftgate/decode/decode_config.h"
+#include "draftgate/tau/decode_config.h"
 
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"

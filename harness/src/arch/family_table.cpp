@@ -1,4 +1,4 @@
-#include "draftgate/model/family_table.h"
+#include "draftgate/arch/family_table.h"
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"

@@ -1,15 +1,15 @@
-#include "draftgate/model/drafter_config.h"
+#include "draftgate/arch/drafter.h"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "draftgate/arch/drafter_keys.h"
+#include "draftgate/arch/speculators_config.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/rope_config.h"
-#include "draftgate/model/drafter_keys.h"
-#include "draftgate/model/speculators_config.h"
 
 namespace draftgate::model {
 

@@ -1,0 +1,265 @@
+// Cross-cutting: records as real trainers write them (SpecForge data labels, speculators teachers,
+// D-PACE and the trainers' normalisations, sliding layers) through every record check.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "check_runs.h"
+#include "checks/check.h"
+#include "checks/metrics.h"
+#include "checks/model_engine.h"
+#include "draftgate/format.h"
+#include "draftgate/io/checkpoint.h"
+#include "draftgate/model/dflash.h"
+#include "draftgate/model/target.h"
+#include "synthetic_layouts.h"
+#include "synthetic_step_record.h"
+#include "test_files.h"
+
+namespace draftgate::checks {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+using metrics::rms;
+using testing::Models;
+using testing::run_on;
+using train::LossType;
+using train::StepRecord;
+
+// The trainer's scalar by a loop over the elements, independent of the recipe module: per element
+// CE = logsumexp − logit[label]; weights from `weight_of(j, k, ce)`; `normalise(Σ w·CE, Σ w)`.
+double hand_loss(const StepRecord& rec, const at::Tensor& labels,
+                 const std::function<double(int, int, const std::vector<double>&)>& weight_of,
+                 const std::function<double(double, double)>& normalise) {
+  const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
+  double num = 0, weights = 0;
+  for (int j = 0; j < logits.size(0); ++j) {
+    std::vector<double> ce(rec.block_size);
+    for (int k = 0; k < rec.block_size; ++k) {
+      const at::Tensor row = logits[j][k];
+      const double m = row.max().item<double>();
+      ce[k] = m + std::log((row - m).exp().sum().item<double>()) -
+              row[labels[j][k].item<std::int64_t>()].item<double>();
+    }
+    for (int k = 0; k < rec.block_size; ++k) {
+      const double w = weight_of(j, k, ce);
+      num += w * ce[k];
+      weights += w;
+    }
+  }
+  return normalise(num, weights);
+}
+
+// SpecForge's DFlash step (dflash_family_model.py @a6b6b023): data labels input_ids[a+k], no
+// teacher logits, loss_decay_gamma None (uniform), Σ CE·w / Σ w.
+StepRecord specforge_step() {
+  StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
+  rec.labels_source = train::LabelsSource::kData;
+  rec.teacher_logits = at::Tensor();
+  rec.teacher_positions.clear();
+  rec.teacher_dtype.reset();
+  rec.hidden_dtype = train::ComputePrecision::kF32;
+  rec.gamma = 0;
+  const train::BlockTargets t =
+      train::block_targets(rec.input_ids, rec.loss_mask, rec.anchors, rec.block_size, 0.0);
+  rec.labels = t.labels.masked_fill(t.weight == 0, -100);
+  rec.weights = t.weight;
+  const at::Tensor w = t.weight;
+  rec.logged_loss = hand_loss(
+      rec, t.labels, [&](int j, int k, const auto&) { return w[j][k].item<double>(); },
+      [](double num, double den) { return num / den; });
+  return rec;
+}
+
+TEST(TrainerRecipes, ASpecForgeStepPassesEveryCheckAndSaysWhatItJudged) {
+  const StepRecord rec = specforge_step();
+  for (const char* check : {"target_logits_noise_free", "loss_type", "train_infer_consistency",
+                            "fc_excludes_target_layer"}) {
+    const CheckResult r = run_on(check, rec, std::string("specforge_") + check + ".safetensors");
+    EXPECT_EQ(r.status, Status::kPass) << check << ": " << r.message;
+  }
+  const CheckResult r = run_on("target_logits_noise_free", rec, "specforge.safetensors");
+  EXPECT_THAT(r.message, HasSubstr("judged: labels against input_ids[a+k]"));
+  EXPECT_THAT(r.message, HasSubstr("fc_input against the target's taps [0,2]"));
+  EXPECT_THAT(r.message, HasSubstr("not judged: teacher_logits (a data-label trainer has none)"));
+  EXPECT_EQ(r.measured["label_alignment"]["agreement"], 1.0);
+}
+
+TEST(TrainerRecipes, DataLabelsShiftedAreNamedWithTheirOffset) {
+  StepRecord rec = specforge_step();
+  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
+  for (std::size_t j = 0; j < rec.anchors.size(); ++j)
+    for (std::int64_t k = 1; k < rec.block_size; ++k)
+      if (rec.labels[j][k].item<std::int64_t>() >= 0)
+        rec.labels[j][k] =
+            rec.anchors[j] + k + 1 < s ? rec.input_ids[rec.anchors[j] + k + 1] : std::int64_t{0};
+  const CheckResult r = run_on("target_logits_noise_free", rec, "specforge_shift.safetensors");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("the labels are shifted by 1: block row k of anchor a holds "
+                                   "input_ids[a+k+1]"));
+  // Unrecorded labels, the loss logged with the shifted ones: loss_type names the shift.
+  const at::Tensor shifted = rec.labels.clamp_min(0);
+  StepRecord unrecorded = specforge_step();
+  const at::Tensor w = unrecorded.weights;
+  unrecorded.logged_loss = hand_loss(
+      unrecorded, shifted,
+      [&](int j, int k, const auto&) {
+        return unrecorded.anchors[j] + k + 1 < s ? w[j][k].item<double>() : 0.0;
+      },
+      [](double num, double den) { return num / den; });
+  unrecorded.labels = at::Tensor();
+  const CheckResult loss = run_on("loss_type", unrecorded, "specforge_shift_loss.safetensors");
+  EXPECT_EQ(loss.status, Status::kFail);
+  EXPECT_THAT(loss.message, HasSubstr("labels shifted to input_ids[a+k+1]"));
+}
+
+TEST(TrainerRecipes, CapturedHiddenStatesWithNoiseOrFromAnotherLayerFail) {
+  const StepRecord clean = specforge_step();
+  StepRecord noisy = clean;
+  noisy.fc_input = clean.fc_input + 5e-3 * rms(clean.fc_input) * at::randn(clean.fc_input.sizes());
+  const CheckResult r = run_on("target_logits_noise_free", noisy, "specforge_noisy.safetensors");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("fc_input slice 0 (tap 0) deviates from the target's output of "
+                                   "layer 0 by noise of"));
+  EXPECT_THAT(r.message, HasSubstr("before any augmentation noise"));
+  // Noise well inside the float32 floor passes.
+  StepRecord quiet = clean;
+  quiet.fc_input = clean.fc_input + 1e-5 * rms(clean.fc_input) * at::randn(clean.fc_input.sizes());
+  EXPECT_EQ(run_on("target_logits_noise_free", quiet, "specforge_quiet.safetensors").status,
+            Status::kPass);
+  // Tap 2 fed from layer 3 (off by one): the target's own states, not noise — noise-free passes and
+  // says so; fc_excludes_target_layer fails naming the layer.
+  Models m;
+  const auto fwd = m.target->forward(clean.input_ids, {3});
+  StepRecord shifted = clean;
+  const std::int64_t h = m.target->config().hidden;
+  shifted.fc_input = clean.fc_input.clone();
+  shifted.fc_input.narrow(1, h, h).copy_(fwd.taps.at(3));
+  const CheckResult off = run_on("target_logits_noise_free", shifted, "specforge_tap.safetensors");
+  EXPECT_EQ(off.status, Status::kPass) << off.message;
+  EXPECT_THAT(off.message, HasSubstr("fc_input slice 1 (tap 2) is the target's output of layer 3, "
+                                     "not noise: a tap-indexing error"));
+  EXPECT_EQ(off.measured["fc_input_slices"][1]["came_from"], 3);
+  const CheckResult taps = run_on("fc_excludes_target_layer", shifted, "specforge_tap.safetensors");
+  EXPECT_EQ(taps.status, Status::kFail);
+  EXPECT_THAT(taps.message,
+              HasSubstr("fc input slice 1 is declared as layer 2 but matches layer 3"));
+}
+
+TEST(TrainerRecipes, LossTypeTellsTheWeightingsApart) {
+  // Decay configured (γ 4), uniform weights logged: the seeded bug that passed within 1e-3.
+  StepRecord decay = specforge_step();
+  decay.gamma = 4.0;
+  decay.weights =
+      train::block_targets(decay.input_ids, decay.loss_mask, decay.anchors, decay.block_size, 4.0)
+          .weight;
+  const CheckResult uniform_logged = run_on("loss_type", decay, "uniform_logged.safetensors");
+  EXPECT_EQ(uniform_logged.status, Status::kFail);
+  EXPECT_THAT(uniform_logged.message, HasSubstr("uniform weights"));
+  EXPECT_THAT(uniform_logged.message,
+              HasSubstr(format_number(decay.logged_loss, 8)));  // the logged number
+  // The same record with the decay actually logged passes.
+  const at::Tensor wd = decay.weights;
+  decay.logged_loss = hand_loss(
+      decay, decay.labels.clamp_min(0),
+      [&](int j, int k, const auto&) { return wd[j][k].item<double>(); },
+      [](double num, double den) { return num / den; });
+  EXPECT_EQ(run_on("loss_type", decay, "decay_logged.safetensors").status, Status::kPass);
+  // Uniform configured, decay logged.
+  StepRecord none = specforge_step();
+  none.logged_loss = decay.logged_loss;
+  const CheckResult decay_logged = run_on("loss_type", none, "decay_where_none.safetensors");
+  EXPECT_EQ(decay_logged.status, Status::kFail);
+  EXPECT_THAT(decay_logged.message, HasSubstr("decay gamma 4"));
+}
+
+// D-PACE by its definition (a loop), SpecForge's normalisation (/ rows) and speculators' (per row
+// Σ ℓ·w / (Σ m + 1e-5)).
+TEST(TrainerRecipes, DpaceAndTheTrainersNormalisations) {
+  StepRecord rec = specforge_step();
+  rec.weights = at::Tensor();
+  const at::Tensor mask = train::recorded_block_targets(rec).weight;
+  const double alpha = 0.5;
+  auto dpace = [&](int j, int k, const std::vector<double>& ce) {
+    if (mask[j][k].item<float>() == 0) return 0.0;
+    double total = 0;
+    for (int i = k; i < rec.block_size; ++i) {
+      double prefix = 1;
+      for (int q = 0; q <= i; ++q)
+        if (mask[j][q].item<float>() > 0) prefix *= (1 - alpha) * std::exp(-ce[q]) + alpha;
+      total += prefix * mask[j][i].item<float>();
+    }
+    return total;
+  };
+  rec.weighting = train::Weighting::kDpace;
+  rec.normalization = train::Normalization::kRows;
+  rec.logged_loss =
+      hand_loss(rec, rec.labels.clamp_min(0), dpace, [](double num, double) { return num / 1.0; });
+  const CheckResult specforge = run_on("loss_type", rec, "dpace_rows.safetensors");
+  EXPECT_EQ(specforge.status, Status::kPass) << specforge.message;
+  // Logged with D-PACE, configured fixed: named.
+  StepRecord fixed = rec;
+  fixed.weighting = train::Weighting::kFixed;
+  fixed.normalization = train::Normalization::kWeightSum;
+  const CheckResult named = run_on("loss_type", fixed, "dpace_unconfigured.safetensors");
+  EXPECT_EQ(named.status, Status::kFail);
+  EXPECT_THAT(named.message, HasSubstr("D-PACE alpha 0.5"));
+  // speculators: CE, D-PACE, Σ ℓ·m·W / (Σ m + 1e-5) over the (one) row.
+  const double supervised = mask.gt(0).sum().item<double>();
+  rec.normalization = train::Normalization::kMaskSum;
+  rec.logged_loss = hand_loss(rec, rec.labels.clamp_min(0), dpace,
+                              [&](double num, double) { return num / (supervised + 1e-5); });
+  const CheckResult speculators = run_on("loss_type", rec, "dpace_mask_sum.safetensors");
+  EXPECT_EQ(speculators.status, Status::kPass) << speculators.message;
+}
+
+// A sliding drafter layer (window 3 < the block) in training mode: the record made with the
+// window passes; made with layer 0 run as full attention, it fails naming layer 0.
+TEST(TrainerRecipes, ASlidingLayerRunAsFullFailsNamingTheLayer) {
+  const fs::path dir = testing::training_step_models();
+  const fs::path sliding = dir / "drafter_sliding";
+  if (!fs::exists(sliding)) {
+    fs::copy(dir / "drafter", sliding, fs::copy_options::recursive);
+    auto config = nlohmann::json::parse(testing::read_file(sliding / "config.json"));
+    config["layer_types"] = {"sliding_attention", "full_attention"};
+    config["sliding_window"] = 3;
+    testing::write_file(sliding / "config.json", config.dump());
+  }
+  Models m;
+  const auto drafter = model::DFlashDrafter::load(io::Checkpoint::open(sliding), *m.target);
+  StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
+  auto run = [&](const StepRecord& r, const std::string& file) {
+    train::write_step_record(dir / file, r);
+    Artifacts a;
+    a.target = dir / "target";
+    a.drafter = sliding;
+    a.step_record = dir / file;
+    a.engine = &model_engine();
+    return run_check(*find_check("train_infer_consistency"), a, nullptr);
+  };
+  rec.drafter_logits = drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
+  const CheckResult clean = run(rec, "sliding.safetensors");
+  EXPECT_EQ(clean.status, Status::kPass) << clean.message;
+  rec.drafter_logits =
+      drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
+                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}});
+  const CheckResult full = run(rec, "sliding_as_full.safetensors");
+  EXPECT_EQ(full.status, Status::kFail);
+  EXPECT_THAT(full.message, HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full "
+                                      "attention"));
+  // The way a trainer that builds one mask for every layer runs it: no window, bidirectional block.
+  rec.drafter_logits =
+      drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
+                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}, true});
+  const CheckResult as_full_layer = run(rec, "sliding_as_full_layer.safetensors");
+  EXPECT_EQ(as_full_layer.status, Status::kFail);
+  EXPECT_THAT(as_full_layer.message,
+              HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full attention, no "
+                        "window and a bidirectional block"));
+}
+
+}  // namespace
+}  // namespace draftgate::checks
