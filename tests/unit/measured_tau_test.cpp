@@ -650,6 +650,12 @@ TEST(MeasuredTau, FileRoundTripAndValidation) {
   EXPECT_EQ(back.block_size(), 16);
   EXPECT_EQ(*back.prompt_set_sha256, std::string(64, 'a'));
   EXPECT_EQ(back.per_position_acceptance.size(), 15u);
+  EXPECT_EQ(back.formula("macro"), "mean over requests of completion_tokens / verify steps");
+  EXPECT_EQ(tau::to_json(m)["tau_formulas"]["pooled"], "Σ completion_tokens / Σ verify steps");
+  auto older = tau::to_json(m);
+  older.erase("tau_formulas");  // a file written before tau_formulas: its engine's
+  EXPECT_EQ(tau::measured_tau_from_json(older, "m.json").formula("pooled"),
+            "Σ completion_tokens / Σ verify steps");
 
   auto broken = [&](const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json j = tau::to_json(m);
@@ -673,6 +679,12 @@ TEST(MeasuredTau, FileRoundTripAndValidation) {
               HasSubstr("engine \"trtllm\" is not vllm or sglang"));
   EXPECT_THAT(broken([](auto& j) { j.erase("drafts"); }),
               HasSubstr("measured τ file has no \"drafts\""));
+  EXPECT_THAT(broken([](auto& j) {
+                j["tau_formulas"] = {1, 2};
+              }),
+              HasSubstr("m.json: tau_formulas must be an object"));
+  EXPECT_THAT(broken([](auto& j) { j["tau_formulas"]["macro"] = 3; }),
+              HasSubstr("measured τ field \"macro\" must be a string"));
 }
 
 TEST(MeasuredTau, OnlyLikeIsComparedWithLike) {
@@ -681,9 +693,22 @@ TEST(MeasuredTau, OnlyLikeIsComparedWithLike) {
   EXPECT_FALSE(tau::unlike(measured("vllm", "pooled", 15, a), golden));
   EXPECT_THAT(*tau::unlike(measured("sglang", "macro", 15, a), golden),
               HasSubstr("measured by sglang but the golden (vllm.json) by vllm"));
+  // Compared on the golden's definition: a macro golden needs a τ macro, a pooled golden takes the
+  // τ pooled of a measurement that has both.
   auto pooled_sglang = measured("sglang", "pooled", 15, a);
   EXPECT_THAT(*tau::unlike(pooled_sglang, measured("sglang", "macro", 15, a)),
-              HasSubstr("τ pooled but the golden (sglang.json) τ macro"));
+              HasSubstr("the measurement has τ pooled only but the golden (sglang.json) gates on "
+                        "τ macro"));
+  EXPECT_FALSE(tau::unlike(measured("sglang", "macro", 15, a), pooled_sglang));
+  // The recorded formula of the golden's τ must be the measurement's.
+  auto other_formula = measured("vllm", "pooled", 15, a);
+  other_formula.formulas["pooled"] = "Σ completion_tokens / Σ verify steps";
+  EXPECT_THAT(*tau::unlike(other_formula, golden),
+              HasSubstr("τ pooled is Σ completion_tokens / Σ verify steps in the measurement but "
+                        "the golden (vllm.json) counts 1 + Σ accepted drafts / Σ verify steps"));
+  other_formula.formulas["macro"] = "anything";  // not the golden's definition: not compared
+  other_formula.formulas.erase("pooled");
+  EXPECT_FALSE(tau::unlike(other_formula, golden));
   EXPECT_THAT(*tau::unlike(measured("vllm", "pooled", 7, a), golden),
               HasSubstr("measured with 7 speculative tokens (block 8) but the golden (vllm.json) "
                         "with 15 (block 16)"));

@@ -79,6 +79,11 @@ std::optional<double> MeasuredTau::tau_of(const std::string& definition) const {
   return definition == "macro" ? tau_macro : std::optional<double>(tau_pooled);
 }
 
+std::string MeasuredTau::formula(const std::string& definition) const {
+  const auto f = formulas.find(definition);
+  return f != formulas.end() ? f->second : tau_formula(engine, definition);
+}
+
 std::string tau_formula(const std::string& engine, const std::string& definition) {
   if (definition == "per_position_acceptance")
     return "verify steps that accepted the depth-d draft / verify steps";
@@ -99,8 +104,7 @@ json to_json(const MeasuredTau& m) {
     prompt_set["sha256_of"] = decode::kPromptsIdentity;
   json formulas = json::object();
   for (const char* d : {"pooled", "macro", "per_position_acceptance"})
-    if (std::string(d) != "macro" || m.tau_macro)
-      formulas[d] = m.formulas.count(d) ? m.formulas.at(d) : tau_formula(m.engine, d);
+    if (std::string(d) != "macro" || m.tau_macro) formulas[d] = m.formula(d);
   return {{"schema", kMeasuredTauSchema},
           {"engine", {{"name", m.engine}, {"version", or_null(m.engine_version)}}},
           {"tau_definition", m.tau_definition},
@@ -161,8 +165,6 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
   }
   if (m.tau_definition == "macro" && !m.tau_macro)
     throw Error(file, "tau_definition is macro but tau_macro is null");
-  for (const char* d : {"pooled", "macro", "per_position_acceptance"})
-    m.formulas[d] = tau_formula(m.engine, d);
   if (doc.contains("tau_formulas")) {  // absent from older files: the engine's formulas
     const json& f = doc.at("tau_formulas");
     if (!f.is_object()) throw Error(file, "tau_formulas must be an object");
@@ -222,9 +224,9 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   if (!measured.tau_of(definition))
     return "the measurement has τ pooled only" + g +
            "gates on τ macro (import per-request data: --vllm-responses or --sglang-requests)";
-  if (measured.formulas.at(definition) != golden.formulas.at(definition))
-    return "τ " + definition + " is " + measured.formulas.at(definition) + " in the measurement" +
-           g + "counts " + golden.formulas.at(definition);
+  if (measured.formula(definition) != golden.formula(definition))
+    return "τ " + definition + " is " + measured.formula(definition) + " in the measurement" + g +
+           "counts " + golden.formula(definition);
   if (measured.num_speculative_tokens != golden.num_speculative_tokens)
     return "measured with " + std::to_string(measured.num_speculative_tokens) +
            " speculative tokens (block " + std::to_string(measured.block_size()) + ")" + g +

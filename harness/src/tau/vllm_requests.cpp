@@ -14,6 +14,7 @@
 // = accepted / draft tokens, per_step_* one entry per step. Per request τ = mean_acceptance_length:
 // τ macro is their mean, τ pooled = 1 + Σ accepted / Σ steps — exactly /metrics' τ.
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 

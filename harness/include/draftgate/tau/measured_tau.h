@@ -50,7 +50,7 @@ struct MeasuredTau {
   std::optional<std::string> prompt_set_sha256;
   bool prompt_set_sha256_of_file = false;  // an older file: sha256 of the prompt file's bytes
   std::optional<std::int64_t> prompt_set_prompts;
-  std::map<std::string, std::string> formulas;  // definition → tau_formula(engine, definition)
+  std::map<std::string, std::string> formulas;  // definition → what it counts, as a file recorded
   nlohmann::json sources = nlohmann::json::object();
   nlohmann::json inputs = nlohmann::json::object();
 
@@ -59,6 +59,8 @@ struct MeasuredTau {
   double tau() const;
   // τ by the given definition (pooled | macro), or nullopt when the input gave no τ macro.
   std::optional<double> tau_of(const std::string& definition) const;
+  // What `definition` counts: as the file recorded it, else tau_formula(engine, definition).
+  std::string formula(const std::string& definition) const;
 };
 
 // What a τ (pooled | macro | per_position_acceptance) counts when measured by `engine`: SGLang's
