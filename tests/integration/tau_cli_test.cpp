@@ -207,7 +207,7 @@ TEST(TauCli, EveryEngineVersionImportsAndGatesOnTheGoldensDefinition) {
   const std::string check = "check --only min_tau --golden ";
   r = run_draftgate(check + w.golden.string() + " --measured " + per_request.string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("τ pooled (vllm) 2.96 ≥ 2.375 (golden 2.5"));
+  EXPECT_THAT(r.out, HasSubstr("τ pooled (vllm) 2.962 ≥ 2.375 (golden 2.5, ratio 1.185)"));
   // A macro golden refuses /metrics counters, which have no τ macro.
   const fs::path macro_golden = w.dir / "macro-golden.json";
   r = run_draftgate("golden record --measured " + per_request.string() + " --out " +

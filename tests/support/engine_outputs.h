@@ -46,7 +46,7 @@ struct VllmRequest {
   int num_spec_tokens = 0;        // 0: not reported
   std::vector<long> histogram;    // dense; empty: not reported
   bool sparse_histogram = false;  // as {"j": count} without the empty buckets
-  std::vector<long> per_step_accepted, per_step_drafted;  // detailed mode when not empty
+  std::vector<long> per_step_accepted = {}, per_step_drafted = {};  // detailed mode unless empty
   bool per_choice = false;  // in choices[0].speculative_decoding_stats, not metrics
 };
 

@@ -377,9 +377,10 @@ TEST(SglangRequests, EveryVersionsNamesGiveTheSameTau) {
                   ElementsAre(DoubleNear(26.0 / 36, 1e-12), DoubleNear(17.0 / 36, 1e-12),
                               DoubleNear(9.0 / 36, 1e-12)));
     }
-    if (vintage == "no-aliases")
+    if (vintage == "no-aliases") {
       EXPECT_THAT(m.sources["per_position_acceptance"].get<std::string>(),
                   HasSubstr("meta_info.spec_correct_drafts_histogram"));
+    }
   }
 }
 
