@@ -179,15 +179,17 @@ class MinTau : public Check {
       throw Error(m.per_position_acceptance.empty() ? m.path : g.path,
                   "min_tau.per_position_min_ratio is set but the measurement reports no "
                   "per-position acceptance");
-    Observed o{"τ " + m.tau_definition + " (" + m.engine + ")",
-               m.tau(),
+    // The golden's definition: unlike() made sure the measurement has it, counted the same way.
+    const std::string& definition = g.measured->tau_definition;
+    Observed o{"τ " + definition + " (" + m.engine + ")",
+               *m.tau_of(definition),
                g.measured->tau(),
                m.per_position_acceptance,
                g.measured->per_position_acceptance,
                m.drafts,
                " measured by " + m.engine + " (" + m.path + ", golden " + g.path + ")"};
     CheckResult r;
-    r.measured["tau_definition"] = m.tau_definition;
+    r.measured["tau_definition"] = definition;
     r.measured["tau_pooled"] = m.tau_pooled;
     r.measured["golden_tau_pooled"] = g.measured->tau_pooled;
     if (m.tau_macro) r.measured["tau_macro"] = *m.tau_macro;

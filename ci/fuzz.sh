@@ -9,7 +9,7 @@ if ! command -v clang++-14 > /dev/null || [ ! -e /usr/lib/llvm-14/lib/clang/14.0
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-14 libclang-rt-14-dev > /dev/null
 fi
 all=(safetensors_header checkpoint_index config decoder_stack step_record golden suite prompt_set
-     vllm_metrics sglang_requests measured_tau)
+     vllm_metrics sglang_requests vllm_requests measured_tau)
 targets=(${FUZZ_TARGETS:-${all[@]}})  # FUZZ_TARGETS="a b" runs a subset
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DDRAFTGATE_FUZZ=ON -DDRAFTGATE_BUILD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null

@@ -24,6 +24,7 @@ struct TauImportOptions {
   std::string vllm_metrics, before, model_name;
   std::string vllm_metrics_url, run;
   std::string sglang_requests;
+  std::string vllm_responses;
   std::string prompts;
   std::int64_t num_speculative_tokens = 0;
   std::string engine_version;
@@ -62,11 +63,12 @@ std::pair<tau::Scrape, std::optional<tau::Scrape>> vllm_scrapes(const TauImportO
 }
 
 int import(const TauImportOptions& opt) {
-  const int sources =
-      !opt.vllm_metrics.empty() + !opt.vllm_metrics_url.empty() + !opt.sglang_requests.empty();
+  const int sources = !opt.vllm_metrics.empty() + !opt.vllm_metrics_url.empty() +
+                      !opt.vllm_responses.empty() + !opt.sglang_requests.empty();
   if (sources != 1)
     throw Error("--vllm-metrics",
-                "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
+                "give exactly one of --vllm-metrics, --vllm-metrics-url, --vllm-responses and "
+                "--sglang-requests");
   if (!opt.vllm_metrics_url.empty() && opt.run.empty())
     throw Error("--vllm-metrics-url", "needs --run \"COMMAND\": the benchmark to measure",
                 "draftgate scrapes before and after the command");
@@ -76,16 +78,28 @@ int import(const TauImportOptions& opt) {
     throw Error("--before", "--vllm-metrics-url scrapes before the run itself; drop --before");
   if (!opt.sglang_requests.empty() && (!opt.before.empty() || !opt.model_name.empty()))
     throw Error("--before", "--before and --model-name go with --vllm-metrics");
+  if (!opt.vllm_responses.empty() && !opt.before.empty())
+    throw Error("--before", "goes with --vllm-metrics: per-request metrics need no earlier scrape");
   io::check_outputs({{opt.out, "--out"}}, {{opt.vllm_metrics, "--vllm-metrics"},
                                            {opt.before, "--before"},
                                            {opt.sglang_requests, "--sglang-requests"},
+                                           {opt.vllm_responses, "--vllm-responses"},
                                            {opt.prompts, "--prompts"}});
 
   std::optional<decode::PromptSet> set;
   if (!opt.prompts.empty()) set = decode::read_prompt_set(opt.prompts, "--prompts");
   const auto k = given<std::int64_t>(opt.num_speculative_tokens, 0);
   tau::MeasuredTau m;
-  if (opt.sglang_requests.empty()) {
+  if (!opt.vllm_responses.empty()) {
+    tau::VllmRequestsImport in{opt.vllm_responses,
+                               k,
+                               given<std::string>(opt.model_name, ""),
+                               given<std::string>(opt.engine_version, ""),
+                               std::nullopt,
+                               opt.prompts};
+    if (set) in.prompts = set->prompts.size();
+    m = tau::import_vllm_requests(in);
+  } else if (opt.sglang_requests.empty()) {
     auto [after, before] = vllm_scrapes(opt);
     tau::VllmImport in{std::move(after), std::move(before), given<std::string>(opt.model_name, ""),
                        k, given<std::string>(opt.engine_version, "")};
@@ -142,13 +156,18 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
                   "With --vllm-metrics-url: the benchmark command (run by /bin/sh) between the "
                   "scrapes");
   cmd->add_option("--model-name", opt->model_name,
-                  "The served model whose counters to read (label model_name)");
+                  "The served model whose counters to read (label model_name; the responses' "
+                  "model)");
+  cmd->add_option("--vllm-responses", opt->vllm_responses,
+                  "vLLM responses with per-request metrics (--per-request-spec-decode-metrics), "
+                  "one JSON response a line")
+      ->check(path_value());
   cmd->add_option("--sglang-requests", opt->sglang_requests,
                   "SGLang /generate responses, one JSON response a line")
       ->check(path_value());
   cmd->add_option("--prompts", opt->prompts,
                   "The prompt set the run used (JSONL): recorded by its sha256; SGLang responses "
-                  "are tied to it by meta_info.id or order")
+                  "are tied to it by meta_info.id or order, vLLM responses by order")
       ->check(path_value());
   cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
                   "Draft tokens per step, when the input does not say")

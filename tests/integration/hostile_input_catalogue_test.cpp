@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "draftgate/model/random_checkpoint.h"
+#include "engine_outputs.h"
 #include "hostile_input.h"
 #include "speculators_convert.h"
 
@@ -1637,7 +1638,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "resolves into /proc"}),
     [](const auto& p) { return p.param.label; });
 
-// Drafter keys and files the reader refuses (model/drafter_keys.cpp), run through eval: each a
+// Drafter keys and files the reader refuses (arch/drafter_keys.cpp), run through eval: each a
 // key the evaluator would otherwise have ignored.
 Hostile key_case(std::string label, std::function<void(json&)> edit, std::string message) {
   return drafter_case(std::move(label), config_edit(std::move(edit)), std::move(message));
@@ -1684,7 +1685,7 @@ INSTANTIATE_TEST_SUITE_P(
             "refused mask_embedding.pt: a separate MASK embedding")),
     [](const auto& p) { return p.param.label; });
 
-// speculators DFlash drafters (model/speculators_config.h, model/draft_vocab.h): a conversion of
+// speculators DFlash drafters (arch/speculators_config.h, model/draft_vocab.h): a conversion of
 // the bundled reference drafter, with a reduced vocabulary where `reduced`, then `mutate`d.
 const std::vector<std::int64_t> kKeptIds = [] {
   std::vector<std::int64_t> ids;
@@ -2106,6 +2107,183 @@ INSTANTIATE_TEST_SUITE_P(
                          (dir / "t").string();
                 },
                 "--experts-per-token: 5 exceeds --experts 4"}),
+    [](const auto& p) { return p.param.label; });
+
+// The engines' fields of every version (issue 32): SGLang's renamed drafts counts, vLLM's
+// per-request metrics, a restart between two /metrics scrapes, the measured-τ file's formulas.
+std::string tau_import(const std::string& flag, const fs::path& file) {
+  return "tau import " + flag + " " + file.string() + " --out " +
+         (file.parent_path() / "measured.json").string();
+}
+
+Hostile sglang_case(std::string label, std::function<void(json&)> edit, std::string message) {
+  testing::SglangResponse r{"p1", 40, 16, 3, {4, 4, 4, 4}};
+  r.vintage = "0.5.12";
+  json doc = json::parse(testing::sglang_response(r));
+  edit(doc["meta_info"]);
+  return file_case(
+      std::move(label), "responses.jsonl", doc.dump() + "\n",
+      [](const fs::path& f) { return tau_import("--sglang-requests", f); }, std::move(message));
+}
+
+Hostile vllm_case(std::string label, std::function<void(json&)> edit, std::string message) {
+  json doc = json::parse(testing::vllm_response({"cmpl-1", "m", 16, 24, 48, 3, {4, 4, 4, 4}}));
+  edit(doc);
+  return file_case(
+      std::move(label), "responses.jsonl", doc.dump() + "\n",
+      [](const fs::path& f) { return tau_import("--vllm-responses", f); }, std::move(message));
+}
+
+json& spec(json& doc) { return doc["metrics"]["speculative_decoding"]; }
+
+Hostile restart_case(std::string label, double created_after, std::optional<double> start_before,
+                     std::optional<double> start_after, std::string message) {
+  return {label,
+          [=](const fs::path& dir) {
+            write(dir / "before.txt",
+                  testing::vllm_scrape({{"m", 0, 57, 171, 34, {20, 10, 4}}}, start_before));
+            testing::VllmEngineCounts after{"m", 0, 122, 366, 93, {50, 28, 15}};
+            after.created = created_after;
+            write(dir / "after.txt", testing::vllm_scrape({after}, start_after));
+            return tau_import("--vllm-metrics", dir / "after.txt") + " --before " +
+                   (dir / "before.txt").string();
+          },
+          message};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EngineFields, HostileInput,
+    ::testing::Values(
+        sglang_case(
+            "sglang_alias_disagrees", [](json& m) { m["spec_accepted_drafts"] = 23; },
+            "meta_info.spec_accepted_drafts disagrees with meta_info.spec_num_correct_drafts"),
+        sglang_case(
+            "sglang_histogram_alias_disagrees",
+            [](json& m) {
+              m["spec_accept_histogram"] = {4, 4, 5, 3};
+            },
+            "meta_info.spec_accept_histogram disagrees with "
+            "meta_info.spec_correct_drafts_histogram"),
+        sglang_case(
+            "sglang_histogram_against_correct_drafts",
+            [](json& m) {
+              m["spec_correct_drafts_histogram"] = m["spec_accept_histogram"] = {4, 4, 5, 3};
+            },
+            "accounts for 23 correct drafts, the response's count is 24"),
+        sglang_case(
+            "sglang_old_draft_count_not_a_multiple",
+            [](json& m) {
+              for (const char* k :
+                   {"spec_num_proposed_drafts", "spec_proposed_drafts", "spec_accept_rate"})
+                m.erase(k);
+              m["spec_draft_token_num"] = 47;
+            },
+            "meta_info.spec_draft_token_num 47 is not a multiple of spec_verify_ct 16"),
+        sglang_case(
+            "sglang_accept_rate_disagrees", [](json& m) { m["spec_accept_rate"] = 0.9; },
+            "meta_info.spec_accept_rate 0.9 is not correct / proposed drafts = 0.5"),
+        sglang_case(
+            "sglang_histogram_deep",
+            [](json& m) { m["spec_correct_drafts_histogram"] = json::array({json::array()}); },
+            "an entry of spec_correct_drafts_histogram is a JSON array, not a count"),
+        vllm_case(
+            "vllm_responses_without_metrics", [](json& d) { d.erase("metrics"); },
+            "line 1: the response has no metrics.speculative_decoding"),
+        vllm_case(
+            "vllm_responses_metrics_not_an_object", [](json& d) { spec(d) = "1.5"; },
+            "metrics.speculative_decoding is \"1.5\", not an object"),
+        vllm_case(
+            "vllm_responses_mean_disagrees",
+            [](json& d) { spec(d)["mean_acceptance_length"] = 2.0; },
+            "mean_acceptance_length 2 is not 1 + num_accepted_draft_tokens / "
+            "num_spec_steps = 2.5"),
+        vllm_case(
+            "vllm_responses_histogram_steps",
+            [](json& d) {
+              spec(d)["acceptance_histogram"] = {4, 4, 4};
+            },
+            "acceptance_histogram counts 12 steps, num_spec_steps 16"),
+        vllm_case(
+            "vllm_responses_histogram_bucket_name",
+            [](json& d) {
+              spec(d)["acceptance_histogram"] = {{"-1", 16}};
+            },
+            "acceptance_histogram has the bucket \"-1\", not a number of drafts"),
+        vllm_case(
+            "vllm_responses_histogram_accepted",
+            [](json& d) {
+              spec(d)["acceptance_histogram"] = {4, 4, 4, 0, 4};
+            },
+            "acceptance_histogram accounts for 28 accepted drafts"),
+        vllm_case(
+            "vllm_responses_steps_huge", [](json& d) { spec(d)["num_spec_steps"] = 1e300; },
+            "num_spec_steps is 1e+300, not a count"),
+        vllm_case(
+            "vllm_responses_zero_steps", [](json& d) { spec(d)["num_spec_steps"] = 0; },
+            "num_spec_steps is 0: no speculative step"),
+        vllm_case(
+            "vllm_responses_k_negative", [](json& d) { spec(d)["num_spec_tokens"] = -3; },
+            "num_spec_tokens is -3, not a count"),
+        vllm_case(
+            "vllm_responses_two_choices_with_stats",
+            [](json& d) {
+              d["choices"] = {{{"index", 0}, {"speculative_decoding_stats", spec(d)}},
+                              {{"index", 1}, {"speculative_decoding_stats", spec(d)}}};
+              d.erase("metrics");
+            },
+            "more than one choice carries speculative_decoding_stats"),
+        vllm_case(
+            "vllm_responses_choice_disagrees",
+            [](json& d) {
+              json other = spec(d);
+              other["num_spec_steps"] = 17;
+              other.erase("acceptance_histogram");
+              other.erase("mean_acceptance_length");
+              d["choices"][0]["speculative_decoding_stats"] = other;
+            },
+            "metrics.speculative_decoding and the choice's speculative_decoding_stats "
+            "disagree"),
+        file_case(
+            "vllm_responses_deep", "responses.jsonl", deep_array(),
+            [](const fs::path& f) { return tau_import("--vllm-responses", f); },
+            "line 1: not a JSON vLLM response: JSON nests deeper than 64 levels"),
+        file_case(
+            "vllm_responses_duplicate_id", "responses.jsonl",
+            testing::vllm_response({"cmpl-1", "m", 16, 24, 48, 3, {4, 4, 4, 4}}) +
+                testing::vllm_response({"cmpl-1", "m", 16, 24, 48, 3, {4, 4, 4, 4}}),
+            [](const fs::path& f) { return tau_import("--vllm-responses", f); },
+            "line 2: a second response with id \"cmpl-1\""),
+        restart_case("vllm_restart_counter_recreated", 1.7646e9, std::nullopt, std::nullopt,
+                     "the server restarted between the scrapes: "
+                     "vllm:spec_decode_num_drafts_created{engine=\"0\",model_name=\"m\"} is "
+                     "1764600000 here but 1764500000"),
+        restart_case("vllm_restart_process_start", 1.7645e9, 1.7645e9, 1.76459e9,
+                     "process_start_time_seconds is 1764590000 here but 1764500000"),
+        file_case(
+            "measured_tau_formulas_not_an_object", "measured.json",
+            json{{"schema", "draftgate.measured_tau/1"},
+                 {"engine", {{"name", "vllm"}, {"version", nullptr}}},
+                 {"tau_definition", "pooled"},
+                 {"tau_formulas", "1 + accepted / drafts"},
+                 {"tau_pooled", 2.0},
+                 {"tau_macro", nullptr},
+                 {"per_position_acceptance", json::array()},
+                 {"drafts", 10},
+                 {"draft_tokens", 30},
+                 {"accepted_tokens", 10},
+                 {"requests", nullptr},
+                 {"num_speculative_tokens", 3},
+                 {"block_size", 4},
+                 {"model_name", nullptr},
+                 {"prompt_set", nullptr},
+                 {"sources", json::object()},
+                 {"inputs", json::object()}}
+                .dump(),
+            [](const fs::path& f) {
+              return "golden record --measured " + f.string() + " --out " +
+                     (f.parent_path() / "golden.json").string();
+            },
+            "measured.json: tau_formulas must be an object")),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

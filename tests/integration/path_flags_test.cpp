@@ -72,6 +72,8 @@ const std::vector<PathFlag> kPathFlags = {
     {"tau_vllm_metrics", "tau import --vllm-metrics {P} --out {OUT}/m.json", false},
     {"tau_before", "tau import --vllm-metrics {V} --before {P} --out {OUT}/m.json", false},
     {"tau_sglang", "tau import --sglang-requests {P} --prompts {PR} --out {OUT}/m.json", false},
+    {"tau_vllm_responses", "tau import --vllm-responses {P} --prompts {PR} --out {OUT}/m.json",
+     false},
     {"tau_prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json", false},
     {"make_drafter_target", "make-drafter --target {P} --taps 0,2 --out {OUT}/d", true},
 };
@@ -165,6 +167,7 @@ const std::vector<std::pair<std::string, std::string>> kEveryPathFlag = {
     {"--vllm-metrics", "tau import --vllm-metrics {P} --out {OUT}/m.json"},
     {"--before", "tau import --vllm-metrics {V} --before {P} --out {OUT}/m.json"},
     {"--sglang-requests", "tau import --sglang-requests {P} --prompts {PR} --out {OUT}/m.json"},
+    {"--vllm-responses", "tau import --vllm-responses {P} --prompts {PR} --out {OUT}/m.json"},
     {"--prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json"},
     {"--out", "tau import --vllm-metrics {V} --out {P}"},
     {"--out", "make-target --out {P}"},

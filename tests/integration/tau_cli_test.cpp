@@ -169,6 +169,83 @@ TEST(TauCli, OnlyLikeIsComparedWithLike) {
                    "--measured: a measured golden is not decoded");
 }
 
+// Every engine version's fields import (SGLang ≤ 0.5.10 responses say k in spec_draft_token_num;
+// vLLM per-request metrics give τ macro), and a golden gates on its own τ definition: a pooled
+// golden takes a per-request measurement's τ pooled, a macro golden refuses a pooled-only one.
+TEST(TauCli, EveryEngineVersionImportsAndGatesOnTheGoldensDefinition) {
+  const Workspace w = workspace("tau_cli_versions");
+  const std::string prompts = " --prompts " + w.prompts.string();
+  std::string old_sglang;
+  for (auto q : std::vector<testing::SglangResponse>{{"gsm8k-1", 40, 16, 3, {}},
+                                                     {"gsm8k-2", 30, 10, 3, {}}}) {
+    q.vintage = "0.5.10";
+    old_sglang += testing::sglang_response(q);
+  }
+  const fs::path old_file = write_file(w.dir / "sglang-0.5.10.jsonl", old_sglang);
+  auto r = run_draftgate("tau import --sglang-requests " + old_file.string() + prompts + " --out " +
+                         (w.dir / "old.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("τ macro 2.75 (gated on macro), 26 drafts, 3 speculative tokens"));
+
+  // vLLM per request: τ_i = 1 + 24/16 = 2.5 and 1 + 27/10 = 3.7 → τ macro 3.1, τ pooled
+  // 1 + 51/26 = 2.96154.
+  const fs::path responses =
+      write_file(w.dir / "vllm.jsonl",
+                 testing::vllm_response({"cmpl-1", kModel, 16, 24, 48, 3, {4, 4, 4, 4}}) +
+                     testing::vllm_response({"cmpl-2", kModel, 10, 27, 30, 3, {0, 1, 1, 8}}));
+  const fs::path per_request = w.dir / "per-request.json";
+  r = run_draftgate("tau import --vllm-responses " + responses.string() + prompts +
+                    " --model-name " + kModel + " --out " + per_request.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("vllm, τ pooled 2.96154, τ macro 3.1 (gated on macro)"));
+  const auto file = nlohmann::json::parse(std::ifstream(per_request));
+  EXPECT_EQ(file["tau_formulas"]["macro"],
+            "mean over requests of 1 + accepted drafts / verify steps");
+  EXPECT_EQ(file["model_name"], kModel);
+
+  // The pooled golden (τ 2.5) compares the per-request file's τ pooled.
+  const std::string check = "check --only min_tau --golden ";
+  r = run_draftgate(check + w.golden.string() + " --measured " + per_request.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("τ pooled (vllm) 2.962 ≥ 2.375 (golden 2.5, ratio 1.185)"));
+  // A macro golden refuses /metrics counters, which have no τ macro.
+  const fs::path macro_golden = w.dir / "macro-golden.json";
+  r = run_draftgate("golden record --measured " + per_request.string() + " --out " +
+                    macro_golden.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_draftgate(check + macro_golden.string() + " --measured " + per_request.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("τ macro (vllm) 3.1"));
+  expect_bad_input(check + macro_golden.string() + " --measured " + (w.dir / "ref.json").string(),
+                   "not comparable with the golden: the measurement has τ pooled only but the "
+                   "golden (");
+  // A golden whose recorded formula is not this measurement's.
+  auto edited = nlohmann::json::parse(std::ifstream(macro_golden));
+  edited["measured"]["tau_formulas"]["macro"] = "mean over requests of accepted drafts / steps";
+  const fs::path other_formula = write_file(w.dir / "other-formula.json", edited.dump());
+  expect_bad_input(check + other_formula.string() + " --measured " + per_request.string(),
+                   "τ macro is mean over requests of 1 + accepted drafts / verify steps in the "
+                   "measurement but the golden (");
+}
+
+// Two saved scrapes of a server restarted in between: exit 2 naming the scrape and what changed,
+// where today's main wrote τ 1.9077 for a run of τ 1.7623 with exit 0.
+TEST(TauCli, RestartBetweenTwoSavedScrapesIsExitTwo) {
+  const fs::path dir = testing::fresh_dir("tau_cli_restart");
+  const fs::path before = write_file(
+      dir / "before.txt", testing::vllm_scrape({{kModel, 0, 57, 171, 34, {20, 10, 4}}}, 1.7645e9));
+  VllmEngineCounts restarted{kModel, 0, 122, 366, 93, {50, 28, 15}};
+  restarted.created = 1.7646e9;
+  const fs::path after =
+      write_file(dir / "after.txt", testing::vllm_scrape({restarted}, 1.76459e9));
+  expect_bad_input("tau import --vllm-metrics " + after.string() + " --before " + before.string() +
+                       " --out " + (dir / "m.json").string(),
+                   after.string() +
+                       ": the server restarted between the scrapes: "
+                       "process_start_time_seconds is 1764590000 here but 1764500000");
+  EXPECT_FALSE(fs::exists(dir / "m.json"));
+}
+
 TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   const fs::path dir = testing::fresh_dir("tau_cli_hostile");
   const std::string out = " --out " + (dir / "m.json").string();
@@ -199,9 +276,11 @@ TEST(TauCli, HostileInputsAreOneLineAndExitTwo) {
   EXPECT_EQ(testing::read_file(scrape), testing::vllm_scrape({{kModel, 0, 10, 30, 15, {7, 5, 3}}}));
   expect_bad_input(
       "tau import --vllm-metrics " + scrape.string() + " --sglang-requests " + deep.string() + out,
-      "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
+      "give exactly one of --vllm-metrics, --vllm-metrics-url, --vllm-responses and "
+      "--sglang-requests");
   expect_bad_input("tau import" + out,
-                   "give exactly one of --vllm-metrics, --vllm-metrics-url and --sglang-requests");
+                   "give exactly one of --vllm-metrics, --vllm-metrics-url, --vllm-responses and "
+                   "--sglang-requests");
   expect_bad_input("check --only min_tau --measured " + garbage.string() + " --golden " +
                        (dir / "none.json").string(),
                    "none.json");

@@ -21,8 +21,13 @@ std::string number(double v) {
 
 }  // namespace
 
-std::string vllm_scrape(const std::vector<VllmEngineCounts>& engines) {
+std::string vllm_scrape(const std::vector<VllmEngineCounts>& engines,
+                        std::optional<double> process_start_time) {
   std::ostringstream out;
+  if (process_start_time)
+    out << "# HELP process_start_time_seconds Start time of the process since unix epoch in "
+           "seconds.\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds "
+        << number(*process_start_time) << "\n";
   out << "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
          "# TYPE vllm:num_requests_running gauge\n";
   for (const auto& e : engines) out << "vllm:num_requests_running" << labels(e) << " 0.0\n";
@@ -46,7 +51,8 @@ std::string vllm_scrape(const std::vector<VllmEngineCounts>& engines) {
       out << f.name << "_total" << labels(e) << " " << number(e.*f.field) << "\n";
     out << "# HELP " << f.name << "_created " << f.help << "\n# TYPE " << f.name
         << "_created gauge\n";
-    for (const auto& e : engines) out << f.name << "_created" << labels(e) << " 1.7645e+09\n";
+    for (const auto& e : engines)
+      out << f.name << "_created" << labels(e) << " " << number(e.created) << "\n";
   }
   const std::string per_pos = "vllm:spec_decode_num_accepted_tokens_per_pos";
   out << "# HELP " << per_pos << "_total Accepted tokens per draft position.\n# TYPE " << per_pos
@@ -77,17 +83,77 @@ std::string sglang_response(const SglangResponse& r) {
                          {"e2e_latency", 0.41}};
   if (r.num_speculative_tokens > 0) {
     const long proposed = r.verify_ct * r.num_speculative_tokens;
-    meta["spec_proposed_drafts"] = proposed;
-    meta["spec_accepted_drafts"] = r.completion_tokens - r.verify_ct;
-    meta["spec_accept_rate"] =
-        static_cast<double>(r.completion_tokens - r.verify_ct) / static_cast<double>(proposed);
+    long correct = r.completion_tokens - r.verify_ct;
+    if (!r.histogram.empty()) {
+      correct = 0;
+      for (std::size_t j = 0; j < r.histogram.size(); ++j)
+        correct += static_cast<long>(j) * r.histogram[j];
+    }
+    const bool old = r.vintage == "0.5.10",
+               newest = r.vintage == "0.5.12" || r.vintage == "no-aliases";
+    if (old) {
+      meta["spec_accept_token_num"] = correct;
+      meta["spec_draft_token_num"] = proposed;
+    }
+    if (newest) {
+      meta["spec_num_correct_drafts"] = correct;
+      meta["spec_num_proposed_drafts"] = proposed;
+    }
+    if (r.vintage == "0.5.11" || r.vintage == "0.5.12") {
+      meta["spec_accepted_drafts"] = correct;
+      meta["spec_proposed_drafts"] = proposed;
+    }
+    meta["spec_accept_rate"] = static_cast<double>(correct) / static_cast<double>(proposed);
   }
-  if (!r.histogram.empty()) meta["spec_accept_histogram"] = r.histogram;
+  if (!r.histogram.empty()) {
+    if (r.vintage == "0.5.12" || r.vintage == "no-aliases")
+      meta["spec_correct_drafts_histogram"] = r.histogram;
+    if (r.vintage == "0.5.11" || r.vintage == "0.5.12") meta["spec_accept_histogram"] = r.histogram;
+  }
   std::vector<long> output_ids(static_cast<std::size_t>(r.completion_tokens), 42);
   return nlohmann::json{
              {"text", "The answer is 42."}, {"output_ids", output_ids}, {"meta_info", meta}}
              .dump() +
          "\n";
+}
+
+std::string vllm_response(const VllmRequest& r) {
+  nlohmann::json stats = {
+      {"mean_acceptance_length",
+       1.0 + static_cast<double>(r.accepted) / static_cast<double>(r.steps)},
+      {"draft_acceptance_rate",
+       r.drafted ? static_cast<double>(r.accepted) / static_cast<double>(r.drafted) : 0.0},
+      {"num_spec_steps", r.steps},
+      {"num_accepted_draft_tokens", r.accepted},
+      {"num_draft_tokens", r.drafted}};
+  if (r.num_spec_tokens > 0) stats["num_spec_tokens"] = r.num_spec_tokens;
+  if (!r.histogram.empty()) {
+    nlohmann::json sparse = nlohmann::json::object();
+    for (std::size_t j = 0; j < r.histogram.size(); ++j)
+      if (r.histogram[j] != 0) sparse[std::to_string(j)] = r.histogram[j];
+    stats["acceptance_histogram"] = r.sparse_histogram ? sparse : nlohmann::json(r.histogram);
+  }
+  if (!r.per_step_accepted.empty()) {
+    stats["per_step_accepted"] = r.per_step_accepted;
+    stats["per_step_drafted"] = r.per_step_drafted;
+  }
+  nlohmann::json choice = {{"index", 0},
+                           {"text", " The answer is 42."},
+                           {"logprobs", nullptr},
+                           {"finish_reason", "length"},
+                           {"stop_reason", nullptr}};
+  if (r.per_choice) choice["speculative_decoding_stats"] = stats;
+  nlohmann::json response = {{"id", r.id},
+                             {"object", "text_completion"},
+                             {"created", 1787366173},
+                             {"model", r.model},
+                             {"choices", {choice}},
+                             {"usage",
+                              {{"prompt_tokens", 12},
+                               {"total_tokens", 12 + r.steps + r.accepted + 1},
+                               {"completion_tokens", r.steps + r.accepted + 1}}}};
+  if (!r.per_choice) response["metrics"] = {{"speculative_decoding", stats}};
+  return response.dump() + "\n";
 }
 
 }  // namespace draftgate::testing

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "draftgate/tau/engine_import.h"
 #include "engine_outputs.h"
@@ -130,6 +131,71 @@ TEST(VllmMetrics, CounterResetsAreRefused) {
   f = vllm_files("vllm_vanished", kBefore, vanished);
   EXPECT_THAT(error_of([&] { import_vllm(f.after, f.before, std::string("Qwen/Qwen3-8B")); }),
               HasSubstr("but not here: the server restarted between the scrapes (counter reset)"));
+}
+
+// A server restarted between the scrapes whose new counters happen to exceed the old ones: the
+// run counted 122 drafts, 93 accepted (τ 1 + 93/122 = 1.7623), but after − before is 65 drafts, 59
+// accepted (τ 1.9077), and no counter fell. The restart shows in NAME_created and
+// process_start_time_seconds.
+TEST(VllmMetrics, RestartBetweenScrapesIsRefusedEvenWhenNoCounterFell) {
+  const fs::path dir = testing::fresh_dir("vllm_restart");
+  const VllmEngineCounts old_process{"Qwen/Qwen3-8B", 0, 57, 171, 34, {20, 10, 4}};
+  VllmEngineCounts new_process{"Qwen/Qwen3-8B", 0, 122, 366, 93, {50, 28, 15}};
+  auto scrape = [&](const std::string& name, const VllmEngineCounts& e, std::optional<double> t) {
+    return tau::read_scrape_file(write_file(dir / name, testing::vllm_scrape({e}, t)));
+  };
+  auto import = [&](const tau::Scrape& before, const tau::Scrape& after) {
+    tau::VllmImport in;
+    in.before = before;
+    in.after = after;
+    return tau::import_vllm_metrics(in);
+  };
+  // Same process (nothing changed but the counts): the difference is the run.
+  EXPECT_DOUBLE_EQ(
+      import(scrape("b.txt", old_process, 1.7645e9), scrape("a.txt", new_process, 1.7645e9))
+          .tau_pooled,
+      1 + 59.0 / 65);
+  new_process.created = 1.7646e9;
+  EXPECT_THAT(
+      error_of([&] { import(scrape("b.txt", old_process, {}), scrape("a.txt", new_process, {})); }),
+      HasSubstr("a.txt: the server restarted between the scrapes: "
+                "vllm:spec_decode_num_drafts_created{engine=\"0\",model_name=\"Qwen/Qwen3-8B\"} is "
+                "1764600000 here but 1764500000 in " +
+                (dir / "b.txt").string() + ", so the counters were reset"));
+  new_process.created = old_process.created;  // only the process start time tells
+  EXPECT_THAT(error_of([&] {
+                import(scrape("b.txt", old_process, 1.7645e9),
+                       scrape("a.txt", new_process, 1.76461e9));
+              }),
+              HasSubstr("the server restarted between the scrapes: process_start_time_seconds is "
+                        "1764610000 here but 1764500000 in "));
+}
+
+// prometheus_client writes a counter's samples NAME_total (declared "# TYPE NAME_total counter" or,
+// in newer versions, "# TYPE NAME counter"); an exporter without the suffix writes NAME.
+TEST(VllmMetrics, CountersWithAndWithoutTotalSuffix) {
+  const fs::path dir = testing::fresh_dir("vllm_suffix");
+  const std::string suffixed = testing::vllm_scrape({kAfter[0]});
+  std::string bare, family_typed;
+  std::istringstream lines(suffixed);
+  for (std::string line; std::getline(lines, line);) {
+    std::string b = line, f = line;
+    for (const std::string& x : {std::string("_total{"), std::string("_total ")})
+      for (std::size_t at; (at = b.find(x)) != std::string::npos;) b.erase(at, 6);
+    if (f.rfind("# TYPE ", 0) == 0 && f.size() > 14 &&
+        f.find("_total counter") != std::string::npos)
+      f.erase(f.find("_total counter"), 6);
+    bare += b + "\n";
+    family_typed += f + "\n";
+  }
+  ASSERT_EQ(bare.find("_total"), std::string::npos);
+  for (const auto& [name, text] :
+       {std::pair{"suffixed", suffixed}, {"bare", bare}, {"family", family_typed}}) {
+    SCOPED_TRACE(name);
+    const auto m = import_vllm(write_file(dir / (std::string(name) + ".txt"), text));
+    EXPECT_DOUBLE_EQ(m.tau_pooled, 2.5);
+    EXPECT_EQ(m.per_position_acceptance.size(), 3u);
+  }
 }
 
 TEST(VllmMetrics, NonCountsAreRefusedNamingTheSeries) {
@@ -287,6 +353,280 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
               HasSubstr("meta_info.completion_tokens is"));
 }
 
+// The same three requests under each SGLang version's names (sglang_requests.cpp lists them): one
+// τ, k read from the drafted counts in every version, depths wherever a histogram is reported.
+TEST(SglangRequests, EveryVersionsNamesGiveTheSameTau) {
+  const fs::path dir = testing::fresh_dir("sglang_vintages");
+  for (const std::string vintage : {"0.5.10", "0.5.11", "0.5.12", "no-aliases"}) {
+    SCOPED_TRACE(vintage);
+    auto requests = three_requests();
+    for (auto& r : requests) r.vintage = vintage;
+    tau::SglangImport in;
+    in.requests = jsonl(dir / (vintage + ".jsonl"), requests);
+    const auto m = tau::import_sglang_requests(in);
+    EXPECT_DOUBLE_EQ(*m.tau_macro, 7.3 / 3);
+    EXPECT_DOUBLE_EQ(m.tau_pooled, 88.0 / 36);
+    EXPECT_EQ(m.num_speculative_tokens, 3);
+    EXPECT_EQ(m.accepted_tokens, 52);  // Σ correct drafts: 24 + 18 + 10
+    if (vintage == "0.5.10") {
+      EXPECT_TRUE(m.per_position_acceptance.empty());  // that version has no histogram
+      EXPECT_THAT(m.sources["num_speculative_tokens"].get<std::string>(),
+                  HasSubstr("meta_info.spec_draft_token_num / meta_info.spec_verify_ct"));
+    } else {
+      EXPECT_THAT(m.per_position_acceptance,
+                  ElementsAre(DoubleNear(26.0 / 36, 1e-12), DoubleNear(17.0 / 36, 1e-12),
+                              DoubleNear(9.0 / 36, 1e-12)));
+    }
+    if (vintage == "no-aliases") {
+      EXPECT_THAT(m.sources["per_position_acceptance"].get<std::string>(),
+                  HasSubstr("meta_info.spec_correct_drafts_histogram"));
+    }
+  }
+}
+
+// A response quoted in sgl-project/sglang#33518 (SGLang at 4ad990ba, DSpark block 5):
+// completion_tokens 106 in 43 verify steps, 5 drafts proposed per step.
+TEST(SglangRequests, QuotedResponseOfSglang33518) {
+  const fs::path dir = testing::fresh_dir("sglang_quoted");
+  tau::SglangImport in;
+  in.requests = write_file(
+      dir / "r.jsonl",
+      R"({"text": "…", "meta_info": {"id": "q1", "completion_tokens": 106, )"
+      R"("spec_accept_rate": 0.2930232558139535, "spec_accept_length": 2.4651162790697674, )"
+      R"("spec_num_correct_drafts": 63, "spec_num_proposed_drafts": 215, "spec_verify_ct": 43, )"
+      R"("spec_correct_drafts_histogram": [11, 14, 11, 4, 0, 3]}})"
+      "\n");
+  const auto m = tau::import_sglang_requests(in);
+  EXPECT_DOUBLE_EQ(*m.tau_macro, 106.0 / 43);
+  EXPECT_EQ(m.num_speculative_tokens, 5);
+  EXPECT_EQ(m.accepted_tokens, 63);
+  // Steps accepting ≥ d drafts: 43 − 11 = 32, 18, 7, 3, 3.
+  EXPECT_THAT(m.per_position_acceptance,
+              ElementsAre(DoubleNear(32.0 / 43, 1e-12), DoubleNear(18.0 / 43, 1e-12),
+                          DoubleNear(7.0 / 43, 1e-12), DoubleNear(3.0 / 43, 1e-12),
+                          DoubleNear(3.0 / 43, 1e-12)));
+}
+
+TEST(SglangRequests, FieldsThatMustAgreeAreCrossChecked) {
+  const fs::path dir = testing::fresh_dir("sglang_agree");
+  auto first = three_requests()[0];
+  first.vintage = "0.5.12";
+  const auto good = nlohmann::json::parse(testing::sglang_response(first));
+  auto error_for = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto doc = good;
+    edit(doc["meta_info"]);
+    tau::SglangImport in;
+    in.requests = write_file(dir / "r.jsonl", "\n" + doc.dump() + "\n");
+    return error_of([&] { tau::import_sglang_requests(in); });
+  };
+  EXPECT_THAT(error_for([](auto& m) { m["spec_accepted_drafts"] = 23; }),
+              HasSubstr("r.jsonl: line 2: meta_info.spec_accepted_drafts disagrees with "
+                        "meta_info.spec_num_correct_drafts (SGLang writes the same count under "
+                        "both names)"));
+  EXPECT_THAT(error_for([](auto& m) {
+                m["spec_accept_histogram"] = {4, 4, 5, 3};
+              }),
+              HasSubstr("meta_info.spec_accept_histogram disagrees with "
+                        "meta_info.spec_correct_drafts_histogram"));
+  EXPECT_THAT(error_for([](auto& m) {
+                m["spec_correct_drafts_histogram"] = m["spec_accept_histogram"] = {4, 4, 5, 3};
+              }),
+              HasSubstr("line 2: meta_info.spec_correct_drafts_histogram accounts for 23 correct "
+                        "drafts, the response's count is 24"));
+  EXPECT_THAT(error_for([](auto& m) { m["spec_accept_rate"] = 0.75; }),
+              HasSubstr("meta_info.spec_accept_rate 0.75 is not correct / proposed drafts = 0.5"));
+  EXPECT_THAT(error_for([](auto& m) {
+                m["spec_num_correct_drafts"] = m["spec_accepted_drafts"] = 49;
+                m.erase("spec_correct_drafts_histogram");
+                m.erase("spec_accept_histogram");
+              }),
+              HasSubstr("49 correct drafts of only 48 proposed"));
+  EXPECT_THAT(error_for([](auto& m) { m["spec_num_correct_drafts"] = -1; }),
+              HasSubstr("meta_info.spec_num_correct_drafts is -1, not a count"));
+  EXPECT_THAT(error_for([](auto& m) {
+                m["spec_correct_drafts_histogram"] = {4, "4", 4, 4};
+              }),
+              HasSubstr("an entry of spec_correct_drafts_histogram is \"4\", not a count"));
+}
+
+std::vector<testing::VllmRequest> three_vllm_requests() {
+  // τ_i = 1 + 24/16 = 2.5, 1 + 10/10 = 2.0, 1 + 2/4 = 1.5 → τ macro 2.0, τ pooled 1 + 36/30 = 2.2;
+  // steps accepting ≥ 1 / 2 / 3 drafts: 12+6+2 = 20, 8+3+0 = 11, 4+1+0 = 5 of 30.
+  return {{"cmpl-1", "Qwen/Qwen3-8B", 16, 24, 48, 3, {4, 4, 4, 4}},
+          {"cmpl-2", "Qwen/Qwen3-8B", 10, 10, 30, 3, {4, 3, 2, 1}},
+          {"cmpl-3", "Qwen/Qwen3-8B", 4, 2, 12, 3, {2, 2, 0, 0}}};
+}
+
+fs::path vllm_jsonl(const fs::path& path, const std::vector<testing::VllmRequest>& responses) {
+  std::string text;
+  for (const auto& r : responses) text += testing::vllm_response(r);
+  return write_file(path, text);
+}
+
+TEST(VllmRequests, TauMacroPooledAndDepthsByHand) {
+  const fs::path dir = testing::fresh_dir("vllm_requests_ok");
+  tau::VllmRequestsImport in;
+  in.responses = vllm_jsonl(dir / "r.jsonl", three_vllm_requests());
+  const auto m = tau::import_vllm_requests(in);
+  EXPECT_EQ(m.engine, "vllm");
+  EXPECT_EQ(m.tau_definition, "macro");
+  EXPECT_DOUBLE_EQ(*m.tau_macro, 2.0);
+  EXPECT_DOUBLE_EQ(m.tau_pooled, 2.2);
+  EXPECT_THAT(m.per_position_acceptance,
+              ElementsAre(DoubleNear(20.0 / 30, 1e-12), DoubleNear(11.0 / 30, 1e-12),
+                          DoubleNear(5.0 / 30, 1e-12)));
+  EXPECT_EQ(m.drafts, 30);
+  EXPECT_EQ(m.draft_tokens, 90);
+  EXPECT_EQ(m.accepted_tokens, 36);
+  EXPECT_EQ(*m.requests, 3);
+  EXPECT_EQ(m.num_speculative_tokens, 3);
+  EXPECT_EQ(*m.model_name, "Qwen/Qwen3-8B");
+
+  // The same counts sparse ({"j": n}), per choice, or with the detailed per-step arrays.
+  auto other = three_vllm_requests();
+  other[0].sparse_histogram = true;
+  other[1].per_choice = true;
+  other[2].per_step_accepted = {2, 0, 0, 0};
+  other[2].per_step_drafted = {3, 3, 3, 3};
+  in.responses = vllm_jsonl(dir / "forms.jsonl", other);
+  const auto forms = tau::import_vllm_requests(in);
+  EXPECT_DOUBLE_EQ(*forms.tau_macro, 2.0);
+  EXPECT_EQ(forms.per_position_acceptance, m.per_position_acceptance);
+
+  // Tied to a prompt set by order: the counts must agree.
+  in.prompts = 2;
+  in.prompts_file = "prompts.jsonl";
+  EXPECT_THAT(error_of([&] { tau::import_vllm_requests(in); }),
+              HasSubstr("3 responses but prompts.jsonl holds 2 prompts"));
+}
+
+// Responses quoted by vLLM: the example of vllm-project/vllm#48915 (dense histogram) and the
+// summary payload of tests/v1/spec_decode/test_request_acceptance.py at 2663fab4 (sparse).
+TEST(VllmRequests, QuotedResponsesOfVllm) {
+  const fs::path dir = testing::fresh_dir("vllm_requests_quoted");
+  tau::VllmRequestsImport in;
+  in.responses = write_file(
+      dir / "r.jsonl",
+      R"({"id": "cmpl-a", "model": "m", "choices": [], "usage": {}, "metrics": )"
+      R"({"speculative_decoding": {"mean_acceptance_length": 1.2325581395348837, )"
+      R"("draft_acceptance_rate": 0.07751937984496124, "acceptance_histogram": [39, 1, 0, 3], )"
+      R"("num_spec_steps": 43, "num_accepted_draft_tokens": 10, "num_draft_tokens": 129, )"
+      R"("num_spec_tokens": 3}}})"
+      "\n"
+      R"({"id": "cmpl-b", "model": "m", "choices": [{"index": 0, "speculative_decoding_stats": )"
+      R"({"mean_acceptance_length": 2.8, "draft_acceptance_rate": 0.6, )"
+      R"("acceptance_histogram": {"0": 1, "1": 1, "2": 1, "3": 2}, "num_spec_steps": 5, )"
+      R"("num_accepted_draft_tokens": 9, "num_draft_tokens": 15, "num_spec_tokens": 3}}]})"
+      "\n");
+  const auto m = tau::import_vllm_requests(in);
+  EXPECT_DOUBLE_EQ(*m.tau_macro, ((1 + 10.0 / 43) + 2.8) / 2);
+  EXPECT_DOUBLE_EQ(m.tau_pooled, 1 + 19.0 / 48);
+  // Steps accepting ≥ 1 / 2 / 3: (4 + 4), (3 + 3), (3 + 2) of 48.
+  EXPECT_THAT(m.per_position_acceptance,
+              ElementsAre(DoubleNear(8.0 / 48, 1e-12), DoubleNear(6.0 / 48, 1e-12),
+                          DoubleNear(5.0 / 48, 1e-12)));
+  EXPECT_EQ(m.draft_tokens, 144);
+}
+
+TEST(VllmRequests, MalformedResponsesAreNamed) {
+  const fs::path dir = testing::fresh_dir("vllm_requests_bad");
+  auto error_for = [&](const std::function<void(std::vector<testing::VllmRequest>&)> edit,
+                       std::optional<std::int64_t> k = {}, std::optional<std::string> model = {}) {
+    auto requests = three_vllm_requests();
+    edit(requests);
+    tau::VllmRequestsImport in;
+    in.responses = vllm_jsonl(dir / "r.jsonl", requests);
+    in.num_speculative_tokens = k;
+    in.model_name = std::move(model);
+    return error_of([&] { tau::import_vllm_requests(in); });
+  };
+  auto edited = [&](std::size_t line, const std::function<void(nlohmann::json&)>& edit) {
+    std::string text;
+    const auto requests = three_vllm_requests();
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      auto doc = nlohmann::json::parse(testing::vllm_response(requests[i]));
+      if (i + 1 == line) edit(doc);
+      text += doc.dump() + "\n";
+    }
+    tau::VllmRequestsImport in;
+    in.responses = write_file(dir / "e.jsonl", text);
+    return error_of([&] { tau::import_vllm_requests(in); });
+  };
+  EXPECT_THAT(edited(2, [](auto& d) { d.erase("metrics"); }),
+              HasSubstr("e.jsonl: line 2: the response has no metrics.speculative_decoding (hint: "
+                        "serve with --per-request-spec-decode-metrics summary"));
+  EXPECT_THAT(
+      edited(1,
+             [](auto& d) { d["metrics"]["speculative_decoding"]["mean_acceptance_length"] = 3.5; }),
+      HasSubstr("line 1: metrics.speculative_decoding.mean_acceptance_length 3.5 is not 1 + "
+                "num_accepted_draft_tokens / num_spec_steps = 2.5"));
+  EXPECT_THAT(
+      edited(1,
+             [](auto& d) { d["metrics"]["speculative_decoding"]["draft_acceptance_rate"] = 0.25; }),
+      HasSubstr("draft_acceptance_rate 0.25 is not num_accepted_draft_tokens / "
+                "num_draft_tokens = 0.5"));
+  EXPECT_THAT(
+      edited(3, [](auto& d) { d["metrics"]["speculative_decoding"].erase("num_spec_steps"); }),
+      HasSubstr("line 3: metrics.speculative_decoding has no num_spec_steps"));
+  EXPECT_THAT(edited(3,
+                     [](auto& d) {
+                       d["metrics"]["speculative_decoding"]["acceptance_histogram"] = {"x", 1};
+                     }),
+              HasSubstr("an entry of metrics.speculative_decoding.acceptance_histogram is \"x\""));
+  EXPECT_THAT(edited(3,
+                     [](auto& d) {
+                       d["metrics"]["speculative_decoding"]["acceptance_histogram"] = {{"one", 4}};
+                     }),
+              HasSubstr("has the bucket \"one\", not a number of drafts"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[1].histogram = {5, 2, 2, 2};
+              }),
+              HasSubstr("line 2: metrics.speculative_decoding.acceptance_histogram counts 11 "
+                        "steps, num_spec_steps 10"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[1].histogram = {4, 4, 1, 1};
+              }),
+              HasSubstr("acceptance_histogram accounts for 9 accepted drafts, "
+                        "num_accepted_draft_tokens 10"));
+  EXPECT_THAT(error_for([](auto& r) { r[2].steps = 0; }),
+              HasSubstr("line 3: metrics.speculative_decoding.num_spec_steps is 0: no speculative "
+                        "step"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[2].per_step_accepted = {2, 0, 0};
+                r[2].per_step_drafted = {3, 3, 3};
+              }),
+              HasSubstr("per_step_accepted / per_step_drafted hold 3 / 3 steps, num_spec_steps 4"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[2].per_step_accepted = {1, 1, 0, 0};
+                r[2].per_step_drafted = {1, 0, 3, 8};
+              }),
+              HasSubstr("step 1 accepted 1 of 0 drafts"));
+  EXPECT_THAT(error_for([](auto& r) { r[1].num_spec_tokens = 4; }),
+              HasSubstr("line 2: num_spec_tokens 4, not 3 (num_spec_tokens of the responses)"));
+  EXPECT_THAT(error_for([](auto& r) { r[0].num_spec_tokens = 0; }, 5),
+              HasSubstr("line 2: num_spec_tokens 3, not 5 (--num-speculative-tokens)"));
+  EXPECT_THAT(error_for([](auto& r) {
+                for (auto& q : r) q.num_spec_tokens = 0;
+              }),
+              HasSubstr("do not say how many tokens were drafted per step"));
+  EXPECT_THAT(error_for([](auto& r) { r[2].id = "cmpl-1"; }),
+              HasSubstr("line 3: a second response with id \"cmpl-1\""));
+  EXPECT_THAT(error_for([](auto& r) { r[1].model = "other"; }),
+              HasSubstr("line 2: a response of model \"other\", not \"Qwen/Qwen3-8B\""));
+  EXPECT_THAT(error_for([](auto&) {}, {}, std::string("x")),
+              HasSubstr("line 1: a response of model \"Qwen/Qwen3-8B\", not \"x\" (--model-name)"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[1].drafted = 31;
+                r[1].accepted = 10;
+              }),
+              HasSubstr("line 2: 31 draft tokens in 10 steps of at most 3"));
+  EXPECT_THAT(error_for([](auto& r) {
+                r[1].accepted = 40;
+                r[1].histogram = {};
+              }),
+              HasSubstr("counts 40 accepted of 30 draft tokens"));
+}
+
 tau::MeasuredTau measured(const std::string& engine, const std::string& definition, int k,
                           const std::string& sha) {
   tau::MeasuredTau m;
@@ -311,6 +651,12 @@ TEST(MeasuredTau, FileRoundTripAndValidation) {
   EXPECT_EQ(back.block_size(), 16);
   EXPECT_EQ(*back.prompt_set_sha256, std::string(64, 'a'));
   EXPECT_EQ(back.per_position_acceptance.size(), 15u);
+  EXPECT_EQ(back.formula("macro"), "mean over requests of completion_tokens / verify steps");
+  EXPECT_EQ(tau::to_json(m)["tau_formulas"]["pooled"], "Σ completion_tokens / Σ verify steps");
+  auto older = tau::to_json(m);
+  older.erase("tau_formulas");  // a file written before tau_formulas: its engine's
+  EXPECT_EQ(tau::measured_tau_from_json(older, "m.json").formula("pooled"),
+            "Σ completion_tokens / Σ verify steps");
 
   auto broken = [&](const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json j = tau::to_json(m);
@@ -334,6 +680,12 @@ TEST(MeasuredTau, FileRoundTripAndValidation) {
               HasSubstr("engine \"trtllm\" is not vllm or sglang"));
   EXPECT_THAT(broken([](auto& j) { j.erase("drafts"); }),
               HasSubstr("measured τ file has no \"drafts\""));
+  EXPECT_THAT(broken([](auto& j) {
+                j["tau_formulas"] = {1, 2};
+              }),
+              HasSubstr("m.json: tau_formulas must be an object"));
+  EXPECT_THAT(broken([](auto& j) { j["tau_formulas"]["macro"] = 3; }),
+              HasSubstr("measured τ field \"macro\" must be a string"));
 }
 
 TEST(MeasuredTau, OnlyLikeIsComparedWithLike) {
@@ -342,9 +694,22 @@ TEST(MeasuredTau, OnlyLikeIsComparedWithLike) {
   EXPECT_FALSE(tau::unlike(measured("vllm", "pooled", 15, a), golden));
   EXPECT_THAT(*tau::unlike(measured("sglang", "macro", 15, a), golden),
               HasSubstr("measured by sglang but the golden (vllm.json) by vllm"));
+  // Compared on the golden's definition: a macro golden needs a τ macro, a pooled golden takes the
+  // τ pooled of a measurement that has both.
   auto pooled_sglang = measured("sglang", "pooled", 15, a);
   EXPECT_THAT(*tau::unlike(pooled_sglang, measured("sglang", "macro", 15, a)),
-              HasSubstr("τ pooled but the golden (sglang.json) τ macro"));
+              HasSubstr("the measurement has τ pooled only but the golden (sglang.json) gates on "
+                        "τ macro"));
+  EXPECT_FALSE(tau::unlike(measured("sglang", "macro", 15, a), pooled_sglang));
+  // The recorded formula of the golden's τ must be the measurement's.
+  auto other_formula = measured("vllm", "pooled", 15, a);
+  other_formula.formulas["pooled"] = "Σ completion_tokens / Σ verify steps";
+  EXPECT_THAT(*tau::unlike(other_formula, golden),
+              HasSubstr("τ pooled is Σ completion_tokens / Σ verify steps in the measurement but "
+                        "the golden (vllm.json) counts 1 + Σ accepted drafts / Σ verify steps"));
+  other_formula.formulas["macro"] = "anything";  // not the golden's definition: not compared
+  other_formula.formulas.erase("pooled");
+  EXPECT_FALSE(tau::unlike(other_formula, golden));
   EXPECT_THAT(*tau::unlike(measured("vllm", "pooled", 7, a), golden),
               HasSubstr("measured with 7 speculative tokens (block 8) but the golden (vllm.json) "
                         "with 15 (block 16)"));

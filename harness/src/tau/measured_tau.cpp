@@ -75,6 +75,25 @@ std::string describe_json(const json& value) {
 
 double MeasuredTau::tau() const { return tau_definition == "macro" ? *tau_macro : tau_pooled; }
 
+std::optional<double> MeasuredTau::tau_of(const std::string& definition) const {
+  return definition == "macro" ? tau_macro : std::optional<double>(tau_pooled);
+}
+
+std::string MeasuredTau::formula(const std::string& definition) const {
+  const auto f = formulas.find(definition);
+  return f != formulas.end() ? f->second : tau_formula(engine, definition);
+}
+
+std::string tau_formula(const std::string& engine, const std::string& definition) {
+  if (definition == "per_position_acceptance")
+    return "verify steps that accepted the depth-d draft / verify steps";
+  const std::string one = engine == "sglang" ? "completion_tokens / verify steps"
+                                             : "1 + accepted drafts / verify steps";
+  if (definition == "macro") return "mean over requests of " + one;
+  return engine == "sglang" ? "Σ completion_tokens / Σ verify steps"
+                            : "1 + Σ accepted drafts / Σ verify steps";
+}
+
 json to_json(const MeasuredTau& m) {
   json prompt_set = nullptr;
   if (m.prompt_set_sha256)
@@ -83,9 +102,13 @@ json to_json(const MeasuredTau& m) {
                   {"prompts", or_null(m.prompt_set_prompts)}};
   if (m.prompt_set_sha256 && !m.prompt_set_sha256_of_file)
     prompt_set["sha256_of"] = decode::kPromptsIdentity;
+  json formulas = json::object();
+  for (const char* d : {"pooled", "macro", "per_position_acceptance"})
+    if (std::string(d) != "macro" || m.tau_macro) formulas[d] = m.formula(d);
   return {{"schema", kMeasuredTauSchema},
           {"engine", {{"name", m.engine}, {"version", or_null(m.engine_version)}}},
           {"tau_definition", m.tau_definition},
+          {"tau_formulas", formulas},
           {"tau_pooled", m.tau_pooled},
           {"tau_macro", or_null(m.tau_macro)},
           {"per_position_acceptance", m.per_position_acceptance},
@@ -142,6 +165,12 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
   }
   if (m.tau_definition == "macro" && !m.tau_macro)
     throw Error(file, "tau_definition is macro but tau_macro is null");
+  if (doc.contains("tau_formulas")) {  // absent from older files: the engine's formulas
+    const json& f = doc.at("tau_formulas");
+    if (!f.is_object()) throw Error(file, "tau_formulas must be an object");
+    for (const char* d : {"pooled", "macro", "per_position_acceptance"})
+      if (f.contains(d)) m.formulas[d] = text(f, d, file);
+  }
   const json& per_pos = need(doc, "per_position_acceptance", file);
   if (!per_pos.is_array()) throw Error(file, "per_position_acceptance must be an array");
   for (const json& v : per_pos) {
@@ -191,8 +220,13 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   if (measured.engine != golden.engine)
     return "measured by " + measured.engine + g + "by " + golden.engine +
            " (the engines count τ differently)";
-  if (measured.tau_definition != golden.tau_definition)
-    return "τ " + measured.tau_definition + g + "τ " + golden.tau_definition;
+  const std::string& definition = golden.tau_definition;
+  if (!measured.tau_of(definition))
+    return "the measurement has τ pooled only" + g +
+           "gates on τ macro (import per-request data: --vllm-responses or --sglang-requests)";
+  if (measured.formula(definition) != golden.formula(definition))
+    return "τ " + definition + " is " + measured.formula(definition) + " in the measurement" + g +
+           "counts " + golden.formula(definition);
   if (measured.num_speculative_tokens != golden.num_speculative_tokens)
     return "measured with " + std::to_string(measured.num_speculative_tokens) +
            " speculative tokens (block " + std::to_string(measured.block_size()) + ")" + g +

@@ -24,8 +24,8 @@ std::string label_text(const std::map<std::string, std::string>& labels) {
 }
 
 // The series of `family` in a scrape: label set (model_name kept) → value. prometheus_client
-// writes a counter's samples as NAME_total (NAME_created is its creation time, ignored); an
-// exporter without the suffix writes NAME.
+// writes a counter's samples as NAME_total (NAME_created is its creation time, see refuse_restart);
+// an exporter without the suffix writes NAME.
 std::map<std::string, double> series(
     const Scrape& s, const std::string& family, const std::optional<std::string>& model,
     std::map<std::string, std::map<std::string, std::string>>* labels_of = nullptr) {
@@ -87,6 +87,44 @@ Delta difference(const Scrape& after, const Scrape* before, const std::string& f
   return d;
 }
 
+// The samples called `name` (of `model`, where they carry model_name): label set → value.
+std::map<std::string, double> samples_named(const Scrape& s, const std::string& name,
+                                            const std::optional<std::string>& model) {
+  std::map<std::string, double> out;
+  for (const auto& x : s.text.samples) {
+    if (x.name != name) continue;
+    auto m = x.labels.find("model_name");
+    if (model && m != x.labels.end() && m->second != *model) continue;
+    out.emplace(label_text(x.labels), x.value);
+  }
+  return out;
+}
+
+// A restart between the scrapes recreates every counter, so after − before would mix two
+// processes' counts: a wrong τ even when no counter happens to fall below its earlier value.
+// prometheus_client exports the process's start time (process_start_time_seconds, its process
+// collector) and for each counter NAME_created, the time the series was created; either changing
+// between the scrapes is a restart.
+void refuse_restart(const Scrape& after, const Scrape& before,
+                    const std::optional<std::string>& model) {
+  std::vector<std::string> names = {"process_start_time_seconds"};
+  for (const char* family : {kDrafts, kDraftTokens, kAccepted, kPerPos})
+    names.push_back(std::string(family) + "_created");
+  for (const std::string& name : names) {
+    const auto was = samples_named(before, name, model);
+    for (const auto& [key, now] : samples_named(after, name, model)) {
+      const auto w = was.find(key);
+      if (w == was.end() || w->second == now) continue;
+      throw Error(after.source,
+                  "the server restarted between the scrapes: " + name + (key == "{}" ? "" : key) +
+                      " is " + format_number(now, 17) + " here but " +
+                      format_number(w->second, 17) + " in " + before.source +
+                      ", so the counters were reset",
+                  "scrape before and after one uninterrupted run");
+    }
+  }
+}
+
 std::set<std::string> models_in(const Scrape& s) {
   std::set<std::string> models;
   for (const auto& x : s.text.samples)
@@ -123,6 +161,7 @@ MeasuredTau import_vllm_metrics(const VllmImport& in) {
                 "choose one with --model-name");
   if (!model && models.size() == 1) model = *models.begin();
 
+  if (b) refuse_restart(after, *b, model);
   const Delta drafts = difference(after, b, kDrafts, model);
   const Delta draft_tokens = difference(after, b, kDraftTokens, model);
   const Delta accepted = difference(after, b, kAccepted, model);

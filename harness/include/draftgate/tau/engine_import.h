@@ -7,15 +7,20 @@
 //   vllm:spec_decode_num_draft_tokens_total{model_name,engine}
 //   vllm:spec_decode_num_accepted_tokens_total{model_name,engine}
 //   vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name,engine,position="0"…"k-1"}
-// (plus *_created samples, which are timestamps and ignored). Over a run (after − before):
+// (plus *_created samples, creation times, which with process_start_time_seconds reveal a
+// restart between two scrapes). Over a run (after − before):
 // τ pooled = 1 + accepted / drafts ("mean acceptance length, conventionally including the bonus
 // token"), acceptance at depth d = accepted_per_pos[d−1] / drafts.
 //
 // SGLang (python/sglang/srt/managers/tokenizer_manager.py, _calculate_spec_decoding_metrics):
 // every /generate response carries meta_info.completion_tokens, meta_info.spec_verify_ct and
 // meta_info.spec_accept_length = completion_tokens / spec_verify_ct (bonus token included), and
-// where the version reports them spec_proposed_drafts = spec_verify_ct × (draft tokens − 1) and
-// spec_accept_histogram (verify steps per number of accepted drafts).
+// the correct and proposed drafts (proposed = spec_verify_ct × (draft tokens − 1)) and the
+// histogram of verify steps per number of accepted drafts under each version's names
+// (sglang_requests.cpp lists them).
+//
+// vLLM per request (--per-request-spec-decode-metrics, vllm#48915): each response's
+// metrics.speculative_decoding (vllm_requests.cpp).
 
 #include <cstdint>
 #include <filesystem>
@@ -82,5 +87,15 @@ struct SglangImport {
   std::string prompts_file;  // for messages
 };
 MeasuredTau import_sglang_requests(const SglangImport& in);
+
+struct VllmRequestsImport {
+  std::filesystem::path responses;  // JSONL: one OpenAI-compatible vLLM response a line
+  std::optional<std::int64_t> num_speculative_tokens;  // needed when no response says
+  std::optional<std::string> model_name;               // every response's "model" must be it
+  std::optional<std::string> engine_version;
+  std::optional<std::size_t> prompts;  // the prompt set's size: responses are tied by order
+  std::string prompts_file;            // for messages
+};
+MeasuredTau import_vllm_requests(const VllmRequestsImport& in);
 
 }  // namespace draftgate::tau

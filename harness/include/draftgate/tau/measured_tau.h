@@ -3,10 +3,12 @@
 // imported by `draftgate tau import` into a file min_tau can gate on instead of decoding
 // (schema "draftgate.measured_tau/1"):
 //   engine                 {name: vllm | sglang, version (null when unknown)}
-//   tau_definition         the τ the gate compares: "pooled" (vLLM: 1 + accepted / drafts over the
-//                          run) or "macro" (SGLang: mean over requests of completion_tokens /
-//                          spec_verify_ct)
-//   tau_pooled, tau_macro  both where the input allows (tau_macro null for vLLM counters)
+//   tau_definition         the τ a golden recorded from this file gates on: "macro" (the mean over
+//                          requests of each request's τ) wherever per-request data exist (SGLang
+//                          responses, vLLM per-request metrics), else "pooled" (vLLM /metrics)
+//   tau_pooled, tau_macro  both where the input allows (tau_macro null for vLLM /metrics counters)
+//   tau_formulas           {pooled, macro, per_position_acceptance}: what each number counts, by
+//                          engine (tau_formula); older files have none and get their engine's
 //   per_position_acceptance  depth 1…k: share of drafts whose depth-d token was accepted ([] when
 //                          the engine did not report it)
 //   drafts, draft_tokens, accepted_tokens, requests (null for vLLM)
@@ -20,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,13 +50,23 @@ struct MeasuredTau {
   std::optional<std::string> prompt_set_sha256;
   bool prompt_set_sha256_of_file = false;  // an older file: sha256 of the prompt file's bytes
   std::optional<std::int64_t> prompt_set_prompts;
+  std::map<std::string, std::string> formulas;  // definition → what it counts, as a file recorded
   nlohmann::json sources = nlohmann::json::object();
   nlohmann::json inputs = nlohmann::json::object();
 
   std::int64_t block_size() const { return num_speculative_tokens + 1; }
   // The τ the gate compares: tau_pooled or *tau_macro, by tau_definition.
   double tau() const;
+  // τ by the given definition (pooled | macro), or nullopt when the input gave no τ macro.
+  std::optional<double> tau_of(const std::string& definition) const;
+  // What `definition` counts: as the file recorded it, else tau_formula(engine, definition).
+  std::string formula(const std::string& definition) const;
 };
+
+// What a τ (pooled | macro | per_position_acceptance) counts when measured by `engine`: SGLang's
+// per-request τ is completion_tokens / spec_verify_ct (the prefill token included), vLLM's
+// 1 + accepted drafts / verify steps.
+std::string tau_formula(const std::string& engine, const std::string& definition);
 
 // The file's JSON (schema, every field above, draftgate_version, created_at).
 nlohmann::json to_json(const MeasuredTau& m);
@@ -65,8 +78,9 @@ MeasuredTau read_measured_tau(const std::filesystem::path& path);
 // dump of a nested value, which could be arbitrarily deep.
 std::string describe_json(const nlohmann::json& value);
 
-// Why `measured` cannot be compared with `golden` (another engine or τ definition, block size,
-// prompt set, or an unknown prompt set), or nullopt when they are measured the same way.
+// Why `measured` cannot be compared with `golden` on the golden's τ definition (another engine, no
+// τ of that definition or one counted by another formula, block size, prompt set, or an unknown
+// prompt set), or nullopt when they are measured the same way.
 std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau& golden);
 
 }  // namespace draftgate::tau
