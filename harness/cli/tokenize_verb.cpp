@@ -58,16 +58,18 @@ std::string render_messages(const TokenizeOptions& opt) {
 }
 
 int run_tokenize(const TokenizeOptions& opt, bool text_given) {
-  const int inputs = (text_given ? 1 : 0) + (opt.text_file.empty() ? 0 : 1) + (opt.messages.empty() ? 0 : 1);
+  const int inputs =
+      (text_given ? 1 : 0) + (opt.text_file.empty() ? 0 : 1) + (opt.messages.empty() ? 0 : 1);
   if (inputs != 1)
-    throw Error("--text", "give exactly one of --text STRING, --text-file FILE and --messages FILE.json");
+    throw Error("--text",
+                "give exactly one of --text STRING, --text-file FILE and --messages FILE.json");
   if (opt.messages.empty() && (!opt.enable_thinking.empty() || !opt.chat_template.empty()))
     throw Error(opt.enable_thinking.empty() ? "--chat-template" : "--enable-thinking",
                 "only a conversation (--messages FILE.json) is rendered by a chat template");
-  const std::string text = text_given             ? opt.text
+  const std::string text = text_given              ? opt.text
                            : !opt.messages.empty() ? render_messages(opt)
                                                    : read_text_file(opt.text_file);
-  const std::string source = text_given ? std::string("--text")
+  const std::string source = text_given              ? std::string("--text")
                              : !opt.messages.empty() ? opt.messages + " (rendered)"
                                                      : opt.text_file;
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(opt.tokenizer);
@@ -118,7 +120,9 @@ void add_tokenize(CLI::App& app, VerbRunner* runner) {
   file->excludes(messages);
   cmd->add_flag("--json", opt->json,
                 "Print one JSON object {\"ids\": [...], \"rendered\": \"...\"}");
-  set_example(cmd, "draftgate tokenize --tokenizer /models/Qwen3-8B --messages chat.json --enable-thinking false");
+  set_example(cmd,
+              "draftgate tokenize --tokenizer /models/Qwen3-8B --messages chat.json "
+              "--enable-thinking false");
   cmd->callback([opt, runner, text] {
     const bool text_given = text->count() > 0;
     *runner = [opt, text_given] { return run_tokenize(*opt, text_given); };

@@ -55,10 +55,13 @@ def environment():
 
 def main():
     env = environment()
+    compiled = {}  # transformers caches compiled templates too (lru_cache)
     out = []
     for case in json.load(sys.stdin):
         try:
-            template = env.from_string(case["template"])
+            if case["template"] not in compiled:
+                compiled[case["template"]] = env.from_string(case["template"])
+            template = compiled[case["template"]]
             kwargs = dict(case.get("variables", {}))
             if "enable_thinking" in case:
                 kwargs["enable_thinking"] = case["enable_thinking"]

@@ -30,7 +30,9 @@ std::int64_t checked(long double exact, int line) {
 }
 
 std::int64_t as_int(const Value& v) { return v.kind == Value::Kind::kBool ? v.b : v.i; }
-double as_real(const Value& v) { return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(as_int(v)); }
+double as_real(const Value& v) {
+  return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(as_int(v));
+}
 
 class Renderer {
  public:
@@ -69,13 +71,18 @@ class Renderer {
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
     step(s.line);
     switch (s.kind) {
-      case Stmt::Kind::kData: append(out, s.text, s.line); return Flow::kNormal;
-      case Stmt::Kind::kOutput: append(out, to_str(eval(*s.expr, scope), s.expr->line), s.line); return Flow::kNormal;
+      case Stmt::Kind::kData:
+        append(out, s.text, s.line);
+        return Flow::kNormal;
+      case Stmt::Kind::kOutput:
+        append(out, to_str(eval(*s.expr, scope), s.expr->line), s.line);
+        return Flow::kNormal;
       case Stmt::Kind::kIf:
         for (const auto& [cond, body] : s.branches)
           if (truthy(eval(*cond, scope))) return exec(body, scope, out);
         return exec(s.body, scope, out);
-      case Stmt::Kind::kFor: return loop(s, scope, out);
+      case Stmt::Kind::kFor:
+        return loop(s, scope, out);
       case Stmt::Kind::kSet: {
         Value v = eval(*s.expr, scope);
         if (s.text.empty()) {
@@ -93,30 +100,40 @@ class Renderer {
         target.ns->emplace_back(s.text, std::move(v));
         return Flow::kNormal;
       }
-      case Stmt::Kind::kMacro: scope.vars[s.text] = macro(s); return Flow::kNormal;
-      case Stmt::Kind::kBreak: return Flow::kBreak;
-      case Stmt::Kind::kContinue: return Flow::kContinue;
-      case Stmt::Kind::kBlock: return exec(s.body, scope, out);
+      case Stmt::Kind::kMacro:
+        scope.vars[s.text] = macro(s);
+        return Flow::kNormal;
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
+      case Stmt::Kind::kBlock:
+        return exec(s.body, scope, out);
     }
     return Flow::kNormal;
   }
 
   List items_of(const Value& v, int line) {
     switch (v.kind) {
-      case Value::Kind::kList: return *v.list;
+      case Value::Kind::kList:
+        return *v.list;
       case Value::Kind::kDict: {
         List keys;
         for (const auto& kv : *v.dict) keys.push_back(Value::string(kv.first));
         return keys;
       }
       case Value::Kind::kString: {
-        if (v.markup) fail(ErrorKind::kUnsupported, line, "iterating a |safe (Markup) string is not supported");
+        if (v.markup)
+          fail(ErrorKind::kUnsupported, line, "iterating a |safe (Markup) string is not supported");
         List chars;
-        for (const char32_t c : to_u32(*v.s)) chars.push_back(Value::string(from_u32(std::u32string(1, c))));
+        for (const char32_t c : to_u32(*v.s))
+          chars.push_back(Value::string(from_u32(std::u32string(1, c))));
         return chars;
       }
-      case Value::Kind::kUndefined: return {};
-      default: fail(ErrorKind::kRender, line, "'" + type_name(v) + "' object is not iterable");
+      case Value::Kind::kUndefined:
+        return {};
+      default:
+        fail(ErrorKind::kRender, line, "'" + type_name(v) + "' object is not iterable");
     }
   }
 
@@ -127,8 +144,9 @@ class Renderer {
     }
     const List parts = items_of(item, line);
     if (parts.size() != targets.size())
-      fail(ErrorKind::kRender, line, "cannot unpack " + std::to_string(parts.size()) + " values into " +
-                                         std::to_string(targets.size()) + " names");
+      fail(ErrorKind::kRender, line,
+           "cannot unpack " + std::to_string(parts.size()) + " values into " +
+               std::to_string(targets.size()) + " names");
     for (std::size_t k = 0; k < targets.size(); ++k) scope.vars[targets[k]] = parts[k];
   }
 
@@ -147,14 +165,16 @@ class Renderer {
     }
     const std::int64_t n = static_cast<std::int64_t>(items.size());
     for (std::int64_t k = 0; k < n; ++k) {
+      step(s.line);
       Scope iteration;
       iteration.parent = &scope;
       bind(iteration, s.targets, items[static_cast<std::size_t>(k)], s.line);
-      Dict loop_vars = {{"index", Value::integer(k + 1)},     {"index0", Value::integer(k)},
-                        {"revindex", Value::integer(n - k)},  {"revindex0", Value::integer(n - k - 1)},
-                        {"first", Value::boolean(k == 0)},     {"last", Value::boolean(k == n - 1)},
-                        {"length", Value::integer(n)},         {"depth", Value::integer(1)},
-                        {"depth0", Value::integer(0)}};
+      Dict loop_vars = {
+          {"index", Value::integer(k + 1)},    {"index0", Value::integer(k)},
+          {"revindex", Value::integer(n - k)}, {"revindex0", Value::integer(n - k - 1)},
+          {"first", Value::boolean(k == 0)},   {"last", Value::boolean(k == n - 1)},
+          {"length", Value::integer(n)},       {"depth", Value::integer(1)},
+          {"depth0", Value::integer(0)}};
       if (k > 0) loop_vars.emplace_back("previtem", items[static_cast<std::size_t>(k - 1)]);
       if (k + 1 < n) loop_vars.emplace_back("nextitem", items[static_cast<std::size_t>(k + 1)]);
       iteration.vars["loop"] = Value::make_dict(std::move(loop_vars));
@@ -167,23 +187,29 @@ class Renderer {
   Value macro(const Stmt& s) {
     return Value::callable([this, &s](const CallArgs& a, int line) -> Value {
       if (a.positional.size() > s.params.size())
-        fail(ErrorKind::kRender, line, "macro '" + s.text + "' takes not more than " +
-                                           std::to_string(s.params.size()) + " argument(s)");
+        fail(ErrorKind::kRender, line,
+             "macro '" + s.text + "' takes not more than " + std::to_string(s.params.size()) +
+                 " argument(s)");
       if (++depth_ > limits_.max_depth)
-        fail(ErrorKind::kBound, line, "macros nested deeper than " + std::to_string(limits_.max_depth));
+        fail(ErrorKind::kBound, line,
+             "macros nested deeper than " + std::to_string(limits_.max_depth));
       Scope frame;
       frame.parent = &root_;
       for (const auto& [k, v] : a.keyword) {
         bool known = false;
         for (const auto& p : s.params) known = known || p.first == k;
-        if (!known) fail(ErrorKind::kRender, line, "macro '" + s.text + "' takes no keyword argument '" + k + "'");
+        if (!known)
+          fail(ErrorKind::kRender, line,
+               "macro '" + s.text + "' takes no keyword argument '" + k + "'");
       }
       for (std::size_t k = 0; k < s.params.size(); ++k) {
         const auto& [name, def] = s.params[k];
         const Value* given = k < a.positional.size() ? &a.positional[k] : nullptr;
         for (const auto& kv : a.keyword)
           if (kv.first == name) {
-            if (given) fail(ErrorKind::kRender, line, "macro '" + s.text + "' got multiple values for argument '" + name + "'");
+            if (given)
+              fail(ErrorKind::kRender, line,
+                   "macro '" + s.text + "' got multiple values for argument '" + name + "'");
             given = &kv.second;
           }
         frame.vars[name] = given ? *given : def ? eval(*def, frame) : Value::undefined(name);
@@ -196,11 +222,14 @@ class Renderer {
   }
 
   Value global(const std::string& name, int line) {
-    static const std::set<std::string> kRefused = {"lipsum", "cycler", "joiner", "kwargs", "varargs", "caller", "self"};
-    if (kRefused.count(name)) fail(ErrorKind::kUnsupported, line, "'" + name + "' is not supported");
+    static const std::set<std::string> kRefused = {"lipsum",  "cycler", "joiner", "kwargs",
+                                                   "varargs", "caller", "self"};
+    if (kRefused.count(name))
+      fail(ErrorKind::kUnsupported, line, "'" + name + "' is not supported");
     if (name == "raise_exception")
       return Value::callable([](const CallArgs& a, int l) -> Value {
-        const std::string message = a.positional.empty() ? std::string() : to_str(a.positional[0], l);
+        const std::string message =
+            a.positional.empty() ? std::string() : to_str(a.positional[0], l);
         fail(ErrorKind::kRaised, l, message);
       });
     if (name == "namespace")
@@ -208,9 +237,11 @@ class Renderer {
         Value v;
         v.kind = Value::Kind::kNamespace;
         v.ns = std::make_shared<Dict>();
-        if (a.positional.size() > 1) fail(ErrorKind::kRender, l, "namespace() takes at most one positional argument");
+        if (a.positional.size() > 1)
+          fail(ErrorKind::kRender, l, "namespace() takes at most one positional argument");
         if (!a.positional.empty()) {
-          if (a.positional[0].kind != Value::Kind::kDict) fail(ErrorKind::kUnsupported, l, "namespace() of a non-dict is not supported");
+          if (a.positional[0].kind != Value::Kind::kDict)
+            fail(ErrorKind::kUnsupported, l, "namespace() of a non-dict is not supported");
           *v.ns = *a.positional[0].dict;
         }
         for (const auto& kv : a.keyword) {
@@ -232,14 +263,17 @@ class Renderer {
         for (std::size_t k = 0; k < a.positional.size(); ++k) {
           const Value& x = a.positional[k];
           if (x.kind != Value::Kind::kInt && x.kind != Value::Kind::kBool)
-            fail(ErrorKind::kRender, l, "'" + type_name(x) + "' object cannot be interpreted as an integer");
+            fail(ErrorKind::kRender, l,
+                 "'" + type_name(x) + "' object cannot be interpreted as an integer");
           p[a.positional.size() == 1 ? 1 : k] = as_int(x);
         }
         if (p[2] == 0) fail(ErrorKind::kRender, l, "range() arg 3 must not be zero");
         List out;
         for (std::int64_t x = p[0]; p[2] > 0 ? x < p[1] : x > p[1]; x += p[2]) {
           // The sandbox's MAX_RANGE.
-          if (out.size() >= 100000) fail(ErrorKind::kRender, l, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+          if (out.size() >= 100000)
+            fail(ErrorKind::kRender, l,
+                 "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
           out.push_back(Value::integer(x));
         }
         return Value::make_list(std::move(out));
@@ -254,12 +288,14 @@ class Renderer {
         char buf[512];
         const std::size_t n = std::strftime(buf, sizeof buf, a.positional[0].s->c_str(), &local);
         if (n == 0 && !a.positional[0].s->empty())
-          fail(ErrorKind::kUnsupported, l, "strftime_now format is empty after formatting or too long");
+          fail(ErrorKind::kUnsupported, l,
+               "strftime_now format is empty after formatting or too long");
         return Value::string(std::string(buf, n));
       });
     if (name == "dict")
       return Value::callable([](const CallArgs& a, int l) -> Value {
-        if (!a.positional.empty()) fail(ErrorKind::kUnsupported, l, "dict() with positional arguments is not supported");
+        if (!a.positional.empty())
+          fail(ErrorKind::kUnsupported, l, "dict() with positional arguments is not supported");
         Dict d(a.keyword.begin(), a.keyword.end());
         return Value::make_dict(std::move(d));
       });
@@ -276,7 +312,8 @@ class Renderer {
 
   CallArgs args_of(const Expr& e, Scope& scope, std::size_t skip) {
     CallArgs a;
-    for (std::size_t k = skip; k < e.args.size(); ++k) a.positional.push_back(eval(*e.args[k], scope));
+    for (std::size_t k = skip; k < e.args.size(); ++k)
+      a.positional.push_back(eval(*e.args[k], scope));
     for (const auto& [k, v] : e.kwargs) a.keyword.emplace_back(k, eval(*v, scope));
     return a;
   }
@@ -287,16 +324,22 @@ class Renderer {
     const bool numbers = a.is_number() && b.is_number();
     const bool ints = numbers && a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
     auto type_error = [&]() -> Value {
-      fail(ErrorKind::kRender, line, "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+      fail(ErrorKind::kRender, line,
+           "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" +
+               type_name(b) + "'");
     };
     if (op == "+") {
-      if (ints) return Value::integer(checked(static_cast<long double>(as_int(a)) + as_int(b), line));
+      if (ints)
+        return Value::integer(checked(static_cast<long double>(as_int(a)) + as_int(b), line));
       if (numbers) return Value::real(as_real(a) + as_real(b));
       if (a.is_string() && b.is_string()) {
         if (a.markup || b.markup)
-          fail(ErrorKind::kUnsupported, line, "'+' with a |safe (Markup) string, which escapes the other operand, is not supported");
+          fail(ErrorKind::kUnsupported, line,
+               "'+' with a |safe (Markup) string, which escapes the other operand, is not "
+               "supported");
         if (a.s->size() + b.s->size() > kMaxStringBytes)
-          fail(ErrorKind::kBound, line, "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
+          fail(ErrorKind::kBound, line,
+               "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
         return Value::string(*a.s + *b.s);
       }
       if (a.kind == Value::Kind::kList && b.kind == Value::Kind::kList && a.tuple == b.tuple) {
@@ -307,16 +350,20 @@ class Renderer {
       return type_error();
     }
     if (op == "*") {
-      if (ints) return Value::integer(checked(static_cast<long double>(as_int(a)) * as_int(b), line));
+      if (ints)
+        return Value::integer(checked(static_cast<long double>(as_int(a)) * as_int(b), line));
       if (numbers) return Value::real(as_real(a) * as_real(b));
-      const bool str_rep = (a.is_string() && (b.kind == Value::Kind::kInt || b.kind == Value::Kind::kBool)) ||
-                           (b.is_string() && (a.kind == Value::Kind::kInt || a.kind == Value::Kind::kBool));
+      const bool str_rep =
+          (a.is_string() && (b.kind == Value::Kind::kInt || b.kind == Value::Kind::kBool)) ||
+          (b.is_string() && (a.kind == Value::Kind::kInt || a.kind == Value::Kind::kBool));
       if (str_rep) {
         const Value& s = a.is_string() ? a : b;
-        if (s.markup) fail(ErrorKind::kUnsupported, line, "'*' of a |safe (Markup) string is not supported");
+        if (s.markup)
+          fail(ErrorKind::kUnsupported, line, "'*' of a |safe (Markup) string is not supported");
         const std::int64_t n = as_int(a.is_string() ? b : a);
         if (n > 0 && s.s->size() * static_cast<std::uint64_t>(n) > kMaxStringBytes)
-          fail(ErrorKind::kBound, line, "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
+          fail(ErrorKind::kBound, line,
+               "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
         std::string out;
         for (std::int64_t k = 0; k < n; ++k) out += *s.s;
         return Value::string(std::move(out));
@@ -325,7 +372,8 @@ class Renderer {
     }
     if (!numbers) return type_error();
     if (op == "-") {
-      if (ints) return Value::integer(checked(static_cast<long double>(as_int(a)) - as_int(b), line));
+      if (ints)
+        return Value::integer(checked(static_cast<long double>(as_int(a)) - as_int(b), line));
       return Value::real(as_real(a) - as_real(b));
     }
     if (op == "/") {
@@ -334,7 +382,9 @@ class Renderer {
       return Value::real(as_real(a) / as_real(b));
     }
     if (op == "//" || op == "%") {
-      if (as_real(b) == 0) fail(ErrorKind::kRender, line, op == "%" ? "modulo by zero" : "integer division or modulo by zero");
+      if (as_real(b) == 0)
+        fail(ErrorKind::kRender, line,
+             op == "%" ? "modulo by zero" : "integer division or modulo by zero");
       if (ints) {
         const std::int64_t x = as_int(a), y = as_int(b);
         std::int64_t q = x / y;
@@ -376,8 +426,10 @@ class Renderer {
   Value eval(const Expr& e, Scope& scope) {
     step(e.line);
     switch (e.kind) {
-      case Expr::Kind::kLiteral: return e.literal;
-      case Expr::Kind::kName: return lookup(e.name, scope, e.line);
+      case Expr::Kind::kLiteral:
+        return e.literal;
+      case Expr::Kind::kName:
+        return lookup(e.name, scope, e.line);
       case Expr::Kind::kList:
       case Expr::Kind::kTuple: {
         List l;
@@ -388,7 +440,9 @@ class Renderer {
         Dict d;
         for (std::size_t k = 0; k + 1 < e.args.size(); k += 2) {
           const Value key = eval(*e.args[k], scope);
-          if (!key.is_string()) fail(ErrorKind::kUnsupported, e.line, "a dict key that is not a string is not supported");
+          if (!key.is_string())
+            fail(ErrorKind::kUnsupported, e.line,
+                 "a dict key that is not a string is not supported");
           Value v = eval(*e.args[k + 1], scope);
           bool replaced = false;
           for (auto& kv : d)
@@ -400,17 +454,20 @@ class Renderer {
         }
         return Value::make_dict(std::move(d));
       }
-      case Expr::Kind::kGetattr: return get_attribute(eval(*e.args[0], scope), e.name, e.line);
+      case Expr::Kind::kGetattr:
+        return get_attribute(eval(*e.args[0], scope), e.name, e.line);
       case Expr::Kind::kGetitem: {
         const Value obj = eval(*e.args[0], scope);
         const Expr& index = *e.args[1];
         if (index.kind == Expr::Kind::kSlice) {
           auto part = [&](const ExprPtr& p) { return p ? eval(*p, scope) : Value::none(); };
-          return slice_of(obj, part(index.args[0]), part(index.args[1]), part(index.args[2]), e.line);
+          return slice_of(obj, part(index.args[0]), part(index.args[1]), part(index.args[2]),
+                          e.line);
         }
         return get_item(obj, eval(index, scope), e.line);
       }
-      case Expr::Kind::kSlice: fail(ErrorKind::kUnsupported, e.line, "a slice outside [] is not supported");
+      case Expr::Kind::kSlice:
+        fail(ErrorKind::kUnsupported, e.line, "a slice outside [] is not supported");
       case Expr::Kind::kCall: {
         const Value f = eval(*e.args[0], scope);
         const CallArgs a = args_of(e, scope, 1);
@@ -431,12 +488,17 @@ class Renderer {
       case Expr::Kind::kPos: {
         const Value v = eval(*e.args[0], scope);
         if (v.is_undefined()) undefined_error(v, e.line);
-        if (!v.is_number()) fail(ErrorKind::kRender, e.line, "bad operand type for unary " + std::string(e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + type_name(v) + "'");
-        if (e.kind == Expr::Kind::kPos) return v.kind == Value::Kind::kBool ? Value::integer(v.b) : v;
+        if (!v.is_number())
+          fail(ErrorKind::kRender, e.line,
+               "bad operand type for unary " + std::string(e.kind == Expr::Kind::kNeg ? "-" : "+") +
+                   ": '" + type_name(v) + "'");
+        if (e.kind == Expr::Kind::kPos)
+          return v.kind == Value::Kind::kBool ? Value::integer(v.b) : v;
         if (v.kind == Value::Kind::kFloat) return Value::real(-v.f);
         return Value::integer(checked(-static_cast<long double>(as_int(v)), e.line));
       }
-      case Expr::Kind::kNot: return Value::boolean(!truthy(eval(*e.args[0], scope)));
+      case Expr::Kind::kNot:
+        return Value::boolean(!truthy(eval(*e.args[0], scope)));
       case Expr::Kind::kBinary:
         return binary(e.name, eval(*e.args[0], scope), eval(*e.args[1], scope), e.line);
       case Expr::Kind::kCompare: {
@@ -458,13 +520,15 @@ class Renderer {
       }
       case Expr::Kind::kCond:
         if (truthy(eval(*e.args[0], scope))) return eval(*e.args[1], scope);
-        return e.args[2] ? eval(*e.args[2], scope) : Value::undefined("the else branch of an if expression");
+        return e.args[2] ? eval(*e.args[2], scope)
+                         : Value::undefined("the else branch of an if expression");
       case Expr::Kind::kConcat: {
         std::string s;
         for (const ExprPtr& x : e.args) {
           s += to_str(eval(*x, scope), e.line);
           if (s.size() > kMaxStringBytes)
-            fail(ErrorKind::kBound, e.line, "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
+            fail(ErrorKind::kBound, e.line,
+                 "a string grew past " + std::to_string(kMaxStringBytes) + " bytes");
         }
         return Value::string(std::move(s));
       }

@@ -67,17 +67,38 @@ std::string decode_escapes(const std::string& raw, int line) {
     }
     const char e = raw[++k];
     switch (e) {
-      case '\n': break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
+      case '\n':
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
       case 'x':
       case 'u':
       case 'U': {
@@ -85,7 +106,8 @@ std::string decode_escapes(const std::string& raw, int line) {
         char32_t cp = 0;
         for (std::size_t d = 0; d < digits; ++d) {
           const int h = k + 1 + d < raw.size() ? hex_value(raw[k + 1 + d]) : -1;
-          if (h < 0) fail(ErrorKind::kSyntax, line, std::string("truncated \\") + e + " escape in a string");
+          if (h < 0)
+            fail(ErrorKind::kSyntax, line, std::string("truncated \\") + e + " escape in a string");
           cp = cp * 16 + static_cast<char32_t>(h);
         }
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
@@ -94,11 +116,13 @@ std::string decode_escapes(const std::string& raw, int line) {
         k += digits;
         break;
       }
-      case 'N': fail(ErrorKind::kUnsupported, line, "the \\N{...} string escape is not supported");
+      case 'N':
+        fail(ErrorKind::kUnsupported, line, "the \\N{...} string escape is not supported");
       default:
         if (e >= '0' && e <= '7') {
           char32_t cp = static_cast<char32_t>(e - '0');
-          for (int d = 0; d < 2 && k + 1 < raw.size() && raw[k + 1] >= '0' && raw[k + 1] <= '7'; ++d)
+          for (int d = 0; d < 2 && k + 1 < raw.size() && raw[k + 1] >= '0' && raw[k + 1] <= '7';
+               ++d)
             cp = cp * 8 + static_cast<char32_t>(raw[++k] - '0');
           tokenizer::append_utf8(out, cp);
         } else {
@@ -110,9 +134,9 @@ std::string decode_escapes(const std::string& raw, int line) {
   return out;
 }
 
-const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "/", "*", "%", "~",
-                                  "[",  "]",  "(",  ")",  "{",  "}",  "=", ".", ":", "|", ",", ";",
-                                  "<",  ">"};
+const char* const kOperators[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "/",
+                                  "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                  "=",  ".",  ":",  "|",  ",",  ";",  "<", ">"};
 
 class Lexer {
  public:
@@ -123,14 +147,16 @@ class Lexer {
     while (pos_ < src_.size()) {
       const std::size_t found = src_.find('{', pos_);
       std::size_t tag = std::string::npos;
-      for (std::size_t k = found; k != std::string::npos && k + 1 < src_.size(); k = src_.find('{', k + 1)) {
+      for (std::size_t k = found; k != std::string::npos && k + 1 < src_.size();
+           k = src_.find('{', k + 1)) {
         const char n = src_[k + 1];
         if (n == '{' || n == '%' || n == '#') {
           tag = k;
           break;
         }
       }
-      std::string text = src_.substr(pos_, tag == std::string::npos ? std::string::npos : tag - pos_);
+      std::string text =
+          src_.substr(pos_, tag == std::string::npos ? std::string::npos : tag - pos_);
       if (tag == std::string::npos) {
         emit_data(text);
         pos_ = src_.size();
@@ -171,30 +197,37 @@ class Lexer {
 
   // After an end delimiter: `-` skips all whitespace, `+` nothing, else trim_blocks one newline.
   void after_end(char sign, bool block) {
-    if (sign == '-') pos_ = skip_space(src_, pos_);
-    else if (sign != '+' && block && pos_ < src_.size() && src_[pos_] == '\n') ++pos_;
+    if (sign == '-')
+      pos_ = skip_space(src_, pos_);
+    else if (sign != '+' && block && pos_ < src_.size() && src_[pos_] == '\n')
+      ++pos_;
   }
 
   void comment(std::size_t tag) {
     const std::size_t end = src_.find("#}", pos_);
-    if (end == std::string::npos) fail(ErrorKind::kSyntax, line_of(tag), "missing end of comment tag");
-    const char sign = end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : '\0';
+    if (end == std::string::npos)
+      fail(ErrorKind::kSyntax, line_of(tag), "missing end of comment tag");
+    const char sign =
+        end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : '\0';
     pos_ = end + 2;
     after_end(sign, true);
   }
 
   void tag_tokens(bool variable) {
     const int begin_line = line_of(pos_);
-    tokens_.push_back({variable ? Token::Kind::kVarBegin : Token::Kind::kBlockBegin, "", begin_line});
+    tokens_.push_back(
+        {variable ? Token::Kind::kVarBegin : Token::Kind::kBlockBegin, "", begin_line});
     const std::string close = variable ? "}}" : "%}";
-    int open_brackets = 0;  // inside (), [], {} an end delimiter is not one (the lexer's balancing stack)
+    int open_brackets =
+        0;  // inside (), [], {} an end delimiter is not one (the lexer's balancing stack)
     for (;;) {
       pos_ = skip_space(src_, pos_);
       if (pos_ >= src_.size())
         fail(ErrorKind::kSyntax, begin_line,
              std::string("unexpected end of template, expected '") + close + "'");
       const int line = line_of(pos_);
-      if (open_brackets == 0 && (src_[pos_] == '-' || src_[pos_] == '+') && src_.compare(pos_ + 1, 2, close) == 0) {
+      if (open_brackets == 0 && (src_[pos_] == '-' || src_[pos_] == '+') &&
+          src_.compare(pos_ + 1, 2, close) == 0) {
         const char sign = src_[pos_];
         if (sign == '+' && variable) fail(ErrorKind::kSyntax, line, "unexpected '+'");
         pos_ += 3;
@@ -211,7 +244,9 @@ class Lexer {
       const char c = src_[pos_];
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         std::size_t e = pos_;
-        while (e < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) ++e;
+        while (e < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_'))
+          ++e;
         if (e < src_.size() && static_cast<unsigned char>(src_[e]) >= 0x80)
           fail(ErrorKind::kUnsupported, line, "a non-ASCII name is not supported");
         tokens_.push_back({Token::Kind::kName, src_.substr(pos_, e - pos_), line});
@@ -241,11 +276,14 @@ class Lexer {
   void number(int line) {
     std::size_t e = pos_;
     auto digits = [&] {
-      while (e < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) ++e;
+      while (e < src_.size() &&
+             (std::isdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_'))
+        ++e;
     };
     digits();
     bool is_float = false;
-    if (e + 1 < src_.size() && src_[e] == '.' && std::isdigit(static_cast<unsigned char>(src_[e + 1]))) {
+    if (e + 1 < src_.size() && src_[e] == '.' &&
+        std::isdigit(static_cast<unsigned char>(src_[e + 1]))) {
       ++e;
       digits();
       is_float = true;
@@ -300,6 +338,8 @@ std::string normalize_newlines(const std::string& s) {
 
 }  // namespace
 
-std::vector<Token> lex(const std::string& source) { return Lexer(normalize_newlines(source)).run(); }
+std::vector<Token> lex(const std::string& source) {
+  return Lexer(normalize_newlines(source)).run();
+}
 
 }  // namespace draftgate::chat_template

@@ -10,17 +10,16 @@
 namespace draftgate::chat_template {
 
 bool known_filter(const std::string& name) {
-  static const std::set<std::string> kFilters = {"length", "count", "trim",  "tojson", "items",
-                                                 "safe",   "string", "list", "first",  "last",
-                                                 "join",   "upper", "lower", "default", "d",
-                                                 "reverse", "abs"};
+  static const std::set<std::string> kFilters = {
+      "length", "count", "trim",  "tojson", "items",   "safe", "string",  "list", "first",
+      "last",   "join",  "upper", "lower",  "default", "d",    "reverse", "abs"};
   return kFilters.count(name) > 0;
 }
 
 bool known_test(const std::string& name) {
   static const std::set<std::string> kTests = {
-      "defined", "undefined", "none",  "string",  "mapping", "iterable", "sequence", "number",
-      "integer", "float",     "boolean", "true",  "false",   "odd",      "even"};
+      "defined", "undefined", "none",    "string", "mapping", "iterable", "sequence", "number",
+      "integer", "float",     "boolean", "true",   "false",   "odd",      "even"};
   return kTests.count(name) > 0;
 }
 
@@ -42,7 +41,8 @@ class Parser {
   Template run() {
     Template tpl;
     tpl.body = subparse({});
-    if (cur().kind != K::kEnd) fail(ErrorKind::kSyntax, cur().line, "unexpected '" + cur().text + "'");
+    if (cur().kind != K::kEnd)
+      fail(ErrorKind::kSyntax, cur().line, "unexpected '" + cur().text + "'");
     return tpl;
   }
 
@@ -63,23 +63,31 @@ class Parser {
   }
   std::string describe(const Token& t) const {
     switch (t.kind) {
-      case K::kEnd: return "end of template";
-      case K::kBlockEnd: return "end of statement block";
-      case K::kVarEnd: return "end of print statement";
-      case K::kData: return "template data";
-      default: return "'" + t.text + "'";
+      case K::kEnd:
+        return "end of template";
+      case K::kBlockEnd:
+        return "end of statement block";
+      case K::kVarEnd:
+        return "end of print statement";
+      case K::kData:
+        return "template data";
+      default:
+        return "'" + t.text + "'";
     }
   }
   void expect_op(const std::string& op) {
-    if (!skip_op(op)) fail(ErrorKind::kSyntax, cur().line, "expected '" + op + "', got " + describe(cur()));
+    if (!skip_op(op))
+      fail(ErrorKind::kSyntax, cur().line, "expected '" + op + "', got " + describe(cur()));
   }
   std::string expect_name() {
-    if (cur().kind != K::kName) fail(ErrorKind::kSyntax, cur().line, "expected a name, got " + describe(cur()));
+    if (cur().kind != K::kName)
+      fail(ErrorKind::kSyntax, cur().line, "expected a name, got " + describe(cur()));
     return t_[pos_++].text;
   }
   void expect_block_end() {
     if (cur().kind != K::kBlockEnd)
-      fail(ErrorKind::kSyntax, cur().line, "expected end of statement block, got " + describe(cur()));
+      fail(ErrorKind::kSyntax, cur().line,
+           "expected end of statement block, got " + describe(cur()));
     ++pos_;
   }
 
@@ -89,8 +97,12 @@ class Parser {
     for (;;) {
       const Token& t = cur();
       if (t.kind == K::kEnd) {
-        if (!ends.empty())
-          fail(ErrorKind::kSyntax, t.line, "unexpected end of template, expected '" + *ends.begin() + "'");
+        if (!ends.empty()) {
+          std::string expected;
+          for (const std::string& e : ends) expected += (expected.empty() ? "'" : "' or '") + e;
+          fail(ErrorKind::kSyntax, t.line,
+               "unexpected end of template, expected " + expected + "'");
+        }
         return body;
       }
       if (t.kind == K::kData) {
@@ -107,7 +119,8 @@ class Parser {
         s->line = t.line;
         s->expr = parse_tuple(true, false);
         if (cur().kind != K::kVarEnd)
-          fail(ErrorKind::kSyntax, cur().line, "expected end of print statement, got " + describe(cur()));
+          fail(ErrorKind::kSyntax, cur().line,
+               "expected end of print statement, got " + describe(cur()));
         ++pos_;
         body.push_back(std::move(s));
       } else if (t.kind == K::kBlockBegin) {
@@ -151,10 +164,12 @@ class Parser {
         if (is_name("in")) break;
         s->targets.push_back(expect_name());
       }
-      if (!skip_name("in")) fail(ErrorKind::kSyntax, cur().line, "expected 'in', got " + describe(cur()));
+      if (!skip_name("in"))
+        fail(ErrorKind::kSyntax, cur().line, "expected 'in', got " + describe(cur()));
       s->expr = parse_tuple(false, false, true);
       if (skip_name("if")) s->filter = parse_expression(true);
-      if (is_name("recursive")) fail(ErrorKind::kUnsupported, cur().line, "recursive loops are not supported");
+      if (is_name("recursive"))
+        fail(ErrorKind::kUnsupported, cur().line, "recursive loops are not supported");
       expect_block_end();
       s->body = subparse({"endfor", "else"});
       if (expect_name() == "else") {
@@ -167,9 +182,12 @@ class Parser {
       s->kind = Stmt::Kind::kSet;
       s->targets.push_back(expect_name());
       if (skip_op(".")) s->text = expect_name();
-      if (is_op(",")) fail(ErrorKind::kUnsupported, cur().line, "assigning to several names at once is not supported");
+      if (is_op(","))
+        fail(ErrorKind::kUnsupported, cur().line,
+             "assigning to several names at once is not supported");
       if (cur().kind == K::kBlockEnd)
-        fail(ErrorKind::kUnsupported, cur().line, "block assignment ({% set x %}...{% endset %}) is not supported");
+        fail(ErrorKind::kUnsupported, cur().line,
+             "block assignment ({% set x %}...{% endset %}) is not supported");
       expect_op("=");
       s->expr = parse_tuple(true, false);
       expect_block_end();
@@ -182,7 +200,8 @@ class Parser {
         if (skip_op(")")) break;
         std::string param = expect_name();
         ExprPtr def;
-        if (skip_op("=")) def = parse_expression(true);
+        if (skip_op("="))
+          def = parse_expression(true);
         else if (!s->params.empty() && s->params.back().second)
           fail(ErrorKind::kSyntax, cur().line, "non-default argument follows default argument");
         s->params.emplace_back(std::move(param), std::move(def));
@@ -196,7 +215,8 @@ class Parser {
       s->kind = name == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue;
       expect_block_end();
     } else if (name == "generation") {
-      // transformers' AssistantTracker tag: its body renders as is (the tracker only records where).
+      // transformers' AssistantTracker tag: its body renders as is (the tracker only records
+      // where).
       s->kind = Stmt::Kind::kBlock;
       expect_block_end();
       s->body = subparse({"endgeneration"});
@@ -224,12 +244,15 @@ class Parser {
       if (!args.empty()) expect_op(",");
       if (tuple_end(for_iter)) break;
       args.push_back(parse_expression(with_condexpr));
-      if (is_op(",")) is_tuple = true;
-      else break;
+      if (is_op(","))
+        is_tuple = true;
+      else
+        break;
     }
     if (!is_tuple) {
       if (!args.empty()) return std::move(args[0]);
-      if (!explicit_parens) fail(ErrorKind::kSyntax, line, "expected an expression, got " + describe(cur()));
+      if (!explicit_parens)
+        fail(ErrorKind::kSyntax, line, "expected an expression, got " + describe(cur()));
     }
     auto e = make(Expr::Kind::kTuple, line);
     e->args = std::move(args);
@@ -380,7 +403,8 @@ class Parser {
       } else {
         errno = 0;
         const long long v = std::strtoll(t.text.c_str(), nullptr, 10);
-        if (errno == ERANGE) fail(ErrorKind::kUnsupported, line, "an integer beyond 64 bits is not supported");
+        if (errno == ERANGE)
+          fail(ErrorKind::kUnsupported, line, "an integer beyond 64 bits is not supported");
         e->literal = Value::integer(v);
       }
       return e;
@@ -417,18 +441,25 @@ class Parser {
 
   ExprPtr parse_postfix(ExprPtr node) {
     for (;;) {
-      if (is_op(".") || is_op("[")) node = parse_subscript(std::move(node));
-      else if (is_op("(")) node = parse_call(std::move(node));
-      else return node;
+      if (is_op(".") || is_op("["))
+        node = parse_subscript(std::move(node));
+      else if (is_op("("))
+        node = parse_call(std::move(node));
+      else
+        return node;
     }
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
     for (;;) {
-      if (is_op("|")) node = parse_filter(std::move(node));
-      else if (is_name("is")) node = parse_test(std::move(node));
-      else if (is_op("(")) node = parse_call(std::move(node));
-      else return node;
+      if (is_op("|"))
+        node = parse_filter(std::move(node));
+      else if (is_name("is"))
+        node = parse_test(std::move(node));
+      else if (is_op("("))
+        node = parse_call(std::move(node));
+      else
+        return node;
     }
   }
 
@@ -524,7 +555,8 @@ class Parser {
     expect_op("|");
     std::string name = expect_name();
     while (skip_op(".")) name += "." + expect_name();
-    if (!known_filter(name)) fail(ErrorKind::kUnsupported, line, "the '" + name + "' filter is not supported");
+    if (!known_filter(name))
+      fail(ErrorKind::kUnsupported, line, "the '" + name + "' filter is not supported");
     auto e = make(Expr::Kind::kFilter, line);
     e->name = name;
     e->args.push_back(std::move(node));
@@ -539,15 +571,17 @@ class Parser {
     e->negated = skip_name("not");
     e->name = expect_name();
     while (skip_op(".")) e->name += "." + expect_name();
-    if (!known_test(e->name)) fail(ErrorKind::kUnsupported, line, "the '" + e->name + "' test is not supported");
+    if (!known_test(e->name))
+      fail(ErrorKind::kUnsupported, line, "the '" + e->name + "' test is not supported");
     e->args.push_back(std::move(node));
     const Token& t = cur();
     if (is_op("(")) {
       parse_args(*e);
-    } else if ((t.kind == K::kName || t.kind == K::kString || t.kind == K::kInteger || t.kind == K::kFloat ||
-                is_op("(") || is_op("[") || is_op("{")) &&
+    } else if ((t.kind == K::kName || t.kind == K::kString || t.kind == K::kInteger ||
+                t.kind == K::kFloat || is_op("(") || is_op("[") || is_op("{")) &&
                !(t.kind == K::kName && (t.text == "else" || t.text == "or" || t.text == "and"))) {
-      if (is_name("is")) fail(ErrorKind::kSyntax, t.line, "You cannot chain multiple tests with is");
+      if (is_name("is"))
+        fail(ErrorKind::kSyntax, t.line, "You cannot chain multiple tests with is");
       e->args.push_back(parse_postfix(parse_primary()));
     }
     return e;

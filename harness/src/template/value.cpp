@@ -72,16 +72,26 @@ Value Value::callable(Callable c) {
 
 std::string type_name(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kNone: return "NoneType";
-    case Value::Kind::kBool: return "bool";
-    case Value::Kind::kInt: return "int";
-    case Value::Kind::kFloat: return "float";
-    case Value::Kind::kString: return v.markup ? "Markup" : "str";
-    case Value::Kind::kList: return v.tuple ? "tuple" : "list";
-    case Value::Kind::kDict: return "dict";
-    case Value::Kind::kNamespace: return "Namespace";
-    case Value::Kind::kCallable: return "function";
+    case Value::Kind::kUndefined:
+      return "Undefined";
+    case Value::Kind::kNone:
+      return "NoneType";
+    case Value::Kind::kBool:
+      return "bool";
+    case Value::Kind::kInt:
+      return "int";
+    case Value::Kind::kFloat:
+      return "float";
+    case Value::Kind::kString:
+      return v.markup ? "Markup" : "str";
+    case Value::Kind::kList:
+      return v.tuple ? "tuple" : "list";
+    case Value::Kind::kDict:
+      return "dict";
+    case Value::Kind::kNamespace:
+      return "Namespace";
+    case Value::Kind::kCallable:
+      return "function";
   }
   return "object";
 }
@@ -89,15 +99,23 @@ std::string type_name(const Value& v) {
 bool truthy(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return false;
-    case Value::Kind::kBool: return v.b;
-    case Value::Kind::kInt: return v.i != 0;
-    case Value::Kind::kFloat: return v.f != 0;
-    case Value::Kind::kString: return !v.s->empty();
-    case Value::Kind::kList: return !v.list->empty();
-    case Value::Kind::kDict: return !v.dict->empty();
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return v.b;
+    case Value::Kind::kInt:
+      return v.i != 0;
+    case Value::Kind::kFloat:
+      return v.f != 0;
+    case Value::Kind::kString:
+      return !v.s->empty();
+    case Value::Kind::kList:
+      return !v.list->empty();
+    case Value::Kind::kDict:
+      return !v.dict->empty();
     case Value::Kind::kNamespace:
-    case Value::Kind::kCallable: return true;
+    case Value::Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -145,13 +163,20 @@ std::string float_repr(double v) {
 
 std::string to_str(const Value& v, int line) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return v.b ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(v.i);
-    case Value::Kind::kFloat: return float_repr(v.f);
-    case Value::Kind::kString: return *v.s;
-    default: break;
+    case Value::Kind::kUndefined:
+      return "";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return v.b ? "True" : "False";
+    case Value::Kind::kInt:
+      return std::to_string(v.i);
+    case Value::Kind::kFloat:
+      return float_repr(v.f);
+    case Value::Kind::kString:
+      return *v.s;
+    default:
+      break;
   }
   fail(ErrorKind::kUnsupported, line,
        "writing a " + type_name(v) + " as text (Python's repr) is not supported");
@@ -170,14 +195,17 @@ double as_double(const Value& v) {
 bool equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat)
-      return (a.kind == Value::Kind::kBool ? a.b : a.i) == (b.kind == Value::Kind::kBool ? b.b : b.i);
+      return (a.kind == Value::Kind::kBool ? a.b : a.i) ==
+             (b.kind == Value::Kind::kBool ? b.b : b.i);
     return as_double(a) == as_double(b);
   }
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return *a.s == *b.s;
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return *a.s == *b.s;
     case Value::Kind::kList:
       if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
       for (std::size_t k = 0; k < a.list->size(); ++k)
@@ -191,18 +219,23 @@ bool equal(const Value& a, const Value& b) {
         if (it == b.dict->end() || !equal(value, it->second)) return false;
       }
       return true;
-    case Value::Kind::kNamespace: return a.ns == b.ns;
-    case Value::Kind::kCallable: return a.call == b.call;
-    default: return false;
+    case Value::Kind::kNamespace:
+      return a.ns == b.ns;
+    case Value::Kind::kCallable:
+      return a.call == b.call;
+    default:
+      return false;
   }
 }
 
 bool less(const Value& a, const Value& b, int line) {
   if (a.is_undefined() || b.is_undefined())
-    fail(ErrorKind::kRender, line, "'" + (a.is_undefined() ? a : b).undefined_name + "' is undefined");
+    fail(ErrorKind::kRender, line,
+         "'" + (a.is_undefined() ? a : b).undefined_name + "' is undefined");
   if (a.is_number() && b.is_number()) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat)
-      return (a.kind == Value::Kind::kBool ? a.b : a.i) < (b.kind == Value::Kind::kBool ? b.b : b.i);
+      return (a.kind == Value::Kind::kBool ? a.b : a.i) <
+             (b.kind == Value::Kind::kBool ? b.b : b.i);
     return as_double(a) < as_double(b);
   }
   if (a.is_string() && b.is_string()) return *a.s < *b.s;  // UTF-8 byte order is code point order
@@ -234,7 +267,8 @@ bool contains(const Value& haystack, const Value& needle, int line) {
       return needle.is_string() &&
              std::any_of(haystack.dict->begin(), haystack.dict->end(),
                          [&](const auto& kv) { return kv.first == *needle.s; });
-    case Value::Kind::kUndefined: return false;  // Undefined iterates as empty
+    case Value::Kind::kUndefined:
+      return false;  // Undefined iterates as empty
     default:
       fail(ErrorKind::kRender, line,
            "argument of type '" + type_name(haystack) + "' is not iterable");
@@ -243,17 +277,22 @@ bool contains(const Value& haystack, const Value& needle, int line) {
 
 Value from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::none();
-    case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value::integer(j.get<std::int64_t>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value::none();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value::integer(j.get<std::int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const auto u = j.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX))
         fail(ErrorKind::kUnsupported, 0, "an integer beyond 64 bits is not supported");
       return Value::integer(static_cast<std::int64_t>(u));
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value::real(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value::string(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::real(j.get<double>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::string(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       List l;
       for (const auto& x : j) l.push_back(from_json(x));
@@ -261,10 +300,12 @@ Value from_json(const nlohmann::ordered_json& j) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.emplace_back(it.key(), from_json(it.value()));
       return Value::make_dict(std::move(d));
     }
-    default: fail(ErrorKind::kUnsupported, 0, "a binary JSON value is not supported");
+    default:
+      fail(ErrorKind::kUnsupported, 0, "a binary JSON value is not supported");
   }
 }
 
@@ -277,13 +318,20 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
   for (std::size_t k = 0; k < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[k]);
     char buf[16];
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\b') out += "\\b";
-    else if (c == '\f') out += "\\f";
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\b')
+      out += "\\b";
+    else if (c == '\f')
+      out += "\\f";
     else if (c < 0x20) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
@@ -317,13 +365,23 @@ void dump(std::string& out, const Value& v, const DumpOptions& opt, int depth, i
     for (int k = 0; k < d; ++k) out += *opt.indent;
   };
   switch (v.kind) {
-    case Value::Kind::kNone: out += "null"; return;
-    case Value::Kind::kBool: out += v.b ? "true" : "false"; return;
-    case Value::Kind::kInt: out += std::to_string(v.i); return;
-    case Value::Kind::kFloat:
-      out += std::isnan(v.f) ? "NaN" : std::isinf(v.f) ? (v.f > 0 ? "Infinity" : "-Infinity") : float_repr(v.f);
+    case Value::Kind::kNone:
+      out += "null";
       return;
-    case Value::Kind::kString: dump_string(out, *v.s, opt.ensure_ascii); return;
+    case Value::Kind::kBool:
+      out += v.b ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(v.i);
+      return;
+    case Value::Kind::kFloat:
+      out += std::isnan(v.f)   ? "NaN"
+             : std::isinf(v.f) ? (v.f > 0 ? "Infinity" : "-Infinity")
+                               : float_repr(v.f);
+      return;
+    case Value::Kind::kString:
+      dump_string(out, *v.s, opt.ensure_ascii);
+      return;
     case Value::Kind::kList: {
       if (v.list->empty()) {
         out += "[]";
@@ -362,7 +420,8 @@ void dump(std::string& out, const Value& v, const DumpOptions& opt, int depth, i
       return;
     }
     default:
-      fail(ErrorKind::kRender, line, "Object of type " + type_name(v) + " is not JSON serializable");
+      fail(ErrorKind::kRender, line,
+           "Object of type " + type_name(v) + " is not JSON serializable");
   }
 }
 
@@ -374,9 +433,7 @@ std::string json_dumps(const Value& v, const DumpOptions& opt, int line) {
   return out;
 }
 
-bool py_isspace(char32_t c) {
-  return tokenizer::is_white_space(c) || (c >= 0x1c && c <= 0x1f);
-}
+bool py_isspace(char32_t c) { return tokenizer::is_white_space(c) || (c >= 0x1c && c <= 0x1f); }
 
 std::u32string to_u32(const std::string& s) {
   std::u32string out;

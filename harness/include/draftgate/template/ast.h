@@ -16,17 +16,35 @@ using KwArgs = std::vector<std::pair<std::string, ExprPtr>>;
 
 struct Expr {
   enum class Kind {
-    kLiteral, kName, kList, kTuple, kDict, kGetattr, kGetitem, kSlice, kCall, kFilter, kTest,
-    kNeg, kPos, kNot, kBinary, kCompare, kAnd, kOr, kCond, kConcat
+    kLiteral,
+    kName,
+    kList,
+    kTuple,
+    kDict,
+    kGetattr,
+    kGetitem,
+    kSlice,
+    kCall,
+    kFilter,
+    kTest,
+    kNeg,
+    kPos,
+    kNot,
+    kBinary,
+    kCompare,
+    kAnd,
+    kOr,
+    kCond,
+    kConcat
   };
   Kind kind;
   int line = 0;
-  Value literal;            // kLiteral
-  std::string name;         // kName, attribute, filter/test name, binary operator
-  std::vector<ExprPtr> args;  // operands, items, call/filter arguments (the subject first)
-  KwArgs kwargs;            // keyword arguments of calls, filters and tests
+  Value literal;                 // kLiteral
+  std::string name;              // kName, attribute, filter/test name, binary operator
+  std::vector<ExprPtr> args;     // operands, items, call/filter arguments (the subject first)
+  KwArgs kwargs;                 // keyword arguments of calls, filters and tests
   std::vector<std::string> ops;  // kCompare: the operators between args
-  bool negated = false;     // kTest: `is not`
+  bool negated = false;          // kTest: `is not`
 };
 
 struct Stmt;
@@ -37,13 +55,13 @@ struct Stmt {
   enum class Kind { kData, kOutput, kIf, kFor, kSet, kMacro, kBreak, kContinue, kBlock };
   Kind kind;
   int line = 0;
-  std::string text;                // kData; kSet: the namespace attribute (empty: a name); kMacro: name
-  ExprPtr expr;                    // kOutput; kFor: the iterable; kSet: the value
-  std::vector<std::string> targets;  // kFor: loop variables; kSet: the name
+  std::string text;  // kData; kSet: the namespace attribute (empty: a name); kMacro: name
+  ExprPtr expr;      // kOutput; kFor: the iterable; kSet: the value
+  std::vector<std::string> targets;                // kFor: loop variables; kSet: the name
   std::vector<std::pair<ExprPtr, Body>> branches;  // kIf: (condition, body) for if and each elif
-  Body body;                       // kFor, kMacro, kBlock; kIf: the else branch
-  Body else_body;                  // kFor: the else branch
-  ExprPtr filter;                  // kFor: `if` condition
+  Body body;                                       // kFor, kMacro, kBlock; kIf: the else branch
+  Body else_body;                                  // kFor: the else branch
+  ExprPtr filter;                                  // kFor: `if` condition
   std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro: parameters and defaults
 };
 

@@ -19,7 +19,8 @@ bool apply_test(const std::string& name, const Value& subject, const CallArgs& a
 Value get_attribute(const Value& obj, const std::string& name, int line);
 Value get_item(const Value& obj, const Value& key, int line);
 // obj[start:stop:step] for a list, tuple or str; absent parts are undefined values.
-Value slice_of(const Value& obj, const Value& start, const Value& stop, const Value& step, int line);
+Value slice_of(const Value& obj, const Value& start, const Value& stop, const Value& step,
+               int line);
 
 // Python's str.strip family on code points: `chars` empty-optional means whitespace.
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right, int line);

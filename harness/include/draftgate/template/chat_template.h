@@ -10,10 +10,9 @@
 // an error Jinja2 raises too, the template's own raise_exception (its message), a bound passed.
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "draftgate/template/ast.h"
 #include "draftgate/template/evaluator.h"
@@ -57,8 +56,8 @@ struct CheckpointTemplate {
 // `dir` is a checkpoint directory (or a file in it, e.g. its tokenizer.json). The template is
 // `override_file` when given, else DIR/chat_template.jinja, else tokenizer_config.json's
 // `chat_template` (a string, or the list of {name, template} whose "default" is taken).
-CheckpointTemplate load_checkpoint_template(const std::filesystem::path& dir,
-                                            const std::optional<std::filesystem::path>& override_file);
+CheckpointTemplate load_checkpoint_template(
+    const std::filesystem::path& dir, const std::optional<std::filesystem::path>& override_file);
 
 // A messages file: a JSON array of objects, each with a string `role` and a `content` (string,
 // null, or a list of parts); other keys (reasoning_content, tool_calls, ...) pass through.

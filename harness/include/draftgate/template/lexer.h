@@ -10,7 +10,19 @@
 namespace draftgate::chat_template {
 
 struct Token {
-  enum class Kind { kData, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInteger, kFloat, kOp, kEnd };
+  enum class Kind {
+    kData,
+    kVarBegin,
+    kVarEnd,
+    kBlockBegin,
+    kBlockEnd,
+    kName,
+    kString,
+    kInteger,
+    kFloat,
+    kOp,
+    kEnd
+  };
   Kind kind;
   std::string text;  // data, name, operator, or the decoded string literal
   int line;

@@ -9,12 +9,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace draftgate::chat_template {
 
@@ -40,7 +39,18 @@ struct CallArgs;
 using Callable = std::function<Value(const CallArgs&, int line)>;
 
 struct Value {
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable };
+  enum class Kind {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kNamespace,
+    kCallable
+  };
   Kind kind = Kind::kUndefined;
   bool b = false;
   std::int64_t i = 0;
@@ -68,7 +78,9 @@ struct Value {
 
   bool is_undefined() const { return kind == Kind::kUndefined; }
   bool is_string() const { return kind == Kind::kString; }
-  bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool; }
+  bool is_number() const {
+    return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
+  }
   const std::string& str() const { return *s; }
 };
 
