@@ -14,7 +14,7 @@
 namespace draftgate::chat_template {
 
 struct RenderLimits {
-  std::uint64_t max_steps = 50'000'000;      // expressions and statements evaluated
+  std::uint64_t max_steps = 5'000'000;  // expressions and statements evaluated
   std::size_t max_output_bytes = 16u << 20;  // the rendered text
   int max_depth = 200;                       // nested macro calls
 };
