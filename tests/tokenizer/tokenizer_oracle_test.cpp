@@ -79,7 +79,8 @@ std::vector<json> corpus() {
 }
 
 // The oracle's answer per corpus line.
-std::vector<json> run_oracle(const fs::path& tokenizer_json, const fs::path& corpus_file = kCorpus) {
+std::vector<json> run_oracle(const fs::path& tokenizer_json,
+                             const fs::path& corpus_file = kCorpus) {
   const std::string cmd = "node '" + kOracleScript.string() + "' '" + oracle_prefix().string() +
                           "' '" + tokenizer_json.string() + "' '" + corpus_file.string() + "'";
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -198,8 +199,9 @@ TEST(TokenizerOracle, RenderedConversationsIdsEqualTheLibrarys) {
     std::ofstream out(corpus_file);
     for (const char* override_file : {"", "fixtures/chat-templates/qwen3.5-4b.jinja"}) {
       const auto ct = chat_template::load_checkpoint_template(
-          qwen3_file(), *override_file ? std::optional<fs::path>(fs::path(DRAFTGATE_SOURCE_DIR) / override_file)
-                                       : std::nullopt);
+          qwen3_file(),
+          *override_file ? std::optional<fs::path>(fs::path(DRAFTGATE_SOURCE_DIR) / override_file)
+                         : std::nullopt);
       for (auto conv = data["conversations"].begin(); conv != data["conversations"].end(); ++conv)
         for (const bool thinking : {false, true}) {
           chat_template::RenderRequest r;
