@@ -180,7 +180,7 @@ TEST(ChatTemplate, MessagesMustBeAnArrayOfRoleContentObjects) {
       HasSubstr("m.json: /0/content: must be a string, null, or a list of parts, got number"));
 }
 
-class CheckpointTemplateTest : public ::testing::Test {
+class ChatTemplateCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -203,7 +203,7 @@ class CheckpointTemplateTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(CheckpointTemplateTest, TokenizerConfigStringAndSpecialTokens) {
+TEST_F(ChatTemplateCheckpoint, TokenizerConfigStringAndSpecialTokens) {
   write(
       "tokenizer_config.json",
       R"({"chat_template": "{{ bos_token }}|{{ eos_token }}|{{ unk_token is defined }}|{{ additional_special_tokens|length }}",
@@ -212,7 +212,7 @@ TEST_F(CheckpointTemplateTest, TokenizerConfigStringAndSpecialTokens) {
   EXPECT_EQ(rendered(), "<s>|</s>|False|2");
 }
 
-TEST_F(CheckpointTemplateTest, ChatTemplateJinjaBesideWinsAndTheFlagWinsOverBoth) {
+TEST_F(ChatTemplateCheckpoint, ChatTemplateJinjaBesideWinsAndTheFlagWinsOverBoth) {
   write("tokenizer_config.json", R"({"chat_template": "config"})");
   write("chat_template.jinja", "jinja file\n");
   EXPECT_EQ(rendered(), "jinja file");
@@ -224,7 +224,7 @@ TEST_F(CheckpointTemplateTest, ChatTemplateJinjaBesideWinsAndTheFlagWinsOverBoth
             "jinja file\n");
 }
 
-TEST_F(CheckpointTemplateTest, NamedTemplatesTakeDefault) {
+TEST_F(ChatTemplateCheckpoint, NamedTemplatesTakeDefault) {
   write(
       "tokenizer_config.json",
       R"({"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "plain"}]})");
@@ -238,7 +238,7 @@ TEST_F(CheckpointTemplateTest, NamedTemplatesTakeDefault) {
               HasSubstr("/chat_template/0: must be {\"name\": string, \"template\": string}"));
 }
 
-TEST_F(CheckpointTemplateTest, NoTemplateIsSaid) {
+TEST_F(ChatTemplateCheckpoint, NoTemplateIsSaid) {
   write("tokenizer_config.json", R"({"eos_token": "</s>"})");
   EXPECT_THAT(error_of([&] { rendered(); }),
               HasSubstr("/chat_template: this tokenizer has no chat template"));
@@ -250,7 +250,7 @@ TEST_F(CheckpointTemplateTest, NoTemplateIsSaid) {
               HasSubstr("chat_template.jinja: the chat template is not valid UTF-8 at byte 4"));
 }
 
-TEST_F(CheckpointTemplateTest, MessagesFileKeepsKeyOrderAndRefusesBadBytes) {
+TEST_F(ChatTemplateCheckpoint, MessagesFileKeepsKeyOrderAndRefusesBadBytes) {
   write("m.json", R"([{"role": "user", "content": "x", "z": 1, "a": 2}])");
   const ojson m = read_messages((dir_ / "m.json").string());
   RenderRequest r;
