@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev libutf8proc-dev  # the tokenizer: pre-tokenizer regexes (PCRE2), NFC (utf8proc)
   libopenblas0-pthread  # without it libtorch's float32 matmul falls back to the ~10x slower reference BLAS
   libxml2-utils  # tests only: xmllint validates the JUnit reports against tests/schema/junit.xsd
+  python3-jinja2  # tests only: the chat-template oracle (tests/template/render_oracle.py), Jinja2 as transformers runs it
   python3-torch  # tests only (ctest -L python: a PyTorch trainer writes step records); never needed by draftgate
 )
 

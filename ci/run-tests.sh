@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
-# The tokenizer oracle test fails, not skips, when its npm packages are missing.
+# The tokenizer and chat-template oracle tests fail, not skip, when their packages are missing.
 export DRAFTGATE_REQUIRE_TOKENIZER_ORACLE=1
+export DRAFTGATE_REQUIRE_JINJA_ORACLE=1
 bash ci/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"

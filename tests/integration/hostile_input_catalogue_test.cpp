@@ -1638,6 +1638,124 @@ INSTANTIATE_TEST_SUITE_P(
                 "resolves into /proc"}),
     [](const auto& p) { return p.param.label; });
 
+// Issue 29's chat-template inputs, through `tokenize --messages`: the template (from
+// tokenizer_config.json, chat_template.jinja or --chat-template) and the messages file. Each
+// case is the small tokenizer, a one-line conversation unless the case edits it, and the input.
+Hostile chat_case(const std::string& label, const std::string& template_text,
+                  const std::string& messages, const std::string& message) {
+  return {label,
+          [template_text, messages](const fs::path& dir) {
+            write(dir / "tokenizer.json", small_tokenizer());
+            write(dir / "chat_template.jinja", template_text);
+            write(dir / "chat.json", messages);
+            return "tokenize --tokenizer " + dir.string() + " --messages " +
+                   (dir / "chat.json").string();
+          },
+          message};
+}
+const std::string kOneTurn = R"([{"role": "user", "content": "ab"}])";
+const std::string kEcho = "{% for m in messages %}{{ m.content }}{% endfor %}";
+Hostile config_template_case(const std::string& label, const json& chat_template,
+                             const std::string& message) {
+  return {label,
+          [chat_template](const fs::path& dir) {
+            write(dir / "tokenizer.json", small_tokenizer());
+            write(dir / "tokenizer_config.json", json{{"chat_template", chat_template}});
+            write(dir / "chat.json", kOneTurn);
+            return "tokenize --tokenizer " + dir.string() + " --messages " +
+                   (dir / "chat.json").string();
+          },
+          message};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ChatTemplate, HostileInput,
+    ::testing::Values(
+        chat_case("chat_template_does_not_parse", "ab\n{% for m in messages %}\n{{ m.content }",
+                  kOneTurn,
+                  "chat_template.jinja: line 3: template syntax error: unexpected end of template, "
+                  "expected '}}'"),
+        chat_case("chat_template_unclosed_block", "{% if messages %}\nab", kOneTurn,
+                  "chat_template.jinja: line 2: template syntax error: unexpected end of template"),
+        chat_case(
+            "chat_template_unsupported_statement", "\n{% include 'system.jinja' %}", kOneTurn,
+            "chat_template.jinja: line 2: unsupported template construct: the 'include' statement"),
+        chat_case("chat_template_unsupported_filter",
+                  "{{ messages|map(attribute='content')|join }}", kOneTurn,
+                  "chat_template.jinja: line 1: unsupported template construct: the 'map' filter"),
+        chat_case(
+            "chat_template_unsupported_list_repr", "{{ messages }}", kOneTurn,
+            "chat_template.jinja: line 1: unsupported template construct: writing a list as text"),
+        chat_case(
+            "chat_template_loop_past_the_step_bound",
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            kOneTurn, "chat_template.jinja: line 1: rendering did not end within 5000000 steps"),
+        chat_case("chat_template_output_past_the_bound",
+                  "{% for i in range(100000) %}{{ 'ab' * 500 }}{% endfor %}", kOneTurn,
+                  "chat_template.jinja: line 1: the rendered text passed 16777216 bytes"),
+        chat_case("chat_template_string_doubling",
+                  "{% set s = namespace(v='ab') %}{% for i in range(64) %}{% set s.v = s.v + s.v "
+                  "%}{% endfor %}",
+                  kOneTurn, "chat_template.jinja: line 1: a string grew past 67108864 bytes"),
+        chat_case("chat_template_macro_recursion",
+                  "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", kOneTurn,
+                  "chat_template.jinja: line 1: macros nested deeper than 200"),
+        chat_case("chat_template_raise_exception",
+                  "{% if messages[0].role != 'system' %}\n{{ raise_exception('Conversations must "
+                  "start with a system prompt.') }}{% endif %}",
+                  kOneTurn,
+                  "chat_template.jinja: line 2: the template raised an exception: Conversations "
+                  "must start with a system prompt."),
+        chat_case("chat_template_undefined_attribute", "{{ nothing.content }}", kOneTurn,
+                  "chat_template.jinja: line 1: rendering failed: 'nothing' is undefined"),
+        chat_case("chat_template_invalid_utf8", std::string("ab\xC3\x28"), kOneTurn,
+                  "chat_template.jinja: the chat template is not valid UTF-8 at byte 2"),
+        chat_case("messages_not_an_array", kEcho, R"({"role": "user", "content": "ab"})",
+                  "chat.json: messages must be a JSON array of {\"role\", \"content\"} objects, "
+                  "got object"),
+        chat_case("messages_entry_a_string", kEcho, R"(["ab"])",
+                  "chat.json: /0: a message must be an object"),
+        chat_case("messages_without_role", kEcho, R"([{"content": "ab"}])",
+                  "chat.json: /0/role: a message needs a string \"role\""),
+        chat_case("messages_without_content", kEcho, R"([{"role": "user"}])",
+                  "chat.json: /0: a message needs \"content\""),
+        chat_case("messages_content_a_number", kEcho, R"([{"role": "user", "content": 7}])",
+                  "chat.json: /0/content: must be a string, null, or a list of parts, got number"),
+        chat_case("messages_invalid_utf8", kEcho,
+                  std::string("[{\"role\": \"user\", \"content\": \"a\xFF\"}]"),
+                  "chat.json: the messages file is not valid UTF-8 at byte 31"),
+        chat_case("messages_duplicate_key", kEcho,
+                  R"([{"role": "user", "role": "system", "content": "ab"}])", "chat.json:"),
+        chat_case("messages_truncated", kEcho, R"([{"role": "user", "con)", "chat.json:"),
+        config_template_case("tokenizer_config_chat_template_a_number", 7,
+                             "tokenizer_config.json: /chat_template: must be a string or a list of "
+                             "{name, template}, got number"),
+        config_template_case("tokenizer_config_named_templates_without_default",
+                             json::array({{{"name", "tool_use"}, {"template", "x"}}}),
+                             "tokenizer_config.json: /chat_template: several named templates and "
+                             "none is \"default\""),
+        config_template_case("tokenizer_config_named_template_without_text",
+                             json::array({{{"name", "default"}}}),
+                             "tokenizer_config.json: /chat_template/0: must be {\"name\": string, "
+                             "\"template\": string}"),
+        Hostile{"chat_template_flag_a_directory",
+                [](const fs::path& dir) {
+                  write(dir / "tokenizer.json", small_tokenizer());
+                  write(dir / "chat.json", kOneTurn);
+                  return "tokenize --tokenizer " + dir.string() + " --messages " +
+                         (dir / "chat.json").string() + " --chat-template " + dir.string();
+                },
+                "not a regular file (it is a directory)"},
+        Hostile{"chat_template_missing",
+                [](const fs::path& dir) {
+                  write(dir / "tokenizer.json", small_tokenizer());
+                  write(dir / "chat.json", kOneTurn);
+                  return "tokenize --tokenizer " + dir.string() + " --messages " +
+                         (dir / "chat.json").string();
+                },
+                "no chat template: neither chat_template.jinja nor tokenizer_config.json is here"}),
+    [](const auto& p) { return p.param.label; });
+
 // Drafter keys and files the reader refuses (arch/drafter_keys.cpp), run through eval: each a
 // key the evaluator would otherwise have ignored.
 Hostile key_case(std::string label, std::function<void(json&)> edit, std::string message) {

@@ -1,5 +1,6 @@
 // `draftgate tokenize` as a user runs it: ids and pieces, --json, --text-file read byte for byte,
-// and bad input (exit 2, one line). On a small tokenizer.json written here; the real tokenizers
+// --messages rendered by the checkpoint's chat template (--enable-thinking, --chat-template), and
+// bad input (exit 2, one line). On a small tokenizer.json written here; the real tokenizers
 // are compared with the Hugging Face library in tests/tokenizer/tokenizer_oracle_test.cpp.
 
 #include <gmock/gmock.h>
@@ -113,10 +114,83 @@ TEST(TokenizeCli, BadInputIsExitTwoWithOneLine) {
   std::ofstream(bad, std::ios::binary) << "ok\xC3(";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {"--text-file " + bad.string(), bad.string() + ": text is not valid UTF-8 at byte 2"},
-           {"", "give exactly one of --text STRING and --text-file FILE"},
+           {"", "give exactly one of --text STRING, --text-file FILE and --messages FILE.json"},
            {"--text a --text-file " + bad.string(), "excludes"}}) {
     const auto r = run_draftgate("tokenize --tokenizer " + dir.string() + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// A checkpoint directory with the small tokenizer and a chat template in tokenizer_config.json.
+fs::path write_chat_checkpoint(const fs::path& dir) {
+  write_tokenizer(dir);
+  const json config = {
+      {"eos_token", "<|end|>"},
+      {"chat_template",
+       "{%- for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}\n{% endfor %}"
+       "{%- if add_generation_prompt %}a:{% if enable_thinking is defined and enable_thinking is "
+       "false %}"
+       " h{% endif %}{% endif %}"}};
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  return dir;
+}
+
+TEST(TokenizeCli, MessagesAreRenderedByTheCheckpointsTemplateThenTokenized) {
+  const fs::path tmp = testing::fresh_dir("tokenize_cli");
+  const fs::path dir = write_chat_checkpoint(tmp / "tok");
+  const fs::path messages = tmp / "chat.json";
+  std::ofstream(messages) << R"([{"role": "u", "content": "h"}])";
+  auto r = run_draftgate("tokenize --tokenizer " + dir.string() + " --messages " +
+                         messages.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // "u: h<|end|>\na:": the template's eos_token comes out as its id (257); the generation prompt
+  // is always added.
+  EXPECT_EQ(json::parse(r.out),
+            json({{"ids", {117, 58, 32, 104, 257, 10, 97, 58}}, {"rendered", "u: h<|end|>\na:"}}));
+  r = run_draftgate("tokenize --tokenizer " + dir.string() + " --messages " + messages.string() +
+                    " --enable-thinking false --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["rendered"], "u: h<|end|>\na: h");
+  const fs::path other = tmp / "other.jinja";
+  std::ofstream(other) << "{{ messages[0].content }}{{ messages|length }}";
+  r = run_draftgate("tokenize --tokenizer " + dir.string() + " --messages " + messages.string() +
+                    " --chat-template " + other.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json({{"ids", {104, 49}}, {"rendered", "h1"}}));
+}
+
+TEST(TokenizeCli, TemplateAndMessagesProblemsAreExitTwoWithOneLine) {
+  const fs::path tmp = testing::fresh_dir("tokenize_cli");
+  const fs::path dir = write_chat_checkpoint(tmp / "tok");
+  const fs::path good = tmp / "chat.json";
+  std::ofstream(good) << R"([{"role": "u", "content": "h"}])";
+  const auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(tmp / name, std::ios::binary) << text;
+    return (tmp / name).string();
+  };
+  const std::string m = " --messages " + good.string();
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --messages " + file("obj.json", R"({"role": "u"})"),
+            "obj.json: messages must be a JSON array"},
+           {" --messages " + file("norole.json", R"([{"content": "x"}])"),
+            "norole.json: /0/role: a message needs a string"},
+           {" --messages " + file("utf8.json", "[{\"role\": \"u\", \"content\": \"\xff\"}]"),
+            "utf8.json: the messages file is not valid UTF-8 at byte 27"},
+           {m + " --chat-template " + file("syntax.jinja", "ok\n{% if x %}"),
+            "syntax.jinja: line 2: template syntax error"},
+           {m + " --chat-template " + file("raw.jinja", "\n\n{% raw %}{% endraw %}"),
+            "raw.jinja: line 3: unsupported template construct: the 'raw' statement"},
+           {m + " --chat-template " +
+                file("raise.jinja", "{{ raise_exception('No user query found in messages.') }}"),
+            "raise.jinja: line 1: the template raised an exception: No user query found in "
+            "messages."},
+           {m + " --enable-thinking maybe", "--enable-thinking"},
+           {" --text a --enable-thinking true",
+            "--enable-thinking: only a conversation (--messages FILE.json) is rendered"}}) {
+    const auto r = run_draftgate("tokenize --tokenizer " + dir.string() + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "draftgate/error.h"
+#include "draftgate/template/chat_template.h"
 #include "draftgate/tokenizer/tokenizer.h"
 
 namespace draftgate::tokenizer {
@@ -76,9 +79,10 @@ std::vector<json> corpus() {
 }
 
 // The oracle's answer per corpus line.
-std::vector<json> run_oracle(const fs::path& tokenizer_json) {
+std::vector<json> run_oracle(const fs::path& tokenizer_json,
+                             const fs::path& corpus_file = kCorpus) {
   const std::string cmd = "node '" + kOracleScript.string() + "' '" + oracle_prefix().string() +
-                          "' '" + tokenizer_json.string() + "' '" + kCorpus.string() + "'";
+                          "' '" + tokenizer_json.string() + "' '" + corpus_file.string() + "'";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return {};
   std::string out;
@@ -176,6 +180,56 @@ TEST(TokenizerOracle, APatternDifferenceIsCaught) {
     differ += qwen3.encode(entries[i]["text"].get<std::string>(), "t") !=
               oracle[i]["ids"].get<std::vector<std::int32_t>>();
   EXPECT_GT(differ, 0u);
+}
+
+// Issue 29 item 5: a conversation rendered by the checkpoint's chat template (the real Qwen3
+// tokenizer_config.json's, found as `tokenize --messages` finds it, and the Qwen3.5 template) and
+// then tokenized gives the library's ids: the special tokens the template writes come out as
+// their ids (<|im_start|> = 151644, <|im_end|> = 151645), as apply_chat_template(tokenize=True)
+// gives them.
+TEST(TokenizerOracle, RenderedConversationsIdsEqualTheLibrarys) {
+  REQUIRE_ORACLE();
+  using ojson = nlohmann::ordered_json;
+  const ojson data = ojson::parse(std::ifstream(fs::path(DRAFTGATE_SOURCE_DIR) /
+                                                "tests/data/chat-template/conversations.json"));
+  const fs::path corpus_file =
+      fs::temp_directory_path() / ("draftgate-rendered-" + std::to_string(::getpid()) + ".jsonl");
+  std::vector<std::string> texts;
+  {
+    std::ofstream out(corpus_file);
+    for (const char* override_file : {"", "fixtures/chat-templates/qwen3.5-4b.jinja"}) {
+      const auto ct = chat_template::load_checkpoint_template(
+          qwen3_file(),
+          *override_file ? std::optional<fs::path>(fs::path(DRAFTGATE_SOURCE_DIR) / override_file)
+                         : std::nullopt);
+      for (auto conv = data["conversations"].begin(); conv != data["conversations"].end(); ++conv)
+        for (const bool thinking : {false, true}) {
+          chat_template::RenderRequest r;
+          r.messages = conv.value();
+          r.enable_thinking = thinking;
+          r.variables = ct.special_tokens;
+          std::string text;
+          try {
+            text = ct.chat_template.render(r);
+          } catch (const Error&) {
+            continue;  // the template's own refusals (no user query, ...)
+          }
+          texts.push_back(text);
+          out << json{{"name", conv.key()}, {"text", text}}.dump() << "\n";
+        }
+    }
+  }
+  const std::vector<json> oracle = run_oracle(qwen3_file(), corpus_file);
+  fs::remove(corpus_file);
+  ASSERT_EQ(oracle.size(), texts.size());
+  EXPECT_GT(texts.size(), 80u);
+  const Tokenizer tok = Tokenizer::load(qwen3_file());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = tok.encode(texts[i], "rendered");
+    EXPECT_EQ(ids, oracle[i]["ids"].get<std::vector<std::int32_t>>()) << oracle[i]["name"];
+    EXPECT_EQ(ids.front(), 151644) << "the rendering starts with <|im_start|> as its id";
+    EXPECT_NE(std::find(ids.begin(), ids.end(), 151645), ids.end()) << "<|im_end|> as its id";
+  }
 }
 
 }  // namespace
