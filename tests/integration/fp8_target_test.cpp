@@ -138,6 +138,7 @@ TEST(Fp8Target, AgainstTheBf16OriginalDiffersByTheWeightQuantizationOnly) {
     const fs::path dir = testing::fresh_dir(std::string("fp8_precision_") + family_name(family));
     RandomTargetSpec s;
     s.family = family;
+    s.layout = entry_of(family).layouts.front();
     s.hidden = 256;
     s.intermediate = 768;
     s.heads = 4;
@@ -216,10 +217,9 @@ TEST(Fp8Cli, ProbeForwardAndParityRunAnFp8Target) {
   r = testing::run_draftgate("forward --model " + fp8 + taps + (dir / "fp8.safetensors").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
-  for (const std::string& params :
-       {std::string(),
-        " --param hidden_state_parity.a=cpu:f32 --param hidden_state_parity.b=cpu:bf16",
-        " --reference-dump " + (dir / "plain.safetensors").string()}) {
+  for (const std::string& params : std::vector<std::string>{
+           "", " --param hidden_state_parity.a=cpu:f32 --param hidden_state_parity.b=cpu:bf16",
+           " --reference-dump " + (dir / "plain.safetensors").string()}) {
     r = testing::run_draftgate("check --only hidden_state_parity --target " + fp8 + params);
     EXPECT_EQ(r.exit_code, 0) << params << "\n" << r.out << r.err;
     EXPECT_THAT(r.out, ::testing::ContainsRegex("hidden_state_parity +PASS")) << params;
@@ -227,24 +227,37 @@ TEST(Fp8Cli, ProbeForwardAndParityRunAnFp8Target) {
 }
 
 // A step of a random drafter trained against an FP8 target, recorded as a trainer would (its
-// teacher the FP8 checkpoint's forward): the step-record checks run on it and pass.
+// teacher the FP8 checkpoint's forward): the step-record checks run on it and pass. The same step
+// recorded against the f32 original the FP8 target was quantized from fails
+// target_logits_noise_free judged against the FP8 target: the weight quantization is no float32
+// noise.
 TEST(Fp8Cli, StepRecordChecksRunOnAnFp8Target) {
   const fs::path dir = testing::fresh_dir("fp8_record");
   RandomTargetSpec t;
   t.dtype = at::kFloat;
+  write_random_target(dir / "original/target", t);
   t.fp8 = random_target_fp8_scheme(t, 24, 40);
-  write_random_target(dir / "target", t);
+  write_random_target(dir / "fp8/target", t);
   RandomDrafterSpec d;
   d.dtype = at::kFloat;
-  write_random_drafter(dir / "drafter", d);
-  const fs::path record = dir / "step.safetensors";
-  train::write_step_record(record, testing::training_step(train::LossType::kHardCrossEntropy, dir));
-  const auto r =
-      testing::run_draftgate("check --target " + (dir / "target").string() + " --drafter " +
-                             (dir / "drafter").string() + " --step-record " + record.string());
+  write_random_drafter(dir / "fp8/drafter", d);
+  write_random_drafter(dir / "original/drafter", d);
+  const auto check = [&](const std::string& teacher) {
+    const fs::path record = dir / (teacher + ".safetensors");
+    train::write_step_record(
+        record, testing::training_step(train::LossType::kHardCrossEntropy, dir / teacher));
+    return testing::run_draftgate("check --target " + (dir / "fp8/target").string() +
+                                  " --drafter " + (dir / "fp8/drafter").string() +
+                                  " --step-record " + record.string());
+  };
+  auto r = check("fp8");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* check : {"captured_hidden_states", "target_logits_noise_free", "loss_type"})
-    EXPECT_THAT(r.out, ::testing::ContainsRegex(std::string(check) + " +PASS")) << r.out;
+  for (const char* name : {"fc_excludes_target_layer", "hidden_state_parity", "loss_type",
+                           "target_logits_noise_free", "train_infer_consistency"})
+    EXPECT_THAT(r.out, ::testing::ContainsRegex(std::string(name) + " +PASS")) << r.out;
+  r = check("original");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("target_logits_noise_free +FAIL")) << r.out;
 }
 
 }  // namespace
