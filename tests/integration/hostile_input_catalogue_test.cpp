@@ -2232,7 +2232,7 @@ INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
                                                fp8_quantization([](json& q) {
                                                  q["modules_to_not_convert"].push_back("self_attn");
                                                }),
-                                               "tensor \"model.layers.0.self_attn.k_proj.weight\" "
+                                               "tensor \"model.layers.0.self_attn.q_proj.weight\" "
                                                "is F8_E4M3 but "
                                                "quantization_config lists its module as not "
                                                "converted (\"self_attn\")"),
@@ -2287,28 +2287,29 @@ INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
                                                     fp8_quantization([](json& q) {
                                                       q["weight_block_size"] = {0, 40};
                                                     }),
-                                                    "quantization_config.weight_block_size [0,40] "
+                                                    "quantization_config.weight_block_size [0, 40] "
                                                     "is not two positive integers"),
                                            fp8_case("fp8_block_size_negative",
                                                     fp8_quantization([](json& q) {
                                                       q["weight_block_size"] = {24, -40};
                                                     }),
                                                     "quantization_config.weight_block_size "
-                                                    "[24,-40] is not two positive integers"),
+                                                    "[24, -40] is not two positive integers"),
                                            fp8_case("fp8_block_size_fraction",
                                                     fp8_quantization([](json& q) {
                                                       q["weight_block_size"] = {24.5, 40};
                                                     }),
                                                     "quantization_config.weight_block_size "
-                                                    "[24.5,40] is not two positive integers"),
+                                                    "[24.5, 40] is not two positive integers"),
                                            fp8_case(
                                                "fp8_block_size_other_than_written",
                                                fp8_quantization([](json& q) {
                                                  q["weight_block_size"] = {128, 128};
                                                }),
-                                               kFp8Scale +
-                                                   " has shape [3, 2], but [64, 64] in 128x128 "
-                                                   "blocks needs [1, 1]"),
+                                               "tensor "
+                                               "\"model.layers.0.mlp.gate_proj.weight_scale_inv\" "
+                                               "has shape [6, 2], but [128, 64] in 128x128 "
+                                               "blocks needs [1, 1]"),
                                            fp8_case(
                                                "fp8_static_activations",
                                                fp8_quantization([](json& q) {
