@@ -18,6 +18,8 @@ struct MakeTargetOptions {
   std::string family = model::families().front().name;
   std::string layout;
   std::string dtype = "bf16";
+  std::string quantize;
+  std::vector<std::int64_t> fp8_block = {128, 128};
   std::string out;
 };
 
@@ -48,9 +50,16 @@ int run_make_target(MakeTargetOptions opt) {
   if (s.experts_per_token > s.num_experts)
     throw Error("--experts-per-token", std::to_string(s.experts_per_token) + " exceeds --experts " +
                                            std::to_string(s.num_experts));
+  if (opt.quantize == "fp8") {
+    if (opt.fp8_block.size() != 2)
+      throw Error("--fp8-block", "expected two block sizes ROWS,COLS (e.g. 128,128)");
+    s.fp8 = model::random_target_fp8_scheme(s, opt.fp8_block[0], opt.fp8_block[1]);
+  } else if (!opt.quantize.empty())
+    throw Error("--quantize", "unknown quantization \"" + opt.quantize + "\" (expected fp8)");
   model::write_random_target(opt.out, s);
   std::cout << "wrote random " << family->name << " target (" << model::layout_name(s.layout)
-            << " layout) to " << opt.out << "\n";
+            << " layout" << (s.fp8 ? ", " + s.fp8->describe() : std::string()) << ") to " << opt.out
+            << "\n";
   return 0;
 }
 
@@ -113,6 +122,14 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--moe-intermediate", opt->spec.moe_intermediate, "Each expert's MLP width (MoE)")
       ->check(integer_range(1, kMaxWidth));
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
+  cmd->add_option(
+      "--quantize", opt->quantize,
+      "fp8: write the decoder layers' linear weights block-FP8 (e4m3 + weight_scale_inv)");
+  cmd->add_option("--fp8-block", opt->fp8_block,
+                  "FP8 weight_block_size ROWS,COLS (default 128,128)")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());
   set_example(cmd, "draftgate make-target --family qwen3_5 --layout vlm --out /tmp/target");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_target(*opt); }; });

@@ -61,6 +61,8 @@ int run_probe(const ProbeOptions& opt) {
     out["family"] = family ? nlohmann::json(family->name) : nlohmann::json(nullptr);
     out["engine_supported"] = engine.supported;
     out["engine_notes"] = engine.reasons;
+    out["quantization"] =
+        engine.quantization.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine.quantization);
     if (opt.tree) out["module_tree"] = layout::render_module_tree(ckpt);
     std::cout << io::dump_json(out) << "\n";
     return 0;
@@ -90,6 +92,8 @@ int run_probe(const ProbeOptions& opt) {
     print_row(i == 0 ? "notes" : "", stack.notes[i]);
   if (engine.supported)
     print_row("engine", "supported: the model checks and forward/eval can run this target");
+  if (!engine.quantization.empty())
+    print_row("quantization", engine.quantization + ", dequantized one layer at a time");
   for (std::size_t i = 0; i < engine.reasons.size(); ++i)
     print_row(i == 0 ? "engine" : "", (i == 0 ? "NOT supported: " : "") + engine.reasons[i]);
   if (opt.tree) std::cout << "\n" << layout::render_module_tree(ckpt);

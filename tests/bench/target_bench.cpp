@@ -12,9 +12,12 @@
 
 #include <map>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "bench_models.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
 
@@ -88,7 +91,33 @@ void BM_MemoryReadBandwidth(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * buffer.nbytes());
 }
 
+// Dequantizing one block-FP8 weight to float32 and then to bf16 (what a streamed FP8 layer costs on
+// top of its bf16 twin), at the shapes of a Qwen3.6-27B layer (hidden 5120, MLP 17408, 24 query
+// heads of 256 doubled by the gate, 4 KV heads): the codes are random finite e4m3 values in 128x128
+// blocks.
+void BM_DequantizeFp8(benchmark::State& state, std::int64_t rows, std::int64_t cols) {
+  io::Fp8Scheme scheme;
+  const at::Tensor codes = at::randint(0, 0x7F, {rows, cols}, at::kByte);
+  const at::Tensor scale = at::rand({(rows + 127) / 128, (cols + 127) / 128}, at::kFloat) + 0.01;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(dequantize_fp8_blocks(codes, scale, scheme).to(at::kBFloat16));
+  state.SetItemsProcessed(state.iterations() * rows * cols);
+  state.counters["threads"] = at::get_num_threads();
+}
+
 void register_all() {
+  // Qwen3.6-27B: a full-attention layer's q (12288 x 5120), k/v (1024 x 5120), o (5120 x 6144) and
+  // the MLP's gate/up (17408 x 5120) and down (5120 x 17408).
+  for (const auto& [label, rows, cols] :
+       std::vector<std::tuple<const char*, std::int64_t, std::int64_t>>{
+           {"q_proj", 12288, 5120},
+           {"kv_proj", 1024, 5120},
+           {"o_proj", 5120, 6144},
+           {"gate_up_proj", 17408, 5120},
+           {"down_proj", 5120, 17408}})
+    benchmark::RegisterBenchmark((std::string("DequantizeFp8/qwen3.6-27b/") + label).c_str(),
+                                 BM_DequantizeFp8, rows, cols)
+        ->Unit(benchmark::kMillisecond);
   for (const char* name : {"tiny-qwen3", "tiny-qwen3_5", "qwen3-0.6b", "qwen3_5-0.8b"}) {
     benchmark::RegisterBenchmark((std::string("Prefill/") + name).c_str(), BM_Prefill,
                                  std::string(name))

@@ -12,6 +12,9 @@
 //             drafter scalars, the golden's tau_definition, flags that only mean something together
 //   moe       routed-expert (qwen3_moe) targets: experts missing or misshapen, the router's shape,
 //             top-k beyond the experts, the sparse-layer keys
+//   fp8       block-FP8 targets: scales missing, misshapen, NaN / Inf / <= 0 or of a non-float
+//             dtype; quantization_config keys (fmt, weight_block_size, activation_scheme, the
+//             not-convert lists); F8 weights the config does not explain; make-target's flags
 // The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
 // hostile_input_test.cpp.
 
@@ -2403,6 +2406,256 @@ INSTANTIATE_TEST_SUITE_P(
             },
             "measured.json: tau_formulas must be an object")),
     [](const auto& p) { return p.param.label; });
+
+// A small random qwen3 target with block-FP8 decoder linears (24 x 40 blocks over 64 / 128 wide
+// matrices: [3, 2] scales for the attention's q_proj) in DIR/fp8, changed by `edit`, run through
+// forward.
+Hostile fp8_case(std::string label, std::function<void(const fs::path&)> edit,
+                 std::string message) {
+  return {std::move(label),
+          [edit](const fs::path& dir) {
+            model::RandomTargetSpec spec;
+            spec.layers = 2;
+            spec.fp8 = model::random_target_fp8_scheme(spec, 24, 40);
+            const fs::path fp8 = dir / "fp8";
+            model::write_random_target(fp8, spec);
+            edit(fp8);
+            return forward_to(fp8, (dir / "out.safetensors").string());
+          },
+          std::move(message)};
+}
+
+std::function<void(const fs::path&)> fp8_quantization(std::function<void(json&)> edit) {
+  return [edit](const fs::path& ckpt) {
+    json c = read(ckpt / "config.json");
+    edit(c["quantization_config"]);
+    write(ckpt / "config.json", c);
+  };
+}
+
+std::function<void(const fs::path&)> fp8_scale(std::function<at::Tensor(at::Tensor)> edit) {
+  return [edit](const fs::path& ckpt) {
+    edit_tensor(ckpt, "model.layers.0.self_attn.q_proj.weight_scale_inv", edit);
+  };
+}
+
+const std::string kFp8Scale = "tensor \"model.layers.0.self_attn.q_proj.weight_scale_inv\"";
+
+INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
+                         ::testing::Values(fp8_case(
+                                               "fp8_scale_missing",
+                                               [](const fs::path& ckpt) {
+                                                 testing::edit_tensors(
+                                                     ckpt,
+                                                     [](const std::string& name, at::Tensor w) {
+                                                       return name == "model.layers.0.self_attn.q_"
+                                                                      "proj.weight_scale_inv"
+                                                                  ? at::Tensor()
+                                                                  : w;
+                                                     });
+                                               },
+                                               "tensor \"model.layers.0.self_attn.q_proj.weight\" "
+                                               "is F8_E4M3 without its scales "
+                                               "\"model.layers.0.self_attn.q_proj.weight_scale_"
+                                               "inv\""),
+                                           fp8_case("fp8_scale_wrong_block_shape",
+                                                    fp8_scale([](at::Tensor s) {
+                                                      return s.narrow(0, 0, 2).clone();
+                                                    }),
+                                                    kFp8Scale + " has shape [2, 2], but [64, 64] "
+                                                                "in 24x40 blocks needs [3, 2]"),
+                                           fp8_case("fp8_scale_transposed",
+                                                    fp8_scale([](at::Tensor s) {
+                                                      return s.t().contiguous();
+                                                    }),
+                                                    kFp8Scale + " has shape [2, 3], but [64, 64] "
+                                                                "in 24x40 blocks needs [3, 2]"),
+                                           fp8_case("fp8_scale_nan", fp8_scale([](at::Tensor s) {
+                                                      s[1][1] = std::nan("");
+                                                      return s;
+                                                    }),
+                                                    kFp8Scale +
+                                                        " holds a scale that is NaN, Inf or <= 0"),
+                                           fp8_case("fp8_scale_inf", fp8_scale([](at::Tensor s) {
+                                                      s[0][1] = INFINITY;
+                                                      return s;
+                                                    }),
+                                                    kFp8Scale +
+                                                        " holds a scale that is NaN, Inf or <= 0"),
+                                           fp8_case("fp8_scale_zero", fp8_scale([](at::Tensor s) {
+                                                      s[2][0] = 0;
+                                                      return s;
+                                                    }),
+                                                    kFp8Scale +
+                                                        " holds a scale that is NaN, Inf or <= 0"),
+                                           fp8_case("fp8_scale_negative",
+                                                    fp8_scale([](at::Tensor s) { return -s; }),
+                                                    kFp8Scale +
+                                                        " holds a scale that is NaN, Inf or <= 0"),
+                                           fp8_case(
+                                               "fp8_scale_integer", fp8_scale([](at::Tensor s) {
+                                                 return s.to(at::kInt);
+                                               }),
+                                               kFp8Scale +
+                                                   " is stored I32, not a float32/bf16/f16 scale"),
+                                           fp8_case(
+                                               "fp8_nan_code",
+                                               [](const fs::path& ckpt) {
+                                                 edit_tensor(ckpt,
+                                                             "model.layers.1.mlp.up_proj.weight",
+                                                             [](at::Tensor w) {
+                                                               w[3][5] = 0x7F;  // e4m3fn's NaN
+                                                               return w;
+                                                             });
+                                               },
+                                               "tensor \"model.layers.1.mlp.up_proj.weight\" holds "
+                                               "NaN or Inf values"),
+                                           fp8_case(
+                                               "fp8_e5m2_weight",
+                                               [](const fs::path& ckpt) {
+                                                 edit_header(
+                                                     ckpt / "model.safetensors", [](json h) {
+                                                       h["model.layers.0.mlp.down_proj.weight"]
+                                                        ["dtype"] = "F8_E5M2";
+                                                       return h.dump();
+                                                     });
+                                               },
+                                               "tensor \"model.layers.0.mlp.down_proj.weight\" is "
+                                               "stored F8_E5M2; fine-grained "
+                                               "FP8 (fmt e4m3) stores F8_E4M3"),
+                                           fp8_case(
+                                               "fp8_weight_in_not_converted_module",
+                                               fp8_quantization([](json& q) {
+                                                 q["modules_to_not_convert"].push_back("self_attn");
+                                               }),
+                                               "tensor \"model.layers.0.self_attn.q_proj.weight\" "
+                                               "is F8_E4M3 but "
+                                               "quantization_config lists its module as not "
+                                               "converted (\"self_attn\")"),
+                                           fp8_case(
+                                               "fp8_without_quantization_config",
+                                               [](const fs::path& ckpt) {
+                                                 json c = read(ckpt / "config.json");
+                                                 c.erase("quantization_config");
+                                                 write(ckpt / "config.json", c);
+                                               },
+                                               "is stored F8_E4M3 but config.json has no "
+                                               "quantization_config with quant_method "
+                                               "\"fp8\""),
+                                           fp8_case(
+                                               "fp8_embedding",
+                                               [](const fs::path& ckpt) {
+                                                 edit_tensor(ckpt, "model.embed_tokens.weight",
+                                                             [](at::Tensor w) {
+                                                               return at::full(w.sizes(), 0x38,
+                                                                               at::kByte);
+                                                             });
+                                                 edit_header(
+                                                     ckpt / "model.safetensors", [](json h) {
+                                                       h["model.embed_tokens.weight"]["dtype"] =
+                                                           "F8_E4M3";
+                                                       return h.dump();
+                                                     });
+                                               },
+                                               "tensor \"model.embed_tokens.weight\" is stored "
+                                               "F8_E4M3, but draftgate reads it "
+                                               "unquantised"),
+                                           fp8_case(
+                                               "fp8_fmt_e5m2",
+                                               fp8_quantization([](json& q) { q["fmt"] = "e5m2"; }),
+                                               "quantization_config.fmt \"e5m2\" is not \"e4m3\""),
+                                           fp8_case(
+                                               "fp8_block_size_missing",
+                                               fp8_quantization([](json& q) {
+                                                 q.erase("weight_block_size");
+                                               }),
+                                               "quantization_config.weight_block_size is missing: "
+                                               "per-tensor FP8 scales are not "
+                                               "read"),
+                                           fp8_case(
+                                               "fp8_block_size_one_int",
+                                               fp8_quantization([](json& q) {
+                                                 q["weight_block_size"] = {128};
+                                               }),
+                                               "quantization_config.weight_block_size [128] is not "
+                                               "two positive integers"),
+                                           fp8_case("fp8_block_size_zero",
+                                                    fp8_quantization([](json& q) {
+                                                      q["weight_block_size"] = {0, 40};
+                                                    }),
+                                                    "quantization_config.weight_block_size [0, 40] "
+                                                    "is not two positive integers"),
+                                           fp8_case("fp8_block_size_negative",
+                                                    fp8_quantization([](json& q) {
+                                                      q["weight_block_size"] = {24, -40};
+                                                    }),
+                                                    "quantization_config.weight_block_size "
+                                                    "[24, -40] is not two positive integers"),
+                                           fp8_case("fp8_block_size_fraction",
+                                                    fp8_quantization([](json& q) {
+                                                      q["weight_block_size"] = {24.5, 40};
+                                                    }),
+                                                    "quantization_config.weight_block_size "
+                                                    "[24.5, 40] is not two positive integers"),
+                                           fp8_case(
+                                               "fp8_block_size_other_than_written",
+                                               fp8_quantization([](json& q) {
+                                                 q["weight_block_size"] = {128, 128};
+                                               }),
+                                               "tensor "
+                                               "\"model.layers.0.mlp.gate_proj.weight_scale_inv\" "
+                                               "has shape [6, 2], but [128, 64] in 128x128 "
+                                               "blocks needs [1, 1]"),
+                                           fp8_case(
+                                               "fp8_static_activations",
+                                               fp8_quantization([](json& q) {
+                                                 q["activation_scheme"] = "static";
+                                               }),
+                                               "quantization_config.activation_scheme \"static\" "
+                                               "is not \"dynamic\""),
+                                           fp8_case("fp8_not_convert_not_a_list",
+                                                    fp8_quantization([](json& q) {
+                                                      q["modules_to_not_convert"] = "lm_head";
+                                                    }),
+                                                    "quantization_config.modules_to_not_convert "
+                                                    "\"lm_head\" is not a list of module "
+                                                    "names"),
+                                           fp8_case(
+                                               "fp8_ignored_layers_not_names",
+                                               fp8_quantization([](json& q) {
+                                                 q["ignored_layers"] = {"lm_head", 7};
+                                               }),
+                                               "quantization_config.ignored_layers holds 7, not a "
+                                               "module name"),
+                                           Hostile{
+                                               "fp8_probe_malformed_scheme",
+                                               [](const fs::path& dir) {
+                                                 model::RandomTargetSpec spec;
+                                                 spec.layers = 2;
+                                                 spec.fp8 =
+                                                     model::random_target_fp8_scheme(spec, 24, 40);
+                                                 model::write_random_target(dir / "fp8", spec);
+                                                 fp8_quantization([](json& q) {
+                                                   q["fmt"] = "int8";
+                                                 })(dir / "fp8");
+                                                 return "probe " + (dir / "fp8").string();
+                                               },
+                                               "quantization_config.fmt \"int8\" is not \"e4m3\""},
+                                           Hostile{"make_target_unknown_quantization",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --quantize int4 --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "--quantize: unknown quantization \"int4\" "
+                                                   "(expected fp8)"},
+                                           Hostile{"make_target_fp8_block_zero",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --quantize fp8 "
+                                                            "--fp8-block 0,128 --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "--fp8-block"}),
+                         [](const auto& p) { return p.param.label; });
 
 }  // namespace
 }  // namespace draftgate::hostile

@@ -25,8 +25,7 @@ const fs::path& training_step_models() {
   return dir;
 }
 
-StepRecord training_step(LossType loss) {
-  const fs::path& dir = training_step_models();
+StepRecord training_step(LossType loss, const fs::path& dir) {
   const auto target_ckpt = io::Checkpoint::open(dir / "target");
   const auto drafter_ckpt = io::Checkpoint::open(dir / "drafter");
   const auto target = model::TargetModel::load(target_ckpt, {});

@@ -9,9 +9,11 @@
 
 namespace draftgate::testing {
 
-train::StepRecord training_step(train::LossType loss);
-
 // The random f32 models training_step uses: DIR/target and DIR/drafter (taps 0,2 of 4 layers).
 const std::filesystem::path& training_step_models();
+
+// The step on MODELS/target and MODELS/drafter (by default training_step_models()).
+train::StepRecord training_step(train::LossType loss,
+                                const std::filesystem::path& models = training_step_models());
 
 }  // namespace draftgate::testing

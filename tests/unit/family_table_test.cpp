@@ -112,10 +112,17 @@ TEST_P(FamilyTableCase, EngineSupportReadsTheTable) {
   EXPECT_FALSE(yarn.supported);
   EXPECT_THAT(yarn.reasons, ::testing::Contains(HasSubstr("rope_scaling.rope_type \"yarn\"")));
 
-  const auto fp8 = support(
-      random_target(GetParam(), {{"quantization_config", {{"quant_method", "fp8"}}}}, "_fp8"));
-  EXPECT_FALSE(fp8.supported);
-  EXPECT_THAT(fp8.reasons, ::testing::Contains(HasSubstr("quant_method fp8")));
+  const auto gptq = support(
+      random_target(GetParam(), {{"quantization_config", {{"quant_method", "gptq"}}}}, "_gptq"));
+  EXPECT_FALSE(gptq.supported);
+  EXPECT_THAT(gptq.reasons, ::testing::Contains(HasSubstr("quant_method gptq")));
+  // Fine-grained FP8 is in every entry: runnable, the scheme named.
+  const auto fp8 = support(random_target(
+      GetParam(),
+      {{"quantization_config", {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}}}},
+      "_fp8"));
+  EXPECT_TRUE(fp8.supported) << ::testing::PrintToString(fp8.reasons);
+  EXPECT_EQ(fp8.quantization, "FP8 e4m3, 128x128 blocks");
 
   const fs::path unknown = random_target(GetParam(), {{"model_type", "mystery"}}, "_unknown");
   const auto refused = support(unknown);

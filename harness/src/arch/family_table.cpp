@@ -54,6 +54,7 @@ std::vector<FamilyEntry> make_table() {
     e.traits = kQwen3Traits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};
+    e.engine.quantizations = {"fp8"};  // block FP8 weights, dequantized as read (weights.h)
     table.push_back(e);
   }
   {
@@ -65,6 +66,7 @@ std::vector<FamilyEntry> make_table() {
     e.traits = kQwen3_5Traits;
     e.layouts = {TargetLayout::kVlm, TargetLayout::kTextResave};
     e.engine.rope_types = {"default"};
+    e.engine.quantizations = {"fp8"};  // block FP8 weights, dequantized as read (weights.h)
     table.push_back(e);
   }
   {
@@ -76,6 +78,7 @@ std::vector<FamilyEntry> make_table() {
     e.traits = kLlamaTraits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};  // Llama 3.1+'s "llama3" scaling is not computed
+    e.engine.quantizations = {"fp8"};   // block FP8 weights, dequantized as read (weights.h)
     // LlamaConfig (models/llama/configuration_llama.py @4bdeeced): head_dim None defaults to
     // hidden_size // num_attention_heads, rope_theta to 10000.
     e.defaults.head_dim_from_heads = true;
@@ -91,6 +94,7 @@ std::vector<FamilyEntry> make_table() {
     e.traits = kQwen3MoeTraits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};
+    e.engine.quantizations = {"fp8"};  // block FP8 weights, dequantized as read (weights.h)
     // Qwen3MoeConfig (configuration_qwen3_moe.py @26f4b0f6): rope_theta 10000; the attention reads
     // getattr(config, "head_dim", hidden_size // num_attention_heads).
     e.defaults.head_dim_from_heads = true;

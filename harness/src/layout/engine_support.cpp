@@ -4,6 +4,7 @@
 
 #include "draftgate/arch/family_table.h"
 #include "draftgate/format.h"
+#include "draftgate/io/fp8_scheme.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::layout {
@@ -23,6 +24,7 @@ const char* quantised_suffix_scheme(const std::string& name) {
       {".weight_packed", "compressed-tensors"},
       {".weight_scale", "compressed-tensors"},
       {".weight_zero_point", "compressed-tensors"},
+      {".weight_scale_inv", "FP8"},
       {".SCB", "bitsandbytes"},
       {".weight.absmax", "bitsandbytes"},
       {".weight.quant_state.bitsandbytes__nf4", "bitsandbytes"},
@@ -63,15 +65,16 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   const auto& quantizations = family ? family->engine.quantizations : no_quantization;
   const auto& rope_types = family ? family->engine.rope_types : default_rope;
 
-  if (const nlohmann::json* q = field(config, "quantization_config")) {
-    std::string method = "unnamed";
-    if (q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string())
-      method = (*q)["quant_method"].get<std::string>();
-    if (!contains(quantizations, method))
-      add("quantised weights (quantization_config.quant_method " + method +
+  if (const auto method = io::quant_method(config)) {
+    if (contains(quantizations, *method)) {
+      // Read now: a malformed scheme is bad input before any weight is, and the report names it.
+      if (const auto fp8 = io::read_fp8_scheme(config)) s.quantization = fp8->describe();
+    } else {
+      add("quantised weights (quantization_config.quant_method " + *method +
           "): the engine runs unquantised bf16/f32 weights" +
           (quantizations.empty() ? "" : " or " + format_list(quantizations)) +
           "; use the original checkpoint");
+    }
   } else {
     for (const auto& name : checkpoint.names())
       if (const char* scheme = quantised_suffix_scheme(name)) {

@@ -13,6 +13,8 @@
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/safetensors.h"
+#include "draftgate/model/tensor_view.h"
+#include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/tensor_view.h"
 
@@ -41,9 +43,22 @@ class Maker {
         mode_(mode),
         block_(block) {}
 
+  // Linear weights for which `quantize` is true are written block-FP8 by `scheme`: the weight at
+  // the stored dtype (the "original"), quantized, beside its weight_scale_inv.
+  void quantize_fp8(io::Fp8Scheme scheme, std::function<bool(const std::string&)> quantize) {
+    fp8_ = std::move(scheme);
+    quantize_ = std::move(quantize);
+  }
+
   // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
   void linear(const std::string& name, std::int64_t out, std::int64_t in) {
-    normal(name, {out, in}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
+    const double sd = 1.0 / std::sqrt(static_cast<double>(in));
+    if (!fp8_ || mode_ != Mode::kGenerate || !quantize_(name))
+      return normal(name, {out, in}, 0.0, sd);
+    const Fp8Blocks q = quantize_fp8_blocks(at::normal(0.0, sd, {out, in}, gen_).to(dtype_), *fp8_);
+    elements_ += static_cast<double>(q.codes.numel());
+    raw(name, io::DType::F8_E4M3, q.codes);
+    raw(name + "_scale_inv", io::DType::F32, q.scale_inv);
   }
   void normal(const std::string& name, std::vector<std::int64_t> shape, double mean, double std) {
     double n = 1;
@@ -64,12 +79,7 @@ class Maker {
   void add(const std::string& name, const at::Tensor& t) {
     elements_ += static_cast<double>(t.numel());
     if (mode_ == Mode::kSize) return;
-    const at::Tensor kept = t.to(dtype_).contiguous();
-    writers_.push_back({name, io::safetensors_dtype(dtype_), kept.sizes().vec(), kept.nbytes(),
-                        [kept](std::ostream& out) {
-                          out.write(static_cast<const char*>(kept.data_ptr()),
-                                    static_cast<std::streamsize>(kept.nbytes()));
-                        }});
+    raw(name, io::safetensors_dtype(dtype_), t.to(dtype_));
   }
   const std::vector<io::TensorWriter>& writers() const { return writers_; }
   double elements() const { return elements_; }
@@ -80,6 +90,15 @@ class Maker {
   }
 
  private:
+  // `t`'s bytes, stored as `dtype`.
+  void raw(const std::string& name, io::DType dtype, const at::Tensor& t) {
+    const at::Tensor kept = t.contiguous();
+    writers_.push_back({name, dtype, kept.sizes().vec(), kept.nbytes(), [kept](std::ostream& out) {
+                          out.write(static_cast<const char*>(kept.data_ptr()),
+                                    static_cast<std::streamsize>(kept.nbytes()));
+                        }});
+  }
+
   // The block of one distribution at the stored dtype, twice over so that any window of up to one
   // block is contiguous.
   std::shared_ptr<const at::Tensor> block_for(double mean, double std) {
@@ -114,6 +133,8 @@ class Maker {
   double elements_ = 0;
   std::vector<io::TensorWriter> writers_;
   std::map<std::pair<double, double>, std::shared_ptr<const at::Tensor>> blocks_;
+  std::optional<io::Fp8Scheme> fp8_;
+  std::function<bool(const std::string&)> quantize_;
 };
 
 // Generation holds every tensor in memory once at float32 and once at the stored dtype.
@@ -210,20 +231,32 @@ json text_config(const RandomTargetSpec& s) {
   return c;
 }
 
+// The quantization_config of a random FP8 target, as fine-grained FP8 releases write it.
+json fp8_config(const io::Fp8Scheme& scheme) {
+  return {{"quant_method", "fp8"},
+          {"fmt", "e4m3"},
+          {"activation_scheme", "dynamic"},
+          {"weight_block_size", {scheme.block_out, scheme.block_in}},
+          {"modules_to_not_convert", scheme.not_converted}};
+}
+
 // The VLM wrapper (TargetLayout::kVlm) around the text config, as Qwen3.5/3.6's releases write it.
 json full_config(const RandomTargetSpec& s) {
   json text = text_config(s);
+  if (s.fp8 && s.layout != TargetLayout::kVlm) text["quantization_config"] = fp8_config(*s.fp8);
   if (s.layout != TargetLayout::kVlm) return text;
   text.erase("architectures");
-  return {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-          {"model_type", "qwen3_5"},
-          {"tie_word_embeddings", s.tied},
-          {"text_config", text},
-          {"vision_config",
-           {{"model_type", "qwen3_5_vision"},
-            {"depth", 2},
-            {"hidden_size", 32},
-            {"out_hidden_size", s.hidden}}}};
+  json wrapper = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                  {"model_type", "qwen3_5"},
+                  {"tie_word_embeddings", s.tied},
+                  {"text_config", text},
+                  {"vision_config",
+                   {{"model_type", "qwen3_5_vision"},
+                    {"depth", 2},
+                    {"hidden_size", 32},
+                    {"out_hidden_size", s.hidden}}}};
+  if (s.fp8) wrapper["quantization_config"] = fp8_config(*s.fp8);
+  return wrapper;
 }
 
 // Shapes of one attention + MLP decoder layer, shared by targets and drafters.
@@ -372,10 +405,37 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
     require_generation_fits(dir, sizer, s.dtype);
   }
   Maker m(s.dtype, s.seed, repeat ? Maker::Mode::kRepeat : Maker::Mode::kGenerate, s.repeat_block);
+  if (s.fp8) {
+    if (repeat)
+      throw Error(dir.string(),
+                  "an FP8 random target is generated in memory, not from repeated "
+                  "blocks");
+    // The decoder layers' linear weights, less the modules the scheme keeps (lm_head, and the
+    // embeddings, norms, convolutions and visual/MTP weights, which are not decoder linears).
+    const std::string layers =
+        s.layout == TargetLayout::kFlat ? "model.layers." : "model.language_model.layers.";
+    m.quantize_fp8(*s.fp8, [scheme = *s.fp8, layers](const std::string& name) {
+      return name.rfind(layers, 0) == 0 &&
+             scheme.excluding(name.substr(0, name.size() - std::string(".weight").size())) ==
+                 nullptr;
+    });
+  }
   target_weights(m, s);
   create_output_directory(dir);
   io::write_text_atomically(dir / "config.json", full_config(s).dump(2) + "\n");
   io::write_safetensors(dir / "model.safetensors", m.writers(), {{"format", "pt"}});
+}
+
+io::Fp8Scheme random_target_fp8_scheme(const RandomTargetSpec& s, std::int64_t block_out,
+                                       std::int64_t block_in) {
+  io::Fp8Scheme scheme;
+  scheme.block_out = block_out;
+  scheme.block_in = block_in;
+  scheme.not_converted = {"lm_head", s.layout == TargetLayout::kFlat
+                                         ? "model.embed_tokens"
+                                         : "model.language_model.embed_tokens"};
+  if (traits_of(s.family).mlp == MlpKind::kMoe) scheme.not_converted.push_back("mlp.gate");
+  return scheme;
 }
 
 void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {

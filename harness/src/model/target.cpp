@@ -87,6 +87,9 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
           : "run on a larger machine");
   const WeightLoader w(ckpt, dtype_, device_, autograd_ ? &parameters_ : nullptr);
   const auto& c = config_;
+  // Read as stored, never FP8 (mapped() refuses an F8 embedding or head), as the streamed path.
+  w.mapped(stack_.embed_tokens, {c.vocab, c.hidden});
+  if (!stack_.tied_embeddings) w.mapped(stack_.lm_head, {c.vocab, c.hidden});
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   lm_head_ = stack_.tied_embeddings ? embed_ : w.get(stack_.lm_head, {c.vocab, c.hidden});

@@ -2,13 +2,19 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/float8.h"
 #include "draftgate/model/tensor_view.h"
+#include "draftgate/model/fp8_weights.h"
 
 namespace draftgate::model {
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
                            at::Device device, ParameterMap* owned)
-    : checkpoint_(checkpoint), dtype_(dtype), device_(device), owned_(owned) {}
+    : checkpoint_(checkpoint),
+      fp8_(io::read_fp8_scheme(checkpoint.config())),
+      dtype_(dtype),
+      device_(device),
+      owned_(owned) {}
 
 at::Tensor WeightLoader::mapped(const std::string& name,
                                 const std::vector<std::int64_t>& shape) const {
@@ -26,6 +32,13 @@ at::Tensor WeightLoader::mapped(const std::string& name,
   if (info != nullptr && info->shape != shape)
     throw Error(where, "tensor \"" + name + "\" has shape " + format_shape(info->shape) +
                            ", config implies " + format_shape(shape));
+  if (info != nullptr && io::is_float8(info->dtype))
+    throw Error(checkpoint_.file_of(name)->path().string(),
+                "tensor \"" + name + "\" is stored " + std::string(io::dtype_name(info->dtype)) +
+                    ", but draftgate reads it unquantised (FP8 checkpoints keep the embeddings "
+                    "and lm_head in bf16)",
+                "list its module in quantization_config.modules_to_not_convert and store it "
+                "unquantised");
   const at::Tensor t = io::load_tensor(checkpoint_, name);
   if (!t.is_floating_point())
     throw Error(where, "tensor \"" + name + "\" has non-float dtype " +
@@ -42,9 +55,68 @@ void WeightLoader::require_finite(const std::string& name, const at::Tensor& val
 
 at::Tensor WeightLoader::checked(const std::string& name,
                                  const std::vector<std::int64_t>& shape) const {
-  at::Tensor t = mapped(name, shape);
+  const io::TensorInfo* info = checkpoint_.info(name);
+  at::Tensor t = info != nullptr && io::is_float8(info->dtype) ? dequantized(name, shape, *info)
+                                                               : mapped(name, shape);
   require_finite(name, t);
   return t;
+}
+
+at::Tensor WeightLoader::dequantized(const std::string& name,
+                                     const std::vector<std::int64_t>& shape,
+                                     const io::TensorInfo& info) const {
+  const std::string file = checkpoint_.file_of(name)->path().string();
+  const std::string tensor = "tensor \"" + name + "\"";
+  const std::string stored = std::string(io::dtype_name(info.dtype));
+  if (!fp8_)
+    throw Error(file,
+                tensor + " is stored " + stored +
+                    " but config.json has no "
+                    "quantization_config with quant_method \"fp8\"",
+                "use the checkpoint's own config.json, which says how its FP8 weights are scaled");
+  if (info.dtype != io::DType::F8_E4M3)
+    throw Error(file,
+                tensor + " is stored " + stored + "; fine-grained FP8 (fmt e4m3) stores F8_E4M3");
+  const std::string module = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0
+                                 ? name.substr(0, name.size() - 7)
+                                 : std::string();
+  if (module.empty() || info.shape.size() != 2)
+    throw Error(file, tensor + " is " + stored + " " + format_shape(info.shape) +
+                          ", but FP8 blocks quantize the 2-D weight of a linear module only");
+  if (const std::string* entry = fp8_->excluding(module))
+    throw Error(file,
+                tensor + " is " + stored +
+                    " but quantization_config lists its module as not "
+                    "converted (\"" +
+                    *entry + "\")",
+                "the checkpoint and its config.json disagree; re-export one of them");
+  if (info.shape != shape)
+    throw Error(checkpoint_.dir().string(), tensor + " has shape " + format_shape(info.shape) +
+                                                ", config implies " + format_shape(shape));
+  const std::string scale_name = name + "_scale_inv";
+  const io::TensorInfo* scale = checkpoint_.info(scale_name);
+  if (scale == nullptr)
+    throw Error(file, tensor + " is " + stored + " without its scales \"" + scale_name + "\"",
+                "every FP8 weight has a weight_scale_inv per weight_block_size block");
+  const std::string scale_file = checkpoint_.file_of(scale_name)->path().string();
+  if (scale->dtype != io::DType::F32 && scale->dtype != io::DType::BF16 &&
+      scale->dtype != io::DType::F16)
+    throw Error(scale_file, "tensor \"" + scale_name + "\" is stored " +
+                                std::string(io::dtype_name(scale->dtype)) +
+                                ", not a float32/bf16/f16 scale");
+  const std::vector<std::int64_t> blocks = {(shape[0] + fp8_->block_out - 1) / fp8_->block_out,
+                                            (shape[1] + fp8_->block_in - 1) / fp8_->block_in};
+  if (scale->shape != blocks)
+    throw Error(scale_file,
+                "tensor \"" + scale_name + "\" has shape " + format_shape(scale->shape) + ", but " +
+                    format_shape(shape) + " in " + std::to_string(fp8_->block_out) + "x" +
+                    std::to_string(fp8_->block_in) + " blocks needs " + format_shape(blocks),
+                "weight_block_size must be the block size the checkpoint was quantized with");
+  const at::Tensor scale_inv = io::load_tensor(checkpoint_, scale_name).to(at::kFloat);
+  if (!(at::isfinite(scale_inv).all().item<bool>() && (scale_inv > 0).all().item<bool>()))
+    throw Error(scale_file, "tensor \"" + scale_name + "\" holds a scale that is NaN, Inf or <= 0",
+                "the checkpoint is corrupt: every FP8 block scale is a positive finite number");
+  return dequantize_fp8_blocks(io::load_tensor(checkpoint_, name), scale_inv, *fp8_);
 }
 
 at::Tensor WeightLoader::get(const std::string& name,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "draftgate/io/fp8_scheme.h"
 #include "draftgate/arch/drafter.h"
 #include "draftgate/model/target_config.h"
 
@@ -49,9 +50,19 @@ struct RandomTargetSpec {
   // rows of a matrix are distinct shifts of one random sequence (a slice of a random circulant:
   // full rank), so activations stay finite and as varied as with independent values.
   std::int64_t repeat_block = 0;
+  // Set: the decoder layers' linear weights are written block-FP8 (io/fp8_scheme.h) from their
+  // `dtype` values, except the modules scheme.not_converted names; the config gets the scheme's
+  // quantization_config. Generated in memory (repeat_block must be 0).
+  std::optional<io::Fp8Scheme> fp8;
 };
 
 void write_random_target(const std::filesystem::path& dir, const RandomTargetSpec& spec);
+
+// The FP8 scheme make-target --quantize fp8 writes for `spec`'s family and layout: blocks of
+// block_out x block_in, and kept unquantised what fine-grained FP8 releases keep — lm_head, the
+// embeddings and, of routed-expert families, the router (mlp.gate).
+io::Fp8Scheme random_target_fp8_scheme(const RandomTargetSpec& spec, std::int64_t block_out,
+                                       std::int64_t block_in);
 
 // A random DFlash drafter in the reference layout (unprefixed names, dflash_config) for a target of
 // `target_hidden` width, `target_layers` layers and `vocab` tokens.

@@ -2,15 +2,20 @@
 // Loads named weights from a checkpoint with their shapes checked, as zero-copy views when the
 // stored dtype and device already match, converted otherwise. For training, a loader given a
 // ParameterMap hands out owned, writable copies instead and records each under its checkpoint name.
+// An F8_E4M3 weight of a fine-grained FP8 checkpoint (io/fp8_scheme.h) is dequantized to float32
+// when it is read — one tensor at a time, so a streamed forward holds one layer's copy only — and
+// then converted like any other.
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/fp8_scheme.h"
 
 namespace draftgate::model {
 
@@ -23,8 +28,8 @@ class WeightLoader {
                ParameterMap* owned = nullptr);
 
   // The tensor `name` with exactly `shape`, in the loader's dtype and device. Throws
-  // draftgate::Error naming the checkpoint and tensor when it is missing, quantised, or shaped
-  // differently.
+  // draftgate::Error naming the checkpoint and tensor when it is missing, quantised by another
+  // method, shaped differently, or FP8 without valid block scales.
   at::Tensor get(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
   at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
@@ -38,8 +43,12 @@ class WeightLoader {
  private:
   at::Tensor checked(const std::string& name, const std::vector<std::int64_t>& shape) const;
   at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
+  // The float32 weight of an FP8 tensor, its scheme, dtype, module and scales checked.
+  at::Tensor dequantized(const std::string& name, const std::vector<std::int64_t>& shape,
+                         const io::TensorInfo& info) const;
 
   const io::Checkpoint& checkpoint_;
+  std::optional<io::Fp8Scheme> fp8_;
   at::ScalarType dtype_;
   at::Device device_;
   ParameterMap* owned_;
