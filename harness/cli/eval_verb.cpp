@@ -21,8 +21,8 @@
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
 #include "draftgate/progress.h"
-#include "draftgate/tau/engine_import.h"
 #include "draftgate/tau/prompt_set.h"
+#include "draftgate/tau/vllm_metrics.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -54,7 +54,7 @@ void print_row(const std::string& key, const std::string& value) {
   std::cout << key << std::string(key.size() < 14 ? 14 - key.size() : 1, ' ') << value << "\n";
 }
 
-// The run's counters in vLLM's /metrics format (draftgate/tau/engine_import.h): drafts = verify
+// The run's counters in vLLM's /metrics format (draftgate/tau/vllm_metrics.h): drafts = verify
 // steps, accepted = committed − steps, per position = steps that accepted that depth — so
 // `tau import` of this file gives exactly the τ pooled and per-depth acceptance eval reports.
 void write_vllm_metrics(const EvalOptions& opt, const decode::AcceptanceStats& stats) {

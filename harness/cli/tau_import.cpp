@@ -12,9 +12,12 @@
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/output_file.h"
-#include "draftgate/tau/engine_import.h"
 #include "draftgate/tau/http_scrape.h"
+#include "draftgate/tau/prometheus.h"
 #include "draftgate/tau/prompt_set.h"
+#include "draftgate/tau/sglang_requests.h"
+#include "draftgate/tau/vllm_metrics.h"
+#include "draftgate/tau/vllm_requests.h"
 #include "verbs.h"
 
 namespace draftgate::cli {

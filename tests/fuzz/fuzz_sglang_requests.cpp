@@ -1,5 +1,5 @@
 // Input: SGLang /generate responses (JSONL), tied to a two-prompt set by id or order.
-#include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/sglang_requests.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

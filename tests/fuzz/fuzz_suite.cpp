@@ -1,6 +1,6 @@
 // Input: a suite file.
-#include "fuzz_input.h"
 #include "checks/suite.h"
+#include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto path = draftgate::fuzz::as_file(data, size, "suite.json");

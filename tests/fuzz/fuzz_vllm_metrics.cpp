@@ -1,5 +1,5 @@
 // Input: a vLLM /metrics scrape (Prometheus text), read as the scrape after a run.
-#include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/vllm_metrics.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

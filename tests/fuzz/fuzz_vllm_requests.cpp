@@ -1,6 +1,6 @@
 // Input: vLLM responses with per-request speculative metrics (JSONL), tied to a two-prompt set by
 // order.
-#include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/vllm_requests.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

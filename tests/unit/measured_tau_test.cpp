@@ -9,7 +9,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/prometheus.h"
+#include "draftgate/tau/sglang_requests.h"
+#include "draftgate/tau/vllm_metrics.h"
+#include "draftgate/tau/vllm_requests.h"
 #include "engine_outputs.h"
 #include "error_text.h"
 #include "test_files.h"

@@ -2,13 +2,14 @@
 // vLLM's /metrics: "# HELP name text", "# TYPE name type", other "#" comments, and samples
 // `name{label="value",…} value [timestamp]` with \\, \" and \n escapes in label values.
 
+#include "draftgate/tau/prometheus.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "draftgate/error.h"
-#include "draftgate/tau/engine_import.h"
 
 namespace draftgate::tau {
 namespace {

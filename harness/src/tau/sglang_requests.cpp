@@ -16,12 +16,13 @@
 // The histogram counts verify steps by the number of drafts they accepted (index j: exactly j), so
 // Σ h = spec_verify_ct and Σ j·h[j] = the correct drafts (the identities quoted in sglang#33518).
 
+#include "draftgate/tau/sglang_requests.h"
+
 #include <cmath>
 #include <set>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
-#include "draftgate/tau/engine_import.h"
 #include "draftgate/tau/json_lines.h"
 
 namespace draftgate::tau {

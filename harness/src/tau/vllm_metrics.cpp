@@ -1,5 +1,7 @@
 // vLLM's speculative-decoding counters (vllm/v1/spec_decode/metrics.py) → measured τ.
 
+#include "draftgate/tau/vllm_metrics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -7,7 +9,6 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/input_file.h"
-#include "draftgate/tau/engine_import.h"
 
 namespace draftgate::tau {
 namespace {

@@ -14,13 +14,14 @@
 // = accepted / draft tokens, per_step_* one entry per step. Per request τ = mean_acceptance_length:
 // τ macro is their mean, τ pooled = 1 + Σ accepted / Σ steps — exactly /metrics' τ.
 
+#include "draftgate/tau/vllm_requests.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
-#include "draftgate/tau/engine_import.h"
 #include "draftgate/tau/json_lines.h"
 
 namespace draftgate::tau {

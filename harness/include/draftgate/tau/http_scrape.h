@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "draftgate/tau/engine_import.h"
+#include "draftgate/tau/vllm_metrics.h"
 
 namespace draftgate::tau {
 

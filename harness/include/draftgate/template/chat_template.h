@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "draftgate/template/ast.h"
 #include "draftgate/template/evaluator.h"
+#include "draftgate/template/parser.h"
 
 namespace draftgate::chat_template {
 

@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <string>
 
-#include "draftgate/template/ast.h"
+#include "draftgate/template/parser.h"
 #include "draftgate/template/value.h"
 
 namespace draftgate::chat_template {
 
 struct RenderLimits {
-  std::uint64_t max_steps = 5'000'000;  // expressions and statements evaluated
+  std::uint64_t max_steps = 5'000'000;       // expressions and statements evaluated
   std::size_t max_output_bytes = 16u << 20;  // the rendered text
   int max_depth = 200;                       // nested macro calls
 };
