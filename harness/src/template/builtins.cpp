@@ -51,29 +51,6 @@ std::size_t py_len(const Value& v, int line) {
   }
 }
 
-// list(v): the items iteration gives.
-List iterate(const Value& v, int line) {
-  switch (v.kind) {
-    case Value::Kind::kList:
-      return *v.list;
-    case Value::Kind::kDict: {
-      List keys;
-      for (const auto& kv : *v.dict) keys.push_back(Value::string(kv.first));
-      return keys;
-    }
-    case Value::Kind::kString: {
-      List chars;
-      for (const char32_t c : to_u32(*v.s))
-        chars.push_back(Value::string(from_u32(std::u32string(1, c))));
-      return chars;
-    }
-    case Value::Kind::kUndefined:
-      return {};
-    default:
-      fail(ErrorKind::kRender, line, "'" + type_name(v) + "' object is not iterable");
-  }
-}
-
 std::string ascii_case(const std::string& s, bool upper, int line) {
   std::string out = s;
   for (char& c : out) {
@@ -304,6 +281,28 @@ void slice_indices(std::int64_t length, const Value& start, const Value& stop, c
 }
 
 }  // namespace
+
+List iterate(const Value& v, int line) {
+  switch (v.kind) {
+    case Value::Kind::kList:
+      return *v.list;
+    case Value::Kind::kDict: {
+      List keys;
+      for (const auto& kv : *v.dict) keys.push_back(Value::string(kv.first));
+      return keys;
+    }
+    case Value::Kind::kString: {
+      List chars;
+      for (const char32_t c : to_u32(*v.s))
+        chars.push_back(Value::string(from_u32(std::u32string(1, c))));
+      return chars;
+    }
+    case Value::Kind::kUndefined:
+      return {};
+    default:
+      fail(ErrorKind::kRender, line, "'" + type_name(v) + "' object is not iterable");
+  }
+}
 
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right, int line) {
   std::u32string set;

@@ -114,27 +114,9 @@ class Renderer {
   }
 
   List items_of(const Value& v, int line) {
-    switch (v.kind) {
-      case Value::Kind::kList:
-        return *v.list;
-      case Value::Kind::kDict: {
-        List keys;
-        for (const auto& kv : *v.dict) keys.push_back(Value::string(kv.first));
-        return keys;
-      }
-      case Value::Kind::kString: {
-        if (v.markup)
-          fail(ErrorKind::kUnsupported, line, "iterating a |safe (Markup) string is not supported");
-        List chars;
-        for (const char32_t c : to_u32(*v.s))
-          chars.push_back(Value::string(from_u32(std::u32string(1, c))));
-        return chars;
-      }
-      case Value::Kind::kUndefined:
-        return {};
-      default:
-        fail(ErrorKind::kRender, line, "'" + type_name(v) + "' object is not iterable");
-    }
+    if (v.kind == Value::Kind::kString && v.markup)
+      fail(ErrorKind::kUnsupported, line, "iterating a |safe (Markup) string is not supported");
+    return iterate(v, line);
   }
 
   void bind(Scope& scope, const std::vector<std::string>& targets, const Value& item, int line) {

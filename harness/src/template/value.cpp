@@ -213,10 +213,11 @@ bool equal(const Value& a, const Value& b) {
       return true;
     case Value::Kind::kDict:
       if (a.dict->size() != b.dict->size()) return false;
-      for (const auto& [key, value] : *a.dict) {
+      for (const auto& entry :
+           *a.dict) {  // not a structured binding: C++17 lambdas cannot capture one
         const auto it = std::find_if(b.dict->begin(), b.dict->end(),
-                                     [&](const auto& kv) { return kv.first == key; });
-        if (it == b.dict->end() || !equal(value, it->second)) return false;
+                                     [&](const auto& kv) { return kv.first == entry.first; });
+        if (it == b.dict->end() || !equal(entry.second, it->second)) return false;
       }
       return true;
     case Value::Kind::kNamespace:

@@ -11,6 +11,10 @@
 
 namespace draftgate::chat_template {
 
+// list(v): the items iteration gives (a dict's keys, a string's code points, nothing for an
+// undefined value).
+List iterate(const Value& v, int line);
+
 Value apply_filter(const std::string& name, const Value& subject, const CallArgs& args, int line);
 bool apply_test(const std::string& name, const Value& subject, const CallArgs& args, int line);
 
