@@ -121,6 +121,9 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
       ->check(integer_range(1, kMaxHeads));
   cmd->add_option("--moe-intermediate", opt->spec.moe_intermediate, "Each expert's MLP width (MoE)")
       ->check(integer_range(1, kMaxWidth));
+  cmd->add_option("--shared-expert-intermediate", opt->spec.shared_expert_intermediate,
+                  "The shared expert's MLP width (qwen3_5_moe)")
+      ->check(integer_range(1, kMaxWidth));
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option(
       "--quantize", opt->quantize,

@@ -2151,14 +2151,15 @@ INSTANTIATE_TEST_SUITE_P(
             "loss_type", "no sequence of the batch holds a kept anchor")),
     [](const auto& p) { return p.param.label; });
 
-// A small random qwen3_moe target (8 experts, top 2, layer 1 dense) in DIR/moe, changed by `edit`,
-// run through forward.
-Hostile moe_case(std::string label, std::function<void(const fs::path&)> edit,
-                 std::string message) {
+// A small random qwen3_moe target (8 experts, top 2, layer 1 dense) in DIR/moe — or of `family` in
+// its text layout — changed by `edit`, run through forward.
+Hostile moe_case(std::string label, std::function<void(const fs::path&)> edit, std::string message,
+                 model::Family family = model::Family::kQwen3Moe) {
   return {std::move(label),
-          [edit](const fs::path& dir) {
+          [edit, family](const fs::path& dir) {
             model::RandomTargetSpec spec;
-            spec.family = model::Family::kQwen3Moe;
+            spec.family = family;
+            if (family != model::Family::kQwen3Moe) spec.layout = model::TargetLayout::kTextResave;
             spec.layers = 2;
             const fs::path moe = dir / "moe";
             model::write_random_target(moe, spec);
@@ -2222,6 +2223,60 @@ INSTANTIATE_TEST_SUITE_P(
         moe_case("moe_norm_topk_prob_not_a_bool",
                  moe_config([](json& c) { c["norm_topk_prob"] = 1; }),
                  "norm_topk_prob must be true or false, got 1"),
+        moe_case(
+            "moe_shared_expert_missing",
+            [](const fs::path& ckpt) {
+              testing::edit_tensors(ckpt, [](const std::string& name, at::Tensor w) {
+                return name == "model.language_model.layers.1.mlp.shared_expert.down_proj.weight"
+                           ? at::Tensor()
+                           : w;
+              });
+            },
+            "missing tensor \"model.language_model.layers.1.mlp.shared_expert.down_proj.weight\"",
+            model::Family::kQwen3_5Moe),
+        moe_case(
+            "moe_shared_expert_gate_misshapen",
+            [](const fs::path& ckpt) {
+              edit_tensor(ckpt, "model.language_model.layers.0.mlp.shared_expert_gate.weight",
+                          [](at::Tensor w) {
+                            return at::cat({w, w});
+                          });
+            },
+            "tensor \"model.language_model.layers.0.mlp.shared_expert_gate.weight\" has shape [2, "
+            "64], "
+            "config implies [1, 64]",
+            model::Family::kQwen3_5Moe),
+        moe_case(
+            "moe_experts_fused",
+            [](const fs::path& ckpt) {
+              // As a transformers-5 re-save may hold them: [experts, 2·width, hidden] and
+              // [experts, hidden, width] instead of one tensor per expert and projection.
+              const std::string experts = "model.language_model.layers.0.mlp.experts.";
+              edit_tensors(ckpt, [&](io::NamedTensors& tensors) {
+                tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                             [&](const auto& named) {
+                                               return named.first.rfind(experts, 0) == 0;
+                                             }),
+                              tensors.end());
+                tensors.emplace_back(experts + "gate_up_proj",
+                                     at::zeros({8, 64, 64}, at::kBFloat16));
+                tensors.emplace_back(experts + "down_proj", at::zeros({8, 64, 32}, at::kBFloat16));
+              });
+            },
+            "missing tensor \"model.language_model.layers.0.mlp.experts.0.gate_proj.weight\"",
+            model::Family::kQwen3_5Moe),
+        moe_case("moe_shared_width_missing",
+                 moe_config([](json& c) { c.erase("shared_expert_intermediate_size"); }),
+                 "missing required field shared_expert_intermediate_size",
+                 model::Family::kQwen3_5Moe),
+        moe_case("moe_shared_family_norm_topk_false",
+                 moe_config([](json& c) { c["norm_topk_prob"] = false; }),
+                 "norm_topk_prob = false, but qwen3_5_moe's router renormalises the top-k weights",
+                 model::Family::kQwen3_5Moe),
+        moe_case("moe_shared_family_dense_layers",
+                 moe_config([](json& c) { c["mlp_only_layers"] = {1}; }),
+                 "mlp_only_layers makes some layers dense, but every qwen3_5_moe layer routes",
+                 model::Family::kQwen3_5Moe),
         Hostile{"make_target_top_k_exceeds_experts",
                 [](const fs::path& dir) {
                   return "make-target --family qwen3_moe --experts 4 --experts-per-token 5 --out " +

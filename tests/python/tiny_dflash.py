@@ -122,9 +122,12 @@ def computing_in(precision):
 # layers; qk_norm a per-head RMSNorm of q and k before RoPE. A family missing here is a KeyError naming it
 # (test_target_families.py runs every family of the table).
 # moe: Qwen3MoeSparseMoeBlock on the layers Qwen3MoeDecoderLayer makes sparse (modeling_qwen3_moe.py).
+# shared: Qwen3_5MoeSparseMoeBlock (modeling_qwen3_5_moe.py) instead: the top-k weights always renormalised, plus
+# sigmoid(shared_expert_gate(x)) * shared_expert(x).
 FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
             "llama": {"hybrid": False, "qk_norm": False},
-            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True}}
+            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True},
+            "qwen3_5_moe": {"hybrid": True, "qk_norm": True, "moe": True, "shared": True}}
 
 
 def sparse_moe_layer(c, i):
@@ -139,12 +142,12 @@ def swiglu(w, p, x):
                     w[p + "down_proj.weight"])
 
 
-def sparse_moe(w, c, p, x):
+def sparse_moe(w, c, p, x, shared=False):
     """Qwen3MoeSparseMoeBlock.forward: float32 softmax over the router logits, torch.topk, renormalised when
-    norm_topk_prob, each chosen expert weighted and added in expert order."""
+    norm_topk_prob, each chosen expert weighted and added in expert order. `shared`: Qwen3_5MoeSparseMoeBlock."""
     probs = F.softmax(F.linear(x, w[p + "gate.weight"]), dim=-1, dtype=torch.float)
     top, chosen = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
-    if c.get("norm_topk_prob", False):
+    if shared or c.get("norm_topk_prob", False):
         top = top / top.sum(-1, keepdim=True)
     top = top.to(x.dtype)
     out = torch.zeros_like(x)
@@ -152,6 +155,9 @@ def sparse_moe(w, c, p, x):
         rows, slots = torch.where(chosen == e)
         if len(rows):
             out.index_add_(0, rows, swiglu(w, f"{p}experts.{e}.", x[rows]) * top[rows, slots, None])
+    if shared:
+        gate = torch.sigmoid(F.linear(x, w[p + "shared_expert_gate.weight"]))
+        out = out + gate * swiglu(w, p + "shared_expert.", x)
     return out
 
 
@@ -255,7 +261,8 @@ class Target:
                 x = x + self.attention(p + "self_attn.", h)
             h = self.norm(x, w[p + "post_attention_layernorm.weight"])
             moe = FORMULAS[self.family].get("moe", False) and sparse_moe_layer(self.c, i)
-            x = x + (sparse_moe(w, self.c, p + "mlp.", h) if moe else swiglu(w, p + "mlp.", h))
+            shared = FORMULAS[self.family].get("shared", False)
+            x = x + (sparse_moe(w, self.c, p + "mlp.", h, shared) if moe else swiglu(w, p + "mlp.", h))
             hidden_states.append(x)
         last_layer_output = hidden_states[-1]
         normed = self.norm(x, self.final_norm)

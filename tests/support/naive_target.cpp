@@ -18,6 +18,9 @@ struct Formulas {
   bool hybrid;   // Qwen3.5: (1 + w) norms, gated q_proj, partial RoPE, Gated DeltaNet layers
   bool qk_norm;  // per-head q/k RMSNorm before RoPE (Qwen3, Qwen3.5; not Llama)
   bool sparse_moe = false;  // Qwen3MoeSparseMoeBlock on the layers Qwen3MoeDecoderLayer picks
+  // Qwen3_5MoeSparseMoeBlock (modeling_qwen3_5_moe.py @009e78d6) instead: the top-k weights always
+  // renormalised (Qwen3_5MoeTopKRouter), plus sigmoid(shared_expert_gate · x) · shared_expert(x).
+  bool shared_expert_block = false;
 };
 
 struct Naive {
@@ -25,6 +28,7 @@ struct Naive {
   const nlohmann::json& cfg;
   bool hybrid;
   bool qk_norm;
+  bool shared_expert_block;
   double eps;
 
   Tensor w(const std::string& name) const { return io::load_tensor(ckpt, name).to(at::kDouble); }
@@ -166,7 +170,7 @@ struct Naive {
   // renormalised when norm_topk_prob, the weighted sum of the chosen experts.
   Tensor sparse_moe(const std::string& p, const Tensor& x) const {
     const std::int64_t experts = get("num_experts"), k = get("num_experts_per_tok");
-    const bool renormalise = cfg.value("norm_topk_prob", false);
+    const bool renormalise = shared_expert_block || cfg.value("norm_topk_prob", false);
     const Tensor router = w(p + "gate.weight");
     Tensor out = at::zeros_like(x);
     for (std::int64_t t = 0; t < x.size(0); ++t) {
@@ -180,6 +184,10 @@ struct Naive {
         out[t] +=
             top[j].item<double>() *
             swiglu_row(p + "experts." + std::to_string(chosen[j].item<std::int64_t>()) + ".", x[t]);
+      if (shared_expert_block) {
+        const double gate = at::dot(w(p + "shared_expert_gate.weight")[0], x[t]).item<double>();
+        out[t] += 1.0 / (1.0 + std::exp(-gate)) * swiglu_row(p + "shared_expert.", x[t]);
+      }
     }
     return out;
   }
@@ -198,6 +206,8 @@ Formulas formulas_of(model::Family family) {
       return {false, false};  // modeling_llama.py: w·x̂ norms, no q/k norm, full RoPE
     case model::Family::kQwen3Moe:
       return {false, true, true};  // modeling_qwen3_moe.py: Qwen3 attention, routed experts
+    case model::Family::kQwen3_5Moe:
+      return {true, true, true, true};  // modeling_qwen3_5_moe.py: the hybrid, routed + shared
   }
   throw std::logic_error("the naive reference has no formulas for this family");
 }
@@ -208,7 +218,8 @@ NaiveOutput naive_forward(const io::Checkpoint& ckpt, const std::vector<std::int
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const auto& cfg = ckpt.config().text();
   const Formulas f = formulas_of(model::family_of(ckpt.config()).family);
-  const Naive n{ckpt, cfg, f.hybrid, f.qk_norm, cfg.at("rms_norm_eps").get<double>()};
+  const Naive n{
+      ckpt, cfg, f.hybrid, f.qk_norm, f.shared_expert_block, cfg.at("rms_norm_eps").get<double>()};
   const Tensor embed = n.w(stack.embed_tokens);
   Tensor x = at::empty({static_cast<std::int64_t>(tokens.size()), embed.size(1)}, at::kDouble);
   for (std::size_t t = 0; t < tokens.size(); ++t) x[t] = embed[tokens[t]];

@@ -225,7 +225,8 @@ TEST(FamilyTable, TraitsBuilderWantsEveryTraitNamedOnce) {
         .partial_rope(true)
         .attn_output_gate(false)
         .linear_attention(true)
-        .mlp(MlpKind::kDense);
+        .mlp(MlpKind::kDense)
+        .shared_expert(true);
   };
   const FamilyTraits t = all();
   EXPECT_EQ(t.norm, NormStyle::kOnePlusW);
@@ -233,6 +234,7 @@ TEST(FamilyTable, TraitsBuilderWantsEveryTraitNamedOnce) {
   EXPECT_TRUE(t.partial_rope);
   EXPECT_FALSE(t.attn_output_gate);
   EXPECT_TRUE(t.linear_attention);
+  EXPECT_TRUE(t.shared_expert);
   const auto convert = [](const TraitsBuilder& b) { return static_cast<FamilyTraits>(b); };
   EXPECT_THROW(convert(TraitsBuilder().norm(NormStyle::kPlain)), std::logic_error);
   EXPECT_THROW(all().mlp(MlpKind::kMoe), std::logic_error);

@@ -1,8 +1,10 @@
-// The routed-expert MLP (model/moe.h) of the qwen3_moe family, beyond what every family's suites
-// check (target_numerics_test: the naive float64 reference layer by layer, incremental, trees,
-// bf16; streamed_target_test: the streamed forward bit for bit): the routing's softmax, top-k and
-// renormalisation on known values, ties in torch.topk's order, experts that all agree equal to
-// the dense MLP, and the config's choice of sparse layers (mlp_only_layers, decoder_sparse_step).
+// The routed-expert MLP (model/moe.h) of the qwen3_moe and qwen3_5_moe families, beyond what every
+// family's suites check (target_numerics_test: the naive float64 reference layer by layer,
+// incremental, trees, bf16; streamed_target_test: the streamed forward bit for bit): the routing's
+// softmax, top-k and renormalisation on known values, ties in torch.topk's order, experts that all
+// agree equal to the dense MLP, and the config's choice of sparse layers (mlp_only_layers,
+// decoder_sparse_step); qwen3_5_moe's gated shared expert and the config fields its config class
+// does not have.
 
 #include "draftgate/model/moe.h"
 
@@ -10,8 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint_edit.h"
+#include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
@@ -206,6 +210,115 @@ TEST(MoeSupport, RoutedExpertsRunASharedExpertIsRefused) {
   EXPECT_THAT(refused.reasons, ::testing::Contains(::testing::HasSubstr(
                                    "a shared expert (tensors such as "
                                    "model.layers.0.mlp.shared_expert.gate_proj.weight)")));
+}
+
+RandomTargetSpec shared_expert_spec(TargetLayout layout) {
+  RandomTargetSpec s = moe_spec();
+  s.family = Family::kQwen3_5Moe;
+  s.layout = layout;
+  s.shared_expert_intermediate = 48;  // another width than the routed experts'
+  return s;
+}
+
+// Qwen3_5MoeSparseMoeBlock with every routed expert equal: the routed sum is that expert's MLP
+// (the router always renormalises), and the shared expert adds sigmoid(gate · x) times its own MLP
+// — computed here in float64 from the tensors, independently of SparseMoe.
+TEST(SharedExpertMoe, IdenticalExpertsEqualTheDenseMlpPlusTheGatedSharedExpert) {
+  const fs::path dir =
+      write_target("shared_identical", shared_expert_spec(TargetLayout::kTextResave));
+  const std::string layer = "model.language_model.layers.0.mlp.";
+  const std::string expert0 = layer + "experts.0.";
+  std::map<std::string, at::Tensor> first;
+  testing::edit_tensors(dir, [&](const std::string& name, at::Tensor t) {
+    if (name.rfind(expert0, 0) == 0) first[name.substr(expert0.size())] = t;
+    return t;
+  });
+  testing::edit_tensors(dir, [&](const std::string& name, at::Tensor t) {
+    const std::string experts = layer + "experts.";
+    if (name.rfind(experts, 0) != 0) return t;
+    return first.at(name.substr(name.find('.', experts.size()) + 1));
+  });
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  const TargetConfig c = config_of(ckpt);
+  ASSERT_TRUE(c.norm_topk_prob);
+  ASSERT_EQ(c.shared_expert_intermediate, 48);
+  const auto weight = [&](const std::string& name) {
+    return io::load_tensor(ckpt, layer + name).to(at::kDouble);
+  };
+  const auto swiglu64 = [&](const std::string& p, const at::Tensor& x) {
+    const at::Tensor gate = x.matmul(weight(p + "gate_proj.weight").t());
+    const at::Tensor up = x.matmul(weight(p + "up_proj.weight").t());
+    return (gate * at::sigmoid(gate) * up).matmul(weight(p + "down_proj.weight").t());
+  };
+  const at::Tensor x = at::randn({24, c.hidden});
+  const at::Tensor x64 = x.to(at::kDouble);
+  const at::Tensor routed = swiglu64("experts.0.", x64);
+  const at::Tensor shared = at::sigmoid(x64.matmul(weight("shared_expert_gate.weight").t())) *
+                            swiglu64("shared_expert.", x64);
+  const WeightLoader w(ckpt, at::kFloat, at::kCPU);
+  const at::Tensor got = SparseMoe(c, w, layer)(x);
+  EXPECT_LT(rel_diff(got, routed + shared), kF32Budget);
+  // The shared expert is in the output: the routed experts alone differ.
+  EXPECT_GT(rel_diff(got, routed), 1e-2);
+}
+
+// Every layer routes (Qwen3_5MoeTextConfig has no decoder_sparse_step / mlp_only_layers, and no
+// intermediate_size), in both released layouts, layer by layer equal to the naive reference.
+TEST(SharedExpertMoe, EveryLayerRoutesInBothLayoutsAndMatchesTheNaiveReference) {
+  for (const TargetLayout layout : {TargetLayout::kVlm, TargetLayout::kTextResave}) {
+    SCOPED_TRACE(layout_name(layout));
+    const fs::path dir =
+        write_target(std::string("shared_") + layout_name(layout), shared_expert_spec(layout));
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    const nlohmann::json& text = ckpt.config().text();
+    EXPECT_FALSE(text.contains("intermediate_size"));
+    EXPECT_FALSE(text.contains("mlp_only_layers"));
+    EXPECT_FALSE(text.contains("norm_topk_prob"));
+    EXPECT_EQ(config_of(ckpt).sparse, std::vector<bool>(4, true));
+    EXPECT_TRUE(ckpt.contains("model.language_model.layers.3.mlp.shared_expert_gate.weight"));
+    const auto verdict = layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+    EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
+    expect_matches_naive(dir);
+  }
+}
+
+// Fields the family's config class does not have, set so that transformers would compute something
+// else than the config says (or missing where it is required): refused by name, never followed.
+TEST(SharedExpertMoe, FieldsTheConfigClassHasNotAreRefusedByName) {
+  const fs::path dir = write_target("shared_fields", shared_expert_spec(TargetLayout::kTextResave));
+  const std::string original = testing::read_file(dir / "config.json");
+  const auto refusal = [&](const std::function<void(nlohmann::json&)>& edit) -> std::string {
+    nlohmann::json config = nlohmann::json::parse(original);
+    edit(config);
+    testing::write_file(dir / "config.json", config.dump());
+    try {
+      config_of(io::Checkpoint::open(dir));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_THAT(
+      refusal([](nlohmann::json& c) { c["norm_topk_prob"] = false; }),
+      ::testing::HasSubstr("norm_topk_prob = false, but qwen3_5_moe's router renormalises"));
+  EXPECT_EQ(refusal([](nlohmann::json& c) { c["norm_topk_prob"] = true; }), "accepted");
+  EXPECT_THAT(refusal([](nlohmann::json& c) { c["decoder_sparse_step"] = 2; }),
+              ::testing::HasSubstr("decoder_sparse_step makes some layers dense"));
+  EXPECT_THAT(refusal([](nlohmann::json& c) { c["mlp_only_layers"] = {1}; }),
+              ::testing::HasSubstr("mlp_only_layers makes some layers dense"));
+  EXPECT_EQ(refusal([](nlohmann::json& c) { c["mlp_only_layers"] = nlohmann::json::array(); }),
+            "accepted");
+  EXPECT_THAT(refusal([](nlohmann::json& c) { c.erase("shared_expert_intermediate_size"); }),
+              ::testing::HasSubstr("shared_expert_intermediate_size"));
+}
+
+// A shared expert is run where the family says so, refused beside another family's experts.
+TEST(MoeSupport, ASharedExpertRunsForQwen3_5Moe) {
+  const fs::path dir = write_target("shared_runs", shared_expert_spec(TargetLayout::kVlm));
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  const auto verdict = layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+  EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
+  EXPECT_EQ(ckpt.config().root().at("model_type"), "qwen3_5_moe");
 }
 
 }  // namespace

@@ -20,6 +20,18 @@ using checks::metrics::max_rel_diff;
 
 constexpr double kF32Budget = 1e-5;
 
+// Budget of a comparison that is exact (`dense`) but for rounding. Routed experts multiply a number
+// of rows that depends on the whole sequence (the positions routed to each), so their float32
+// rounding differs between two runs; the random qwen3_5_moe test model's hybrid layers amplify it
+// (measured, a token changed at position 70, positions < 70: 3.8e-8, 1.1e-6, 1.1e-5, 1.4e-5
+// relative at layers 0-3; chunked against recurrent Gated DeltaNet 1.3e-5, 1.6e-5 at layers 2-3
+// and 1.8e-5 on the logits; qwen3_moe 5e-8..2e-7; the dense families bit-equal). A causal leak or a
+// wrong Gated DeltaNet form moves outputs by > 1e-3.
+double rounding_budget(const testing::FamilyCase& f, double dense) {
+  const FamilyTraits t = traits_of(f.family);
+  return t.mlp == MlpKind::kMoe && t.linear_attention ? 1e-4 : dense;
+}
+
 class TargetEngineTest : public ::testing::TestWithParam<testing::FamilyCase> {
  protected:
   // Writes (once per process and case) a random f32 checkpoint and loads it.
@@ -91,9 +103,10 @@ TEST_P(TargetEngineTest, ChunkedEqualsRecurrentAcrossChunkBoundaries) {
   const auto toks = tokens(150);  // chunks of 64, 64, 22
   const ForwardResult chunked = load(GdnAlgorithm::kChunked)->forward(toks, all_taps());
   const ForwardResult recurrent = load(GdnAlgorithm::kRecurrent)->forward(toks, all_taps());
+  const double budget = rounding_budget(GetParam(), kF32Budget);
   for (std::int64_t l = 0; l < 4; ++l)
-    EXPECT_LT(max_rel_diff(chunked.taps.at(l), recurrent.taps.at(l)), kF32Budget) << "layer " << l;
-  EXPECT_LT(max_rel_diff(chunked.logits, recurrent.logits), kF32Budget);
+    EXPECT_LT(max_rel_diff(chunked.taps.at(l), recurrent.taps.at(l)), budget) << "layer " << l;
+  EXPECT_LT(max_rel_diff(chunked.logits, recurrent.logits), budget);
 }
 
 TEST_P(TargetEngineTest, LaterTokensNeverChangeEarlierOutputs) {
@@ -102,7 +115,8 @@ TEST_P(TargetEngineTest, LaterTokensNeverChangeEarlierOutputs) {
   const ForwardResult a = model->forward(toks, {3});
   toks[70] = (toks[70] + 1) % 256;
   const ForwardResult b = model->forward(toks, {3});
-  EXPECT_LT(max_rel_diff(a.logits.narrow(0, 0, 70), b.logits.narrow(0, 0, 70)), 1e-6);
+  EXPECT_LT(max_rel_diff(a.logits.narrow(0, 0, 70), b.logits.narrow(0, 0, 70)),
+            rounding_budget(GetParam(), 1e-6));
   EXPECT_GT(max_rel_diff(a.logits.narrow(0, 70, 10), b.logits.narrow(0, 70, 10)), 1e-3)
       << "the change had no effect";
 }

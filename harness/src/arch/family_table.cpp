@@ -14,7 +14,8 @@ constexpr FamilyTraits kQwen3Traits = TraitsBuilder()
                                           .partial_rope(false)
                                           .attn_output_gate(false)
                                           .linear_attention(false)
-                                          .mlp(MlpKind::kDense);
+                                          .mlp(MlpKind::kDense)
+                                          .shared_expert(false);
 // Qwen3.5 / 3.6: models/qwen3_5/modeling_qwen3_5.py (Qwen3_5RMSNorm (1+w), gated q_proj,
 // partial_rotary_factor, Gated DeltaNet layers).
 constexpr FamilyTraits kQwen3_5Traits = TraitsBuilder()
@@ -23,7 +24,8 @@ constexpr FamilyTraits kQwen3_5Traits = TraitsBuilder()
                                             .partial_rope(true)
                                             .attn_output_gate(true)
                                             .linear_attention(true)
-                                            .mlp(MlpKind::kDense);
+                                            .mlp(MlpKind::kDense)
+                                            .shared_expert(false);
 // Llama-style dense: models/llama/modeling_llama.py (LlamaRMSNorm w·x̂, no q/k norm, rotate_half
 // RoPE over the whole head, SwiGLU MLP).
 constexpr FamilyTraits kLlamaTraits = TraitsBuilder()
@@ -32,7 +34,8 @@ constexpr FamilyTraits kLlamaTraits = TraitsBuilder()
                                           .partial_rope(false)
                                           .attn_output_gate(false)
                                           .linear_attention(false)
-                                          .mlp(MlpKind::kDense);
+                                          .mlp(MlpKind::kDense)
+                                          .shared_expert(false);
 // Qwen3-MoE: models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c (Qwen3MoeRMSNorm w·x̂, q/k norm,
 // full RoPE, Qwen3MoeSparseMoeBlock: routed experts, no shared expert).
 constexpr FamilyTraits kQwen3MoeTraits = TraitsBuilder()
@@ -41,7 +44,19 @@ constexpr FamilyTraits kQwen3MoeTraits = TraitsBuilder()
                                              .partial_rope(false)
                                              .attn_output_gate(false)
                                              .linear_attention(false)
-                                             .mlp(MlpKind::kMoe);
+                                             .mlp(MlpKind::kMoe)
+                                             .shared_expert(false);
+// Qwen3.5 / 3.6 MoE: models/qwen3_5_moe/modeling_qwen3_5_moe.py @009e78d6 — the Qwen3.5 hybrid's
+// norms, gated attention and Gated DeltaNet, with Qwen3_5MoeSparseMoeBlock on every layer: routed
+// experts plus a sigmoid-gated shared expert.
+constexpr FamilyTraits kQwen3_5MoeTraits = TraitsBuilder()
+                                               .norm(NormStyle::kOnePlusW)
+                                               .qk_norm(true)
+                                               .partial_rope(true)
+                                               .attn_output_gate(true)
+                                               .linear_attention(true)
+                                               .mlp(MlpKind::kMoe)
+                                               .shared_expert(true);
 
 std::vector<FamilyEntry> make_table() {
   std::vector<FamilyEntry> table;
@@ -99,6 +114,24 @@ std::vector<FamilyEntry> make_table() {
     // getattr(config, "head_dim", hidden_size // num_attention_heads).
     e.defaults.head_dim_from_heads = true;
     e.defaults.rope_theta = 10000.0;
+    table.push_back(e);
+  }
+  {
+    FamilyEntry e{};
+    e.family = Family::kQwen3_5Moe;
+    e.name = "qwen3_5_moe";
+    e.display_name =
+        "Qwen3.5 / 3.6 MoE hybrid (Qwen3.5-35B-A3B, Qwen3.6-35B-A3B, Qwen3.5-122B-A10B)";
+    e.model_types = {"qwen3_5_moe", "qwen3_5_moe_text"};
+    e.traits = kQwen3_5MoeTraits;
+    e.layouts = {TargetLayout::kVlm, TargetLayout::kTextResave};
+    e.engine.rope_types = {"default"};
+    e.engine.quantizations = {"fp8"};  // block FP8 weights, dequantized as read (weights.h)
+    // Qwen3_5MoeTextConfig (configuration_qwen3_5_moe.py @e36255cb) deletes intermediate_size,
+    // decoder_sparse_step, norm_topk_prob and mlp_only_layers: every layer routes, and
+    // Qwen3_5MoeTopKRouter renormalises the top-k weights unconditionally.
+    e.defaults.moe_every_layer = true;
+    e.defaults.moe_always_renormalises = true;
     table.push_back(e);
   }
   return table;
@@ -193,7 +226,8 @@ nlohmann::json families_json() {
            {"partial_rope", e.traits.partial_rope},
            {"attn_output_gate", e.traits.attn_output_gate},
            {"linear_attention", e.traits.linear_attention},
-           {"mlp", mlp_name(e.traits.mlp)}}},
+           {"mlp", mlp_name(e.traits.mlp)},
+           {"shared_expert", e.traits.shared_expert}}},
          {"layouts", layouts},
          {"engine",
           {{"rope_types", e.engine.rope_types}, {"quantizations", e.engine.quantizations}}}});

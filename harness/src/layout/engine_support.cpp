@@ -92,12 +92,15 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   if (moe && (family == nullptr || family->traits.mlp != model::MlpKind::kMoe))
     add("MoE MLPs (model_type " + type + "): the engine runs dense MLPs" +
         (family ? " for " + family->name : std::string()));
-  // A MoE family's routed experts are computed; a shared expert (Qwen2-MoE, Qwen3.5-MoE) is not.
+  // A shared expert is computed for the families whose traits say so (Qwen3.5-MoE), not beside
+  // another family's routed experts (Qwen2-MoE's shared expert under a qwen3_moe model type).
   const auto shared = std::find_if(
       checkpoint.names().begin(), checkpoint.names().end(),
       [](const std::string& n) { return n.find(".mlp.shared_expert") != std::string::npos; });
-  if (moe && shared != checkpoint.names().end())
-    add("a shared expert (tensors such as " + *shared + "): the engine runs routed experts only");
+  if (moe && shared != checkpoint.names().end() &&
+      (family == nullptr || !family->traits.shared_expert))
+    add("a shared expert (tensors such as " + *shared + "): the engine runs routed experts only" +
+        (family ? " for " + family->name : std::string()));
 
   const bool sliding_layers =
       std::any_of(stack.layer_types.begin(), stack.layer_types.end(),

@@ -19,6 +19,9 @@ SparseMoe::SparseMoe(const TargetConfig& c, const WeightLoader& w, const std::st
   for (std::int64_t e = 0; e < c.num_experts; ++e)
     experts_.emplace_back(w, prefix + "experts." + std::to_string(e) + ".", c.hidden,
                           c.moe_intermediate);
+  if (!c.traits.shared_expert) return;
+  shared_.emplace(w, prefix + "shared_expert.", c.hidden, c.shared_expert_intermediate);
+  shared_gate_ = w.get(prefix + "shared_expert_gate.weight", {1, c.hidden});
 }
 
 at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
@@ -41,6 +44,7 @@ at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
         experts_[e](x.index_select(0, positions)) * weights.index_select(0, entries).unsqueeze(1);
     out = out.index_add(0, positions, y);
   }
+  if (shared_) out = out + at::sigmoid(dense(x, shared_gate_)) * (*shared_)(x);
   return out;
 }
 

@@ -13,7 +13,6 @@
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/safetensors.h"
-#include "draftgate/model/tensor_view.h"
 #include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/tensor_view.h"
@@ -184,6 +183,18 @@ json family_keys(const RandomTargetSpec& s) {
                 {"partial_rotary_factor", s.partial_rotary_factor},
                 {"mrope_section", {11, 11, 10}},
                 {"mrope_interleaved", true}}}};
+    case Family::kQwen3_5Moe:  // as Qwen3.5-35B-A3B's text_config writes them
+      return {{"model_type", "qwen3_5_moe_text"},
+              {"architectures", {"Qwen3_5MoeForCausalLM"}},
+              {"mtp_num_hidden_layers", s.layout == TargetLayout::kVlm ? 1 : 0},
+              {"output_router_logits", false},
+              {"router_aux_loss_coef", 0.001},
+              {"rope_parameters",
+               {{"rope_type", "default"},
+                {"rope_theta", 10000000.0},
+                {"partial_rotary_factor", s.partial_rotary_factor},
+                {"mrope_section", {11, 11, 10}},
+                {"mrope_interleaved", true}}}};
     case Family::kQwen3Moe:  // as Qwen3-30B-A3B's config writes them
       return {{"model_type", "qwen3_moe"},     {"architectures", {"Qwen3MoeForCausalLM"}},
               {"rope_theta", 1000000.0},       {"rope_scaling", nullptr},
@@ -206,17 +217,26 @@ json trait_keys(const RandomTargetSpec& s) {
               {"linear_num_value_heads", s.linear_v_heads},
               {"linear_key_head_dim", s.linear_k_dim},
               {"linear_value_head_dim", s.linear_v_dim}});
+  if (traits.mlp != MlpKind::kMoe) return c;
+  c.update({{"num_experts", s.num_experts},
+            {"num_experts_per_tok", s.experts_per_token},
+            {"moe_intermediate_size", s.moe_intermediate}});
+  if (traits.shared_expert) c["shared_expert_intermediate_size"] = s.shared_expert_intermediate;
+  const ConfigDefaults& defaults = entry_of(s.family).defaults;
+  if (!defaults.moe_always_renormalises) c["norm_topk_prob"] = s.norm_topk_prob;
+  if (defaults.moe_every_layer) return c;
   std::vector<std::int64_t> mlp_only;  // the spec's dense layers that the model has
   for (std::int64_t l : s.mlp_only_layers)
     if (l < s.layers) mlp_only.push_back(l);
-  if (traits.mlp == MlpKind::kMoe)
-    c.update({{"num_experts", s.num_experts},
-              {"num_experts_per_tok", s.experts_per_token},
-              {"moe_intermediate_size", s.moe_intermediate},
-              {"decoder_sparse_step", s.decoder_sparse_step},
-              {"mlp_only_layers", mlp_only},
-              {"norm_topk_prob", s.norm_topk_prob}});
+  c.update({{"decoder_sparse_step", s.decoder_sparse_step}, {"mlp_only_layers", mlp_only}});
   return c;
+}
+
+// Layer `layer` of the spec's target routes to experts.
+bool sparse_layer(const RandomTargetSpec& s, std::int64_t layer) {
+  if (traits_of(s.family).mlp != MlpKind::kMoe) return false;
+  return entry_of(s.family).defaults.moe_every_layer ||
+         moe_layer_is_sparse(layer, s.decoder_sparse_step, s.mlp_only_layers);
 }
 
 json text_config(const RandomTargetSpec& s) {
@@ -228,7 +248,24 @@ json text_config(const RandomTargetSpec& s) {
             {"hidden_act", "silu"},           {"max_position_embeddings", 4096}};
   c.update(trait_keys(s));
   c.update(family_keys(s));
+  // The config classes without a dense MLP width (every layer routes) write none.
+  if (entry_of(s.family).defaults.moe_every_layer) c.erase("intermediate_size");
   return c;
+}
+
+// The VLM wrapper's model type and class, as the family's releases write them.
+std::pair<const char*, const char*> vlm_wrapper(Family family) {
+  switch (family) {
+    case Family::kQwen3_5:
+      return {"qwen3_5", "Qwen3_5ForConditionalGeneration"};
+    case Family::kQwen3_5Moe:
+      return {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration"};
+    case Family::kQwen3:
+    case Family::kLlama:
+    case Family::kQwen3Moe:
+      break;
+  }
+  throw std::logic_error("family without a VLM layout");
 }
 
 // The quantization_config of a random FP8 target, as fine-grained FP8 releases write it.
@@ -246,8 +283,9 @@ json full_config(const RandomTargetSpec& s) {
   if (s.fp8 && s.layout != TargetLayout::kVlm) text["quantization_config"] = fp8_config(*s.fp8);
   if (s.layout != TargetLayout::kVlm) return text;
   text.erase("architectures");
-  json wrapper = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
-                  {"model_type", "qwen3_5"},
+  const auto [wrapper_type, wrapper_class] = vlm_wrapper(s.family);
+  json wrapper = {{"architectures", {wrapper_class}},
+                  {"model_type", wrapper_type},
                   {"tie_word_embeddings", s.tied},
                   {"text_config", text},
                   {"vision_config",
@@ -295,12 +333,16 @@ void mlp_and_norms(Maker& m, const LayerShape& s, const std::string& p, bool one
   swiglu_weights(m, p + "mlp.", s.hidden, s.intermediate);
 }
 
-// A sparse layer's MLP as Qwen3-MoE checkpoints name it: the router mlp.gate.weight and each
-// expert's mlp.experts.{e}.{gate,up,down}_proj.weight.
+// A sparse layer's MLP as Qwen3-MoE and Qwen3.5-MoE checkpoints name it: the router
+// mlp.gate.weight, each expert's mlp.experts.{e}.{gate,up,down}_proj.weight and, with a shared
+// expert, mlp.shared_expert.{gate,up,down}_proj.weight and mlp.shared_expert_gate.weight.
 void moe_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
   m.linear(p + "gate.weight", s.num_experts, s.hidden);
   for (std::int64_t e = 0; e < s.num_experts; ++e)
     swiglu_weights(m, p + "experts." + std::to_string(e) + ".", s.hidden, s.moe_intermediate);
+  if (!traits_of(s.family).shared_expert) return;
+  swiglu_weights(m, p + "shared_expert.", s.hidden, s.shared_expert_intermediate);
+  m.linear(p + "shared_expert_gate.weight", 1, s.hidden);
 }
 
 void gdn_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
@@ -331,8 +373,7 @@ void target_weights(Maker& m, const RandomTargetSpec& s) {
   const auto types = layer_types(s);
   for (std::int64_t i = 0; i < s.layers; ++i) {
     const std::string p = root + "layers." + std::to_string(i) + ".";
-    if (traits.mlp == MlpKind::kMoe &&
-        moe_layer_is_sparse(i, s.decoder_sparse_step, s.mlp_only_layers)) {
+    if (sparse_layer(s, i)) {
       norms(m, shape, p, one_plus_w);
       moe_weights(m, s, p + "mlp.");
     } else {
@@ -435,6 +476,7 @@ io::Fp8Scheme random_target_fp8_scheme(const RandomTargetSpec& s, std::int64_t b
                                          ? "model.embed_tokens"
                                          : "model.language_model.embed_tokens"};
   if (traits_of(s.family).mlp == MlpKind::kMoe) scheme.not_converted.push_back("mlp.gate");
+  if (traits_of(s.family).shared_expert) scheme.not_converted.push_back("mlp.shared_expert_gate");
   return scheme;
 }
 

@@ -35,9 +35,29 @@ void check_rope_type(const io::ModelConfig& config, const FamilyEntry& family) {
                                  ")");
 }
 
-// Qwen3MoeConfig's MoE fields (configuration_qwen3_moe.py @26f4b0f6). The expert counts and width
-// are required (every released config writes them); the rest take the config class's defaults.
-void read_moe(const io::ModelConfig& config, TargetConfig& c) {
+// The layer indices of mlp_only_layers ([] when absent or null).
+std::vector<std::int64_t> mlp_only_layers(const io::ModelConfig& config, std::int64_t layers) {
+  std::vector<std::int64_t> mlp_only;
+  const auto& text = config.text();
+  const auto it = text.find("mlp_only_layers");
+  if (it == text.end() || it->is_null()) return mlp_only;
+  if (!it->is_array())
+    throw Error(config.file(),
+                config.where("mlp_only_layers") + " must be a list of layer indices");
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= layers)
+      throw Error(config.file(), config.where("mlp_only_layers") + " holds " + io::json_excerpt(v) +
+                                     ", not a layer index 0.." + std::to_string(layers - 1));
+    mlp_only.push_back(v.get<std::int64_t>());
+  }
+  return mlp_only;
+}
+
+// The MoE fields of Qwen3MoeConfig (configuration_qwen3_moe.py @26f4b0f6) and Qwen3_5MoeTextConfig
+// (configuration_qwen3_5_moe.py @e36255cb). The expert counts and widths are required (every
+// released config writes them); the rest take the config class's defaults, or are fixed where the
+// family's class has no such field (ConfigDefaults).
+void read_moe(const io::ModelConfig& config, const FamilyEntry& family, TargetConfig& c) {
   c.num_experts = config.require_int("num_experts");
   c.experts_per_token = config.require_int("num_experts_per_tok");
   c.moe_intermediate = config.require_int("moe_intermediate_size");
@@ -47,28 +67,28 @@ void read_moe(const io::ModelConfig& config, TargetConfig& c) {
                         {"moe_intermediate_size", c.moe_intermediate},
                         {"decoder_sparse_step", step}})
     require_positive(config, key, v);
+  if (c.traits.shared_expert) {
+    c.shared_expert_intermediate = config.require_int("shared_expert_intermediate_size");
+    require_positive(config, "shared_expert_intermediate_size", c.shared_expert_intermediate);
+  }
   if (c.experts_per_token > c.num_experts)
     throw Error(config.file(),
                 "num_experts_per_tok " + std::to_string(c.experts_per_token) +
                     " exceeds num_experts " + std::to_string(c.num_experts),
                 "a token cannot route to more experts than the layer has");
-  c.norm_topk_prob = config.find_bool("norm_topk_prob").value_or(false);
-  std::vector<std::int64_t> mlp_only;
-  const auto& text = config.text();
-  const auto it = text.find("mlp_only_layers");
-  if (it != text.end() && !it->is_null()) {
-    if (!it->is_array())
-      throw Error(config.file(),
-                  config.where("mlp_only_layers") + " must be a list of layer indices");
-    for (const auto& v : *it) {
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
-          v.get<std::int64_t>() >= c.num_layers)
-        throw Error(config.file(), config.where("mlp_only_layers") + " holds " +
-                                       io::json_excerpt(v) + ", not a layer index 0.." +
-                                       std::to_string(c.num_layers - 1));
-      mlp_only.push_back(v.get<std::int64_t>());
-    }
-  }
+  const std::optional<bool> renormalise = config.find_bool("norm_topk_prob");
+  if (family.defaults.moe_always_renormalises && renormalise == false)
+    throw Error(config.file(),
+                config.where("norm_topk_prob") + " = false, but " + family.name +
+                    "'s router renormalises the top-k weights whatever the config says",
+                "remove the key, or use the family the checkpoint was trained as");
+  c.norm_topk_prob = family.defaults.moe_always_renormalises || renormalise.value_or(false);
+  const std::vector<std::int64_t> mlp_only = mlp_only_layers(config, c.num_layers);
+  if (family.defaults.moe_every_layer && (step != 1 || !mlp_only.empty()))
+    throw Error(config.file(),
+                config.where(step != 1 ? "decoder_sparse_step" : "mlp_only_layers") +
+                    " makes some layers dense, but every " + family.name + " layer routes",
+                "remove the key: the family's config class has no such field");
   for (std::int64_t i = 0; i < c.num_layers; ++i)
     c.sparse.push_back(moe_layer_is_sparse(i, step, mlp_only));
 }
@@ -88,7 +108,8 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   c.family = family.family;
   c.traits = family.traits;
   c.hidden = config.require_int("hidden_size");
-  c.intermediate = config.require_int("intermediate_size");
+  // intermediate_size: the dense MLP's width, required unless every layer routes (read below).
+  c.intermediate = config.find_int("intermediate_size").value_or(0);
   c.vocab = config.require_int("vocab_size");
   c.num_layers = stack.num_layers;
   c.layer_types = stack.layer_types;
@@ -101,7 +122,6 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   c.num_heads = config.require_int("num_attention_heads");
   c.num_kv_heads = config.find_int("num_key_value_heads").value_or(c.num_heads);
   for (auto [key, v] : {std::pair{"hidden_size", c.hidden},
-                        {"intermediate_size", c.intermediate},
                         {"vocab_size", c.vocab},
                         {"num_attention_heads", c.num_heads},
                         {"num_key_value_heads", c.num_kv_heads}})
@@ -146,7 +166,13 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   }
   c.attn_output_gate =
       c.traits.attn_output_gate && config.find_bool("attn_output_gate").value_or(true);
-  if (c.traits.mlp == MlpKind::kMoe) read_moe(config, c);
+  if (c.traits.mlp == MlpKind::kMoe) read_moe(config, family, c);
+  const bool dense_layers =
+      c.sparse.empty() || std::find(c.sparse.begin(), c.sparse.end(), false) != c.sparse.end();
+  if (dense_layers || config.find_int("intermediate_size")) {
+    c.intermediate = config.require_int("intermediate_size");
+    require_positive(config, "intermediate_size", c.intermediate);
+  }
   if (!c.traits.linear_attention) {
     for (const auto& t : c.layer_types)
       if (t != "full_attention")

@@ -25,10 +25,12 @@ import target_families  # noqa: E402
 
 # This peer's formulas per family of the table: hybrid = Qwen3.5's (1 + w) norms, gated q_proj, partial RoPE and
 # Gated DeltaNet; qk_norm = per-head q/k RMSNorm before RoPE (not Llama's). A family missing here is a KeyError.
-# moe = routed experts (Qwen3MoeSparseMoeBlock) where Qwen3MoeDecoderLayer makes the layer sparse.
+# moe = routed experts (Qwen3MoeSparseMoeBlock) where Qwen3MoeDecoderLayer makes the layer sparse; shared =
+# Qwen3_5MoeSparseMoeBlock's (modeling_qwen3_5_moe.py): always renormalised, plus the sigmoid-gated shared expert.
 FORMULAS = {"qwen3": {"hybrid": False, "qk_norm": True}, "qwen3_5": {"hybrid": True, "qk_norm": True},
             "llama": {"hybrid": False, "qk_norm": False},
-            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True}}
+            "qwen3_moe": {"hybrid": False, "qk_norm": True, "moe": True},
+            "qwen3_5_moe": {"hybrid": True, "qk_norm": True, "moe": True, "shared": True}}
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
@@ -114,7 +116,7 @@ class Target:
         self.c = c = cfg.get("text_config", cfg)
         formulas = FORMULAS[target_families.family_of(c)]
         self.hybrid, self.qk_norm = formulas["hybrid"], formulas["qk_norm"]
-        self.moe = formulas.get("moe", False)
+        self.moe, self.shared = formulas.get("moe", False), formulas.get("shared", False)
         w = load_safetensors(f"{path}/model.safetensors")
         root = target_families.decoder_root(w)
         self.w, self.root = w, root
@@ -150,13 +152,16 @@ class Target:
         c, p = self.c, self.p(i) + "mlp."
         probs = F.softmax(F.linear(x, self.w[p + "gate.weight"]).float(), dim=-1)
         top, chosen = torch.topk(probs, c["num_experts_per_tok"], dim=-1)
-        if c.get("norm_topk_prob", False):
+        if self.shared or c.get("norm_topk_prob", False):
             top = top / top.sum(-1, keepdim=True)
         out = torch.zeros_like(x)
         for t in range(x.shape[0]):
             for j in range(top.shape[1]):
                 e = int(chosen[t, j])
                 out[t] += top[t, j].to(x.dtype) * self.swiglu(f"{p}experts.{e}.", x[t:t + 1])[0]
+            if self.shared:
+                gate = torch.sigmoid(F.linear(x[t:t + 1], self.w[p + "shared_expert_gate.weight"]))[0]
+                out[t] += gate * self.swiglu(p + "shared_expert.", x[t:t + 1])[0]
         return out
 
     def attention(self, i, x, pos, cache):

@@ -23,13 +23,14 @@ enum class Family {
   kQwen3,    // dense: plain-w RMSNorm, q/k norm, full NeoX RoPE
   kQwen3_5,  // hybrid (Qwen3.5 / 3.6): (1+w) RMSNorm, gated attention, partial RoPE, Gated DeltaNet
   kLlama,    // Llama-style dense: plain-w RMSNorm, no q/k norm, full NeoX RoPE
-  kQwen3Moe,  // Qwen3 attention with routed-expert MLPs (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)
+  kQwen3Moe,    // Qwen3 attention with routed-expert MLPs (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)
+  kQwen3_5Moe,  // the Qwen3.5 hybrid with routed experts + a gated shared expert on every layer
 };
 
 // Where a checkpoint's text decoder lives, as the families' released checkpoints store it.
 enum class TargetLayout {
   kFlat,        // model.layers (Qwen3 dense, Qwen3-MoE, Llama)
-  kVlm,         // model.language_model.layers + model.visual.blocks + mtp.* (Qwen3.5/3.6 VLM)
+  kVlm,         // model.language_model.layers + model.visual.blocks + mtp.* (Qwen3.5/3.6 VLMs)
   kTextResave,  // model.language_model.layers, flat qwen3_5_text config (Qwen3_5ForCausalLM
                 // re-save)
 };
@@ -47,6 +48,12 @@ struct FamilyEngineSupport {
 struct ConfigDefaults {
   bool head_dim_from_heads = false;  // head_dim absent: hidden_size / num_attention_heads
   double rope_theta = 0;             // rope_theta absent: this (0: required)
+  // MoE families: the config class has no decoder_sparse_step / mlp_only_layers (every layer
+  // routes; a config that sets them otherwise is refused) and no intermediate_size.
+  bool moe_every_layer = false;
+  // MoE families: the router renormalises the top-k weights whatever the config says; a config
+  // with norm_topk_prob false is refused (else it defaults to false and is read).
+  bool moe_always_renormalises = false;
 };
 
 struct FamilyEntry {

@@ -23,6 +23,9 @@ struct FamilyTraits {
   bool attn_output_gate = false;       // default of attn_output_gate (q_proj doubled)
   bool linear_attention = false;       // Gated DeltaNet layers (layer_types linear_attention)
   MlpKind mlp = MlpKind::kDense;
+  // Routed-expert layers also run one shared SwiGLU expert (mlp.shared_expert.*) on every position,
+  // its output scaled by sigmoid(mlp.shared_expert_gate · x) (Qwen3_5MoeSparseMoeBlock).
+  bool shared_expert = false;
 };
 
 // Builds a FamilyTraits by naming every trait exactly once:
@@ -39,6 +42,7 @@ class TraitsBuilder {
     kAttnOutputGate,
     kLinearAttention,
     kMlp,
+    kSharedExpert,
     kTraitCount
   };
 
@@ -71,6 +75,11 @@ class TraitsBuilder {
   constexpr TraitsBuilder mlp(MlpKind v) const {
     TraitsBuilder b = set(kMlp);
     b.traits_.mlp = v;
+    return b;
+  }
+  constexpr TraitsBuilder shared_expert(bool v) const {
+    TraitsBuilder b = set(kSharedExpert);
+    b.traits_.shared_expert = v;
     return b;
   }
 

@@ -6,10 +6,15 @@
 // to 1 when norm_topk_prob, cast back; each expert a SwiGLU MLP (mlp.experts.{e}.*) run on the
 // positions routed to it only, its output times the position's weight added into a zero output in
 // ascending expert order (index_add_ in the model's dtype, as the reference's loop does).
+// With traits.shared_expert (Qwen3_5MoeSparseMoeBlock, models/qwen3_5_moe/modeling_qwen3_5_moe.py
+// @009e78d6), a shared SwiGLU expert (mlp.shared_expert.*) runs on every position and its output,
+// times sigmoid(linear(x, mlp.shared_expert_gate.weight)) in the model's dtype, is added to the
+// routed experts' sum.
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +36,8 @@ Routing route(const at::Tensor& logits, std::int64_t k, bool renormalise, at::Sc
 
 class SparseMoe {
  public:
-  // Loads `<prefix>gate.weight` [num_experts, hidden] and every expert under `<prefix>experts.`.
+  // Loads `<prefix>gate.weight` [num_experts, hidden], every expert under `<prefix>experts.` and,
+  // with traits.shared_expert, `<prefix>shared_expert.*` and `<prefix>shared_expert_gate.weight`.
   SparseMoe(const TargetConfig& config, const WeightLoader& w, const std::string& prefix);
 
   // The block's output for post-norm hidden states x [T, hidden]. Memory beyond the output: the
@@ -41,6 +47,8 @@ class SparseMoe {
  private:
   at::Tensor router_;
   std::vector<SwiGluMlp> experts_;
+  std::optional<SwiGluMlp> shared_;
+  at::Tensor shared_gate_;  // [1, hidden]
   std::int64_t k_;
   bool renormalise_;
 };

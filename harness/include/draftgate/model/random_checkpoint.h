@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "draftgate/io/fp8_scheme.h"
 #include "draftgate/arch/drafter.h"
+#include "draftgate/io/fp8_scheme.h"
 #include "draftgate/model/target_config.h"
 
 namespace draftgate::model {
@@ -33,13 +33,14 @@ struct RandomTargetSpec {
   std::int64_t full_attention_interval = 4;
   double partial_rotary_factor = 0.5;
   // Routed-expert families only (traits.mlp kMoe): the config's MoE fields; layer 1 dense by
-  // default so both MLPs of the family run.
+  // default so both MLPs of the family run (where the family has dense layers: ConfigDefaults).
   std::int64_t num_experts = 8;
   std::int64_t experts_per_token = 2;
   std::int64_t moe_intermediate = 32;
   std::int64_t decoder_sparse_step = 1;
   std::vector<std::int64_t> mlp_only_layers = {1};
   bool norm_topk_prob = true;
+  std::int64_t shared_expert_intermediate = 32;  // traits.shared_expert only
   bool tied = false;
   at::ScalarType dtype = at::kBFloat16;
   std::uint64_t seed = 0;
@@ -60,7 +61,7 @@ void write_random_target(const std::filesystem::path& dir, const RandomTargetSpe
 
 // The FP8 scheme make-target --quantize fp8 writes for `spec`'s family and layout: blocks of
 // block_out x block_in, and kept unquantised what fine-grained FP8 releases keep — lm_head, the
-// embeddings and, of routed-expert families, the router (mlp.gate).
+// embeddings and, of routed-expert families, the router (mlp.gate) and the shared expert's gate.
 io::Fp8Scheme random_target_fp8_scheme(const RandomTargetSpec& spec, std::int64_t block_out,
                                        std::int64_t block_in);
 

@@ -41,12 +41,15 @@ struct TargetConfig {
   std::int64_t conv_kernel = 0;
 
   // Mixture of experts (traits.mlp kMoe): Qwen3MoeSparseMoeBlock's routing and which layers
-  // route; the other layers run the dense MLP of intermediate_size.
+  // route; the other layers run the dense MLP of intermediate_size (0 when every layer routes and
+  // the config has none).
   std::int64_t num_experts = 0;
   std::int64_t experts_per_token = 0;  // num_experts_per_tok: the top-k
   std::int64_t moe_intermediate = 0;   // moe_intermediate_size: each expert's SwiGLU width
   bool norm_topk_prob = false;         // the k routing weights renormalised to sum to 1
   std::vector<bool> sparse;            // per layer: routed experts (else the dense MLP)
+  // traits.shared_expert: shared_expert_intermediate_size, the shared expert's SwiGLU width.
+  std::int64_t shared_expert_intermediate = 0;
 
   bool is_linear(std::int64_t layer) const { return layer_types[layer] == "linear_attention"; }
   bool is_sparse(std::int64_t layer) const { return !sparse.empty() && sparse[layer]; }
