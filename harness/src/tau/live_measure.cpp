@@ -36,7 +36,7 @@ std::optional<std::string> string_at(const json& o, const char* key) {
   return o.at(key).get<std::string>();
 }
 
-const json& object_answer(const json& doc, const std::string& url, const std::string& engine) {
+json object_answer(json doc, const std::string& url, const std::string& engine) {
   if (!doc.is_object())
     throw Error(url, "the answer is " + describe_json(doc) + ", not a JSON object",
                 "is this " + engine + "'s URL?");
@@ -65,7 +65,7 @@ json request_inputs(const LiveMeasure& in) {
 
 LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
   const std::string info_url = http.url("/get_server_info");
-  const json& info = object_answer(http.call("/get_server_info"), info_url, "an SGLang server");
+  const json info = object_answer(http.call("/get_server_info"), info_url, "an SGLang server");
   const auto algorithm = string_at(info, "speculative_algorithm");
   if (!algorithm || algorithm->empty() || *algorithm == "NONE")
     throw Error(info_url,
@@ -161,7 +161,7 @@ bool counts_drafts(const Scrape& s, const std::string& model) {
 
 LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
   const std::string models_url = http.url("/v1/models");
-  const json& models = object_answer(http.call("/v1/models"), models_url, "a vLLM server");
+  const json models = object_answer(http.call("/v1/models"), models_url, "a vLLM server");
   std::vector<std::string> ids;
   if (models.contains("data") && models.at("data").is_array())
     for (const json& card : models.at("data"))
