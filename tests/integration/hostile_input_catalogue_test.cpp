@@ -18,7 +18,8 @@
 //   live      `tau measure` against a faulty or hostile server (the stand-in engine with one fault
 //             each): answers that are not JSON or 50 MB long, another request's answer, the
 //             statistics missing, speculative decoding off, another model, counters reset or the
-//             server restarted mid-run, a server that stops answering (must hit --timeout)
+//             server restarted mid-run, a server that stops answering (must hit --timeout) or
+//             answers 503 past the retries
 // The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
 // hostile_input_test.cpp.
 
@@ -2709,6 +2710,8 @@ INSTANTIATE_TEST_SUITE_P(
         live_case("sglang_another_model", kSglang + "wrong-model",
                   "/get_server_info: serves \"other/model\", not \"Qwen/Qwen3-8B\" (--model-name)",
                   " --model-name Qwen/Qwen3-8B"),
+        live_case("sglang_overloaded_past_the_retries", kSglang + "overloaded",
+                  "/generate: HTTP status 503: \"Service Unavailable\" after 3 retries"),
         live_case("sglang_stops_answering", kSglang + "hang", "/generate: no answer within 2 s",
                   " --timeout 2"),
         live_case("vllm_invalid_json", kVllm + "invalid-json",

@@ -30,7 +30,7 @@ import time
 
 FAULTS = [
     "none", "invalid-json", "huge-body", "counter-reset", "restart", "other-id", "missing-spec",
-    "spec-off", "wrong-model", "hang", "transient-503",
+    "spec-off", "wrong-model", "hang", "transient-503", "overloaded",
 ]
 
 
@@ -129,6 +129,9 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         fault = self.opts.fault
         if fault == "transient-503" and request_id not in StandIn.tried:
             StandIn.tried.add(request_id)
+            self.send_json({"object": "error", "message": "Service Unavailable", "code": 503}, 503)
+            return True
+        if fault == "overloaded":  # 503 to every try: the retries run out
             self.send_json({"object": "error", "message": "Service Unavailable", "code": 503}, 503)
             return True
         if fault == "invalid-json":
