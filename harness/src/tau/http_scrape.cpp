@@ -81,8 +81,9 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
     throw Error(url, "the answer is larger than " + mib(limits.max_bytes) + "; refused unread",
                 "is this the engine's URL?");
   if (rc == CURLE_OPERATION_TIMEDOUT)
-    throw Error(url, "no answer within " + std::to_string(limits.timeout_seconds) + " s",
-                "is the server overloaded or stuck? raise --timeout for long generations");
+    throw Error(
+        url, "no answer within " + std::to_string(limits.timeout_seconds) + " s",
+        "is the server overloaded or stuck? (tau measure: --timeout S for long generations)");
   if (rc != CURLE_OK)
     throw Error(
         url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),

@@ -73,9 +73,8 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
                     describe_json(info.value("speculative_algorithm", json())) + ")",
                 "serve with --speculative-algorithm DFLASH --speculative-draft-model-path DRAFTER");
   const auto path = string_at(info, "model_path");
-  const auto served = string_at(info, "served_model_name").has_value()
-                          ? string_at(info, "served_model_name")
-                          : path;
+  auto served = string_at(info, "served_model_name");  // ServerArgs: model_path when not set
+  if (!served) served = path;
   if (!served) throw Error(info_url, "names no model (no served_model_name or model_path)");
   if (in.model_name && *in.model_name != *served && *in.model_name != path.value_or(""))
     throw Error(info_url,
