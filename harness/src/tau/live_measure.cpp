@@ -8,9 +8,11 @@
 //     meta_info whose "id" is the rid.
 //   vLLM (vllm-project/vllm commit 6cf7b26b, vllm/entrypoints/openai/completion/serving.py and
 //     engine/serving.py): POST /v1/completions, the response's "id" is "cmpl-" + the X-Request-Id
-//     header (_base_request_id); GET /v1/models {data: [{id, root, …}]}; GET /version {version};
-//     the vllm:spec_decode_* counters on /metrics exist only with a speculative config
-//     (vllm/v1/spec_decode/metrics.py, SpecDecodingProm).
+//     header (_base_request_id); GET /v1/models {data: [{id, root, …}]} and GET /version
+//     {version} (vllm/entrypoints/openai/api_server.py, show_available_models / show_version, at
+//     048027fb); the vllm:spec_decode_* counters on /metrics, labelled per engine when the stat
+//     logger starts, exist only with a speculative config (vllm/v1/metrics/loggers.py passes
+//     vllm_config.speculative_config to SpecDecodingProm, vllm/v1/spec_decode/metrics.py).
 
 #include "draftgate/tau/live_measure.h"
 
