@@ -186,6 +186,7 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
               "draftgate tau import --sglang-requests responses.jsonl --prompts held-out.jsonl "
               "--out measured.json");
   cmd->callback([opt, runner] { *runner = [opt] { return import(*opt); }; });
+  add_tau_measure(tau, runner);
 }
 
 }  // namespace draftgate::cli

@@ -28,6 +28,8 @@ void add_eval(CLI::App& app, VerbRunner* runner);
 void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* engine);
 void add_golden(CLI::App& app, VerbRunner* runner);
 void add_tau(CLI::App& app, VerbRunner* runner);
+// `tau measure` under `tau` (tau_measure.cpp).
+void add_tau_measure(CLI::App* tau, VerbRunner* runner);
 void add_tokenize(CLI::App& app, VerbRunner* runner);
 
 // `golden record --measured`: a golden from the reference drafter's measured τ

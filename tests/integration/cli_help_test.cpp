@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 TEST(CliHelp, EveryVerbShowsAnExampleAndItsDefaults) {
   for (const char* verb : {"probe", "forward", "make-target", "make-drafter", "eval", "check",
-                           "golden record", "tau import", "tokenize"}) {
+                           "golden record", "tau import", "tau measure", "tokenize"}) {
     const auto r = run_draftgate(std::string(verb) + " --help");
     EXPECT_EQ(r.exit_code, 0) << verb << r.err;
     EXPECT_THAT(r.out, HasSubstr("Example:\n  draftgate " + std::string(verb))) << verb;
@@ -31,6 +31,9 @@ TEST(CliHelp, EveryVerbShowsAnExampleAndItsDefaults) {
   EXPECT_THAT(eval.out, HasSubstr("=128"));  // --max-new
   EXPECT_THAT(eval.out, HasSubstr("=chunked"));
   EXPECT_THAT(run_draftgate("make-target --help").out, HasSubstr("=256"));  // --vocab
+  const auto measure = run_draftgate("tau measure --help").out;
+  EXPECT_THAT(measure, HasSubstr("=256"));  // --max-new
+  EXPECT_THAT(measure, HasSubstr("=600"));  // --timeout
   // check --help lists every check of checks/ (the engine's registry, not the front end's).
   EXPECT_THAT(run_draftgate("check --help").out,
               HasSubstr("\n  " + testing::join(testing::check_source_names(), ", ") + "\n"));

@@ -15,15 +15,22 @@
 //   fp8       block-FP8 targets: scales missing, misshapen, NaN / Inf / <= 0 or of a non-float
 //             dtype; quantization_config keys (fmt, weight_block_size, activation_scheme, the
 //             not-convert lists); F8 weights the config does not explain; make-target's flags
+//   live      `tau measure` against a faulty or hostile server (the stand-in engine with one fault
+//             each): answers that are not JSON or 50 MB long, another request's answer, the
+//             statistics missing, speculative decoding off, another model, counters reset or the
+//             server restarted mid-run, a server that stops answering (must hit --timeout) or
+//             answers 503 past the retries
 // The test itself (exit 2, one line, nothing modified, bounded time and memory) is in
 // hostile_input_test.cpp.
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "draftgate/model/random_checkpoint.h"
 #include "engine_outputs.h"
+#include "engine_stand_in.h"
 #include "hostile_input.h"
 #include "speculators_convert.h"
 
@@ -2711,6 +2718,80 @@ INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
                                                    },
                                                    "--fp8-block"}),
                          [](const auto& p) { return p.param.label; });
+
+// The server of the running live case: replaced (the previous one killed) by the next case, and
+// each stops by itself after 30 s. It keeps its files beside the case's directory, not in it.
+std::unique_ptr<testing::EngineStandIn>& live_server() {
+  static std::unique_ptr<testing::EngineStandIn> server;
+  return server;
+}
+
+Hostile live_case(std::string label, std::string server_args, std::string message,
+                  std::string extra = "") {
+  return {label,
+          [=](const fs::path& dir) {
+            live_server().reset();
+            live_server() = std::make_unique<testing::EngineStandIn>(
+                dir.parent_path() / (dir.filename().string() + "-server"), server_args, 30);
+            write(dir / "prompts.jsonl", std::string("{\"id\": \"p1\", \"input_ids\": [1, 2, 3]}\n"
+                                                     "{\"id\": \"p2\", \"input_ids\": [4, 5]}\n"
+                                                     "{\"id\": \"p3\", \"input_ids\": [6]}\n"));
+            const std::string engine =
+                server_args.find("--engine vllm") != std::string::npos ? "vllm" : "sglang";
+            return "tau measure --engine " + engine + " --url " + live_server()->url() +
+                   " --prompts " + (dir / "prompts.jsonl").string() + " --out " +
+                   (dir / "measured.json").string() + extra;
+          },
+          message};
+}
+
+const std::string kSglang = "--engine sglang --vintage 0.5.12 --fault ";
+const std::string kVllm = "--engine vllm --vintage per-request --fault ";
+const std::string kVllmPooled = "--engine vllm --vintage metrics --fault ";
+
+INSTANTIATE_TEST_SUITE_P(
+    LiveServers, HostileInput,
+    ::testing::Values(
+        live_case("sglang_invalid_json", kSglang + "invalid-json",
+                  "/generate: the answer is not JSON"),
+        live_case("sglang_50_mb_body", kSglang + "huge-body",
+                  "/generate: the answer is larger than 16 MiB"),
+        live_case("sglang_answer_for_another_request", kSglang + "other-id",
+                  "/generate: the answer to prompt \"p1\" is for request \"other-request\""),
+        live_case("sglang_speculative_fields_missing", kSglang + "missing-spec",
+                  "/generate: response 2: meta_info has no spec_verify_ct"),
+        live_case("sglang_speculative_decoding_off", kSglang + "spec-off",
+                  "/get_server_info: speculative decoding is off (speculative_algorithm is null)"),
+        live_case("sglang_another_model", kSglang + "wrong-model",
+                  "/get_server_info: serves \"other/model\", not \"Qwen/Qwen3-8B\" (--model-name)",
+                  " --model-name Qwen/Qwen3-8B"),
+        live_case("sglang_overloaded_past_the_retries", kSglang + "overloaded",
+                  "/generate: HTTP status 503: \"Service Unavailable\" after 3 retries"),
+        live_case("sglang_stops_answering", kSglang + "hang", "/generate: no answer within 2 s",
+                  " --timeout 2"),
+        live_case("vllm_invalid_json", kVllm + "invalid-json",
+                  "/v1/completions: the answer is not JSON"),
+        live_case("vllm_50_mb_body", kVllm + "huge-body",
+                  "/v1/completions: the answer is larger than 16 MiB"),
+        live_case("vllm_answer_for_another_request", kVllm + "other-id",
+                  "/v1/completions: the answer to prompt \"p1\" is for request "
+                  "\"cmpl-other-request\""),
+        live_case("vllm_speculative_fields_missing", kVllm + "missing-spec",
+                  "/v1/completions: response 2: the response has no metrics.speculative_decoding"),
+        live_case("vllm_speculative_decoding_off", kVllm + "spec-off",
+                  "/metrics: speculative decoding is off: no vllm:spec_decode_num_drafts counter"),
+        live_case("vllm_another_model", kVllm + "wrong-model",
+                  "/v1/models: serves \"other/model\", not \"Qwen/Qwen3-8B\" (--model-name)",
+                  " --model-name Qwen/Qwen3-8B"),
+        live_case("vllm_stops_answering", kVllm + "hang", "/v1/completions: no answer within 2 s",
+                  " --timeout 2"),
+        live_case("vllm_counter_reset_mid_run", kVllmPooled + "counter-reset", ": counter reset"),
+        live_case("vllm_restart_between_scrapes", kVllmPooled + "restart",
+                  "the server restarted between the scrapes: process_start_time_seconds"),
+        live_case("vllm_restart_without_total",
+                  "--engine vllm --vintage metrics-bare --fault restart",
+                  "the server restarted between the scrapes: process_start_time_seconds")),
+    [](const auto& p) { return p.param.label; });
 
 }  // namespace
 }  // namespace draftgate::hostile

@@ -75,6 +75,9 @@ const std::vector<PathFlag> kPathFlags = {
     {"tau_vllm_responses", "tau import --vllm-responses {P} --prompts {PR} --out {OUT}/m.json",
      false},
     {"tau_prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json", false},
+    {"tau_measure_prompts",
+     "tau measure --engine sglang --url http://127.0.0.1:1 --prompts {P} --out {OUT}/m.json",
+     false},
     {"make_drafter_target", "make-drafter --target {P} --taps 0,2 --out {OUT}/d", true},
 };
 
@@ -170,6 +173,12 @@ const std::vector<std::pair<std::string, std::string>> kEveryPathFlag = {
     {"--vllm-responses", "tau import --vllm-responses {P} --prompts {PR} --out {OUT}/m.json"},
     {"--prompts", "tau import --vllm-metrics {V} --prompts {P} --out {OUT}/m.json"},
     {"--out", "tau import --vllm-metrics {V} --out {P}"},
+    {"--prompts",
+     "tau measure --engine vllm --url http://127.0.0.1:1 --prompts {P} --out {OUT}/m.json"},
+    {"--out", "tau measure --engine vllm --url http://127.0.0.1:1 --prompts {PR} --out {P}"},
+    {"--save-dir",
+     "tau measure --engine vllm --url http://127.0.0.1:1 --prompts {PR} --out {OUT}/m.json "
+     "--save-dir {P}"},
     {"--out", "make-target --out {P}"},
     {"--target", "make-drafter --target {P} --out {OUT}/d"},
     {"--out", "make-drafter --target {T} --out {P}"},
@@ -246,6 +255,8 @@ TEST(TwoBadInputs, EveryVerbSaysOneLineNamingOneOfThem) {
       "golden record --target " + a + " --drafter " + b + " --prompts {PR} --out {OUT}/g.json",
       "tau import --vllm-metrics " + a + " --before " + b + " --out {OUT}/m.json",
       "tau import --sglang-requests " + a + " --prompts " + b + " --out {OUT}/m.json",
+      "tau measure --engine vllm --url http://127.0.0.1:1 --prompts " + a + " --out " + b +
+          "/m.json",
       "tokenize --tokenizer " + a + " --text-file " + b,
       "forward --model " + a + " --tokens 1,2 --out " + b + "/f.safetensors",
   };

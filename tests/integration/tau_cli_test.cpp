@@ -5,14 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "draftgate/tau/prompt_set.h"
 #include "engine_outputs.h"
+#include "engine_stand_in.h"
 #include "run_cli.h"
 #include "test_files.h"
 
@@ -323,42 +321,6 @@ TEST(TauCli, EvalCountersImportToEvalsTau) {
   }
 }
 
-// A metrics server on 127.0.0.1 serving the files of `dir` (GET /metrics reads dir/metrics), on a
-// port the OS chose; stopped when this goes out of scope.
-class LocalMetricsServer {
- public:
-  explicit LocalMetricsServer(const fs::path& dir) : dir_(dir) {
-    write_file(dir / "server.py",
-               "import http.server, functools, os\n"
-               "class Quiet(http.server.SimpleHTTPRequestHandler):\n"
-               "    def log_message(self, *args): pass\n"
-               "handler = functools.partial(Quiet, directory=os.getcwd())\n"
-               "server = http.server.HTTPServer(('127.0.0.1', 0), handler)\n"
-               "open('port.tmp', 'w').write(str(server.server_port))\n"
-               "os.rename('port.tmp', 'port')\n"
-               "server.serve_forever()\n");
-    const std::string start =
-        "cd " + dir.string() + " && (/usr/bin/python3 server.py > server.log 2>&1 & echo $! > pid)";
-    EXPECT_EQ(std::system(start.c_str()), 0);
-    for (int i = 0; i < 200 && !fs::exists(dir / "port"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::ifstream(dir / "port") >> port_;
-  }
-  ~LocalMetricsServer() {
-    std::string pid;
-    std::ifstream(dir_ / "pid") >> pid;
-    if (!pid.empty()) std::system(("kill " + pid).c_str());
-  }
-  int port() const { return port_; }
-  std::string url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-
- private:
-  fs::path dir_;
-  int port_ = 0;
-};
-
 TEST(TauCli, ScrapesALiveServerBeforeAndAfterTheRun) {
   const fs::path dir = testing::fresh_dir("tau_cli_live");
   // Before the run: drafts 300, accepted 450; the run adds 1000 drafts and 1500 accepted tokens:
@@ -368,7 +330,8 @@ TEST(TauCli, ScrapesALiveServerBeforeAndAfterTheRun) {
              testing::vllm_scrape({{kModel, 0, 1300, 3900, 1950, {910, 650, 390}}}));
   const fs::path prompts =
       write_file(dir / "prompts.jsonl", "{\"id\": \"a\", \"input_ids\": [1]}\n");
-  const LocalMetricsServer server(dir);
+  // The stand-in engine serving the files of `dir` (GET /metrics reads dir/metrics).
+  const testing::EngineStandIn server(dir / "server", "--serve-dir " + dir.string());
   ASSERT_GT(server.port(), 0) << "the local metrics server did not start";
   const fs::path out = dir / "run.tau.json";
   const auto r =
@@ -392,10 +355,10 @@ TEST(TauCli, ScrapesALiveServerBeforeAndAfterTheRun) {
                    "/nope: HTTP status 404");
   expect_bad_input("tau import --vllm-metrics-url http://127.0.0.1:1/metrics --run true --out " +
                        (dir / "x.json").string(),
-                   "127.0.0.1:1/metrics: cannot scrape");
+                   "127.0.0.1:1/metrics: cannot reach the server");
   expect_bad_input("tau import --vllm-metrics-url file:///etc/hostname --run true --out " +
                        (dir / "x.json").string(),
-                   "file:///etc/hostname: cannot scrape");
+                   "file:///etc/hostname: cannot reach the server");
   expect_bad_input("tau import --vllm-metrics-url " + server.url("/metrics") + " --out " +
                        (dir / "x.json").string(),
                    "--vllm-metrics-url: needs --run");

@@ -13,13 +13,14 @@ namespace {
 
 struct Body {
   std::string text;
+  std::uint64_t max_bytes = 0;
   bool too_large = false;
 };
 
 std::size_t append(char* data, std::size_t size, std::size_t count, void* user) {
   auto* body = static_cast<Body*>(user);
   const std::size_t n = size * count;
-  if (body->text.size() + n > kMaxScrapeBytes) {
+  if (body->text.size() + n > body->max_bytes) {
     body->too_large = true;
     return 0;  // aborts the transfer
   }
@@ -36,14 +37,25 @@ std::string utc_now() {
   return buf;
 }
 
+std::string mib(std::uint64_t bytes) {
+  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
+                             : std::to_string(bytes) + " bytes";
+}
+
 }  // namespace
 
-Scrape scrape_url(const std::string& url) {
+HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits) {
+  const std::string& url = request.url;
   static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (init != CURLE_OK) throw Error(url, "cannot initialise libcurl");
   const std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) throw Error(url, "cannot initialise libcurl");
+  curl_slist* list = nullptr;
+  for (const auto& h : request.headers) list = curl_slist_append(list, h.c_str());
+  if (!request.json_body.empty()) list = curl_slist_append(list, "Content-Type: application/json");
+  const std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(list, curl_slist_free_all);
   Body body;
+  body.max_bytes = limits.max_bytes;
   char error[CURL_ERROR_SIZE] = "";
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -51,27 +63,47 @@ Scrape scrape_url(const std::string& url) {
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, std::min(10L, limits.timeout_seconds));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, limits.timeout_seconds);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(kMaxScrapeBytes));
+  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(limits.max_bytes));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  const std::string when = utc_now();
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  if (!request.json_body.empty()) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.json_body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.json_body.size()));
+  }
   const CURLcode rc = curl_easy_perform(c);
   if (body.too_large || rc == CURLE_FILESIZE_EXCEEDED)
-    throw Error(url, "the response is larger than " + std::to_string(kMaxScrapeBytes >> 20) +
-                         " MiB; this is not a /metrics page");
+    throw Error(url, "the answer is larger than " + mib(limits.max_bytes) + "; refused unread",
+                "is this the engine's URL?");
+  if (rc == CURLE_OPERATION_TIMEDOUT)
+    throw Error(
+        url, "no answer within " + std::to_string(limits.timeout_seconds) + " s",
+        "is the server overloaded or stuck? (tau measure: --timeout S for long generations)");
   if (rc != CURLE_OK)
-    throw Error(url, std::string("cannot scrape: ") + (*error ? error : curl_easy_strerror(rc)),
-                "is the server running, and is this its /metrics URL?");
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  if (status >= 400)
-    throw Error(url, "HTTP status " + std::to_string(status), "is this the server's /metrics URL?");
+    throw Error(
+        url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),
+        "is the server running, and is this its URL?");
+  HttpResponse out;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
+  out.body = std::move(body.text);
+  return out;
+}
+
+Scrape scrape_url(const std::string& url, std::string* body) {
+  const std::string when = utc_now();
+  const HttpResponse r = http_exchange({url, "", {}}, {60, kMaxScrapeBytes});
+  if (r.status >= 400)
+    throw Error(url, "HTTP status " + std::to_string(r.status),
+                "is this the server's /metrics URL?");
   const std::string source = url + " at " + when;
-  return {source, parse_prometheus_text(body.text, source)};
+  Scrape scrape{source, parse_prometheus_text(r.body, source)};
+  if (body) *body = r.body;
+  return scrape;
 }
 
 }  // namespace draftgate::tau

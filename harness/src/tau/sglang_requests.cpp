@@ -170,19 +170,22 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
   const std::string file = in.requests.string();
   std::vector<Request> requests;
   NamesRead names;
-  for_each_json_line(in.requests, "JSON /generate response",
-                     [&](const json& doc, const std::string& where) {
-                       if (doc.is_array()) {  // a batched /generate request answers with a list
-                         for (const json& r : doc)
-                           requests.push_back(read_request(r, where, file, names));
-                       } else {
-                         requests.push_back(read_request(doc, where, file, names));
-                       }
-                     });
+  const auto each = [&](const json& doc, const std::string& where) {
+    if (doc.is_array()) {  // a batched /generate request answers with a list
+      for (const json& r : doc) requests.push_back(read_request(r, where, file, names));
+    } else {
+      requests.push_back(read_request(doc, where, file, names));
+    }
+  };
+  const char* what = "JSON /generate response";
+  if (in.text)
+    for_each_json_line(*in.text, file, "response", what, each);
+  else
+    for_each_json_line(in.requests, what, each);
   if (requests.empty()) throw Error(file, "no /generate responses in the file");
 
   std::optional<std::int64_t> k = in.num_speculative_tokens;
-  std::string k_source = "--num-speculative-tokens";
+  std::string k_source = in.num_speculative_tokens_from;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const Request& q = requests[i];
     if (!q.proposed) continue;

@@ -200,15 +200,19 @@ MeasuredTau import_vllm_requests(const VllmRequestsImport& in) {
   const std::string file = in.responses.string();
   std::vector<Response> responses;
   std::vector<std::string> wheres;
-  for_each_json_line(in.responses, "JSON vLLM response",
-                     [&](const json& doc, const std::string& where) {
-                       responses.push_back(read_response(doc, Reader(file, where)));
-                       wheres.push_back(where);
-                     });
+  const auto each = [&](const json& doc, const std::string& where) {
+    responses.push_back(read_response(doc, Reader(file, where)));
+    wheres.push_back(where);
+  };
+  const char* what = "JSON vLLM response";
+  if (in.text)
+    for_each_json_line(*in.text, file, "response", what, each);
+  else
+    for_each_json_line(in.responses, what, each);
   if (responses.empty()) throw Error(file, "no vLLM responses in the file");
 
   std::optional<std::int64_t> k = in.num_speculative_tokens;
-  std::string k_source = "--num-speculative-tokens";
+  std::string k_source = in.num_speculative_tokens_from;
   std::optional<std::string> model = in.model_name;
   std::set<std::string> ids;
   for (std::size_t i = 0; i < responses.size(); ++i) {

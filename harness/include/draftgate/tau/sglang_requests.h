@@ -26,6 +26,10 @@ struct SglangImport {
   // where every response names a prompt, else by order (the counts must agree).
   std::optional<std::vector<std::string>> prompt_ids;
   std::string prompts_file;  // for messages
+  // The responses themselves, one JSON document a line, when already in memory (`tau measure`):
+  // `requests` then names where they came from (the URL), and messages say "response N".
+  std::optional<std::string> text{};
+  std::string num_speculative_tokens_from = "--num-speculative-tokens";  // where k came from
 };
 MeasuredTau import_sglang_requests(const SglangImport& in);
 

@@ -20,6 +20,10 @@ struct VllmRequestsImport {
   std::optional<std::string> engine_version;
   std::optional<std::size_t> prompts;  // the prompt set's size: responses are tied by order
   std::string prompts_file;            // for messages
+  // The responses themselves, one JSON document a line, when already in memory (`tau measure`):
+  // `responses` then names where they came from (the URL), and messages say "response N".
+  std::optional<std::string> text{};
+  std::string num_speculative_tokens_from = "--num-speculative-tokens";  // where k came from
 };
 MeasuredTau import_vllm_requests(const VllmRequestsImport& in);
 
