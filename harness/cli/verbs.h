@@ -29,6 +29,8 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
 void add_golden(CLI::App& app, VerbRunner* runner);
 void add_tau(CLI::App& app, VerbRunner* runner);
 void add_tokenize(CLI::App& app, VerbRunner* runner);
+// `prompts build`: the z-lab benchmark's prompt sets from local dataset exports.
+void add_prompts(CLI::App& app, VerbRunner* runner);
 
 // `golden record --measured`: a golden from the reference drafter's measured τ
 // (golden_measured.cpp).
