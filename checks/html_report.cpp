@@ -35,6 +35,7 @@ section.check.fail{border-left-color:#cf222e}section.check.skip{border-left-colo
 section.check.error{border-left-color:#8250df}.badge{font-weight:700;padding:1px 6px;border-radius:4px}
 .message{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}
 .time{color:#656d76;font-weight:400;font-size:12px}.tables{display:flex;flex-wrap:wrap;gap:16px}
+pre.output{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:6px 8px;margin:0 0 10px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}td.v{font-family:ui-monospace,monospace;font-size:12px}
 svg.chart{border:1px solid #d0d7de;border-radius:4px;background:#fff}
 svg .title{font-weight:600;font-size:13px}svg .tick,svg .legend{font-size:10px;fill:#57606a}
@@ -325,6 +326,35 @@ std::string check_section(const CheckResult& r, const std::string& id) {
   return o.str() + "</section>\n";
 }
 
+// Each prompt's generated text (eval's "output_text"), as written, or why there is none (once for
+// the run when the target's tokenizer is missing); the first 64 prompts, as the table.
+std::string generated_texts(const json& per_prompt, const json& summary) {
+  if (summary.contains("output_text") && summary["output_text"].is_object() &&
+      summary["output_text"].contains("unavailable"))
+    return "<h2>Generated text</h2>\n<p class=\"message\">no text: " +
+           esc(scalar_text(summary["output_text"]["unavailable"])) + "</p>\n";
+  std::ostringstream o;
+  std::size_t shown = 0;
+  for (const auto& p : per_prompt) {
+    if (!p.is_object() || !p.contains("output_text")) continue;
+    if (shown++ == 64) {
+      o << "<p>… " << per_prompt.size() - 64
+        << " more prompts (the JSON report has them all)</p>\n";
+      break;
+    }
+    const std::string id = p.contains("id") ? scalar_text(p["id"]) : "";
+    o << "<h3>" << esc(id) << "</h3>";
+    if (p["output_text"].is_string())
+      o << "<pre class=\"output\">" << esc(p["output_text"].get<std::string>()) << "</pre>\n";
+    else
+      o << "<p class=\"message\">no text: "
+        << esc(p.contains("output_text_unavailable") ? scalar_text(p["output_text_unavailable"])
+                                                     : "not given")
+        << "</p>\n";
+  }
+  return shown == 0 ? "" : "<h2>Generated text</h2>\n" + o.str();
+}
+
 }  // namespace
 
 std::string html_check_report(const std::vector<SuiteRun>& runs) {
@@ -370,11 +400,13 @@ std::string html_eval_report(const nlohmann::json& evaluation) {
   body << "<div class=\"charts\">" << tau_charts(m, "eval") << "</div>\n<div class=\"tables\">"
        << kv_table("results", summary) << "</div>\n";
   if (per_prompt.is_array() && !per_prompt.empty()) {
-    // Token lists are long and are in the JSON: the table keeps the numbers.
+    const std::string texts = generated_texts(per_prompt, summary);
+    // Token lists and texts are long: the table keeps the numbers (the JSON has the lists).
     for (auto& p : per_prompt)
       if (p.is_object())
-        for (const auto& key : {"output_ids", "drafts"}) p.erase(key);
-    body << "<h2>Per prompt</h2>\n" << value_html(per_prompt);
+        for (const auto& key : {"output_ids", "drafts", "output_text", "output_text_unavailable"})
+          p.erase(key);
+    body << "<h2>Per prompt</h2>\n" << value_html(per_prompt) << texts;
   }
   return page("draftgate eval", body.str());
 }

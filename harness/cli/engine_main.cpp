@@ -10,11 +10,12 @@
 
 int draftgate_engine_main(int argc, char** argv) {
   using namespace draftgate::cli;
-  return run_cli(argc, argv,
-                 {add_probe, add_forward,
-                  [](CLI::App& app, VerbRunner* runner) {
-                    add_check_verb(app, runner, &draftgate::checks::model_engine());
-                  },
-                  add_eval, add_golden, add_tau, add_make_target, add_make_drafter, add_tokenize},
-                 [](int threads) { at::set_num_threads(threads); });
+  return run_cli(
+      argc, argv,
+      {add_probe, add_forward,
+       [](CLI::App& app, VerbRunner* runner) {
+         add_check_verb(app, runner, &draftgate::checks::model_engine());
+       },
+       add_eval, add_golden, add_tau, add_make_target, add_make_drafter, add_tokenize, add_prompts},
+      [](int threads) { at::set_num_threads(threads); });
 }

@@ -23,6 +23,7 @@
 #include "draftgate/progress.h"
 #include "draftgate/tau/prompt_set.h"
 #include "draftgate/tau/vllm_metrics.h"
+#include "eval_text.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -108,6 +109,13 @@ int run_eval(const EvalOptions& opt) {
   options.device = model::parse_device(opt.device);
   const auto target = model::TargetModel::load(target_ckpt, options);
   decode::check_eos_vocabulary(opt.decode, *target, "--eos");
+  // Read before decoding, so a tokenizer draftgate cannot read is said at once (eval goes on).
+  std::optional<OutputDecoder> text_decoder;
+  if (!opt.json.empty() || !opt.html.empty()) {
+    text_decoder = output_decoder(opt.target);
+    if (text_decoder->unreadable)
+      std::cerr << "note: no output text: " << text_decoder->unavailable << "\n";
+  }
 
   std::unique_ptr<io::Checkpoint> drafter_ckpt;
   std::unique_ptr<model::DFlashDrafter> dflash;
@@ -173,6 +181,7 @@ int run_eval(const EvalOptions& opt) {
                      {"gdn", opt.gdn}};
     out["drafter"] = opt.oracle ? nlohmann::json("oracle") : nlohmann::json(opt.drafter);
     out["timing"] = decode::timing_json(stats);
+    add_output_text(out, *text_decoder);
     if (!opt.json.empty()) io::write_text_atomically(opt.json, io::dump_json(out) + "\n");
     if (!opt.html.empty()) io::write_text_atomically(opt.html, checks::html_eval_report(out));
   }

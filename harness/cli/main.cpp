@@ -1,8 +1,8 @@
-// The draftgate front end. `probe`, `tokenize` and `check` runs whose checks are all structural
-// (layer_path, the static fc_excludes_target_layer) run here, on the torch-free libraries, so
-// inspecting even a 50 GB checkpoint costs a few MB of memory and no libtorch start-up; everything
-// else (and --help) runs in the engine, libdraftgate_engine.so, which brings libtorch: beside this
-// binary in the build tree, in the library directory of an installed prefix.
+// The draftgate front end. `probe`, `tokenize`, `prompts` and `check` runs whose checks are all
+// structural (layer_path, the static fc_excludes_target_layer) run here, on the torch-free
+// libraries, so inspecting even a 50 GB checkpoint costs a few MB of memory and no libtorch
+// start-up; everything else (and --help) runs in the engine, libdraftgate_engine.so, which brings
+// libtorch: beside this binary in the build tree, in the library directory of an installed prefix.
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -66,11 +66,12 @@ bool wants_help(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace draftgate::cli;
   const std::string verb = verb_of(argc, argv);
-  if ((verb == "probe" || verb == "check" || verb == "tokenize") && !wants_help(argc, argv)) {
+  if ((verb == "probe" || verb == "check" || verb == "tokenize" || verb == "prompts") &&
+      !wants_help(argc, argv)) {
     try {
       return run_cli(
           argc, argv,
-          {add_probe, add_tokenize,
+          {add_probe, add_tokenize, add_prompts,
            [](CLI::App& app, VerbRunner* runner) { add_check_verb(app, runner, nullptr); }},
           [](int) {});
     } catch (const NeedsEngine&) {

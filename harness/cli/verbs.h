@@ -31,6 +31,8 @@ void add_tau(CLI::App& app, VerbRunner* runner);
 // `tau measure` under `tau` (tau_measure.cpp).
 void add_tau_measure(CLI::App* tau, VerbRunner* runner);
 void add_tokenize(CLI::App& app, VerbRunner* runner);
+// `prompts build`: the z-lab benchmark's prompt sets from local dataset exports.
+void add_prompts(CLI::App& app, VerbRunner* runner);
 
 // `golden record --measured`: a golden from the reference drafter's measured τ
 // (golden_measured.cpp).

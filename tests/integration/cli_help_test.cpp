@@ -21,8 +21,9 @@ using testing::run_draftgate;
 namespace fs = std::filesystem;
 
 TEST(CliHelp, EveryVerbShowsAnExampleAndItsDefaults) {
-  for (const char* verb : {"probe", "forward", "make-target", "make-drafter", "eval", "check",
-                           "golden record", "tau import", "tau measure", "tokenize"}) {
+  for (const char* verb :
+       {"probe", "forward", "make-target", "make-drafter", "eval", "check", "golden record",
+        "tau import", "tau measure", "tokenize", "prompts build"}) {
     const auto r = run_draftgate(std::string(verb) + " --help");
     EXPECT_EQ(r.exit_code, 0) << verb << r.err;
     EXPECT_THAT(r.out, HasSubstr("Example:\n  draftgate " + std::string(verb))) << verb;

@@ -2793,5 +2793,83 @@ INSTANTIATE_TEST_SUITE_P(
                   "the server restarted between the scrapes: process_start_time_seconds")),
     [](const auto& p) { return p.param.label; });
 
+// Issue 29 item 4: `prompts build` on a dataset export (JSONL), each case one bad row or flag.
+Hostile export_case(const std::string& label, const std::string& dataset, const std::string& rows,
+                    const std::string& message, const std::string& flags = "") {
+  return {label,
+          [dataset, rows, flags](const fs::path& dir) {
+            write(dir / "export.jsonl", rows);
+            return "prompts build --dataset " + dataset + " --from " +
+                   (dir / "export.jsonl").string() + " --out " + (dir / "p.jsonl").string() + flags;
+          },
+          message};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PromptsBuild, HostileInput,
+    ::testing::Values(
+        export_case("export_field_missing", "gsm8k",
+                    "{\"question\": \"q\"}\n{\"problem\": \"p\", \"answer\": \"1\"}\n",
+                    "export.jsonl:2: the row has no \"question\" field, which gsm8k reads"),
+        export_case("export_field_a_number", "math500", "{\"problem\": 17}\n",
+                    "export.jsonl:1: \"problem\" must be a string, not 17"),
+        export_case("export_field_null", "humaneval", "{\"prompt\": null}\n",
+                    "export.jsonl:1: \"prompt\" must be a string, not null"),
+        export_case("export_mbpp_full_config", "mbpp", "{\"text\": \"Write a function\"}\n",
+                    "export.jsonl:1: the row has no \"prompt\" field, which mbpp reads (hint: "
+                    "export google-research-datasets/mbpp (config sanitized, split test)"),
+        export_case("export_benchmark_cache_file", "mt-bench", "{\"turns\": [\"one\"]}\n",
+                    "rows of \"turns\" are benchmark.py's cache/ files (already formatted)"),
+        export_case("export_mt_bench_turns_a_string", "mt-bench", "{\"prompt\": \"one\"}\n",
+                    "export.jsonl:1: \"prompt\" must be a non-empty list of turns"),
+        export_case("export_mt_bench_no_turns", "mt-bench", "{\"prompt\": []}\n",
+                    "export.jsonl:1: \"prompt\" must be a non-empty list of turns"),
+        export_case("export_mt_bench_turn_a_number", "mt-bench", "{\"prompt\": [\"one\", 2]}\n",
+                    "export.jsonl:1: \"prompt\"[1] must be a string, not 2"),
+        export_case("export_row_an_array", "gsm8k", "[\"question\"]\n",
+                    "export.jsonl:1: a row must be a JSON object"),
+        export_case("export_row_malformed", "gsm8k", "{\"question\": \"q\"}\n{\"question\": \n",
+                    "export.jsonl:2:"),
+        export_case("export_invalid_utf8", "gsm8k", "{\"question\": \"caf\xC3\"}\n",
+                    "export.jsonl:1:"),
+        export_case("export_lone_surrogate", "gsm8k", "{\"question\": \"\\ud800\"}\n",
+                    "export.jsonl:1:"),
+        export_case("export_duplicate_key", "gsm8k", "{\"question\": \"a\", \"question\": \"b\"}\n",
+                    "export.jsonl:1:"),
+        export_case("export_empty_file", "gsm8k", "", "export.jsonl: "),
+        export_case("export_blank_lines_only", "gsm8k", "\n  \n\n",
+                    "export.jsonl: the export holds no rows"),
+        export_case("export_unknown_dataset", "gsm8k-platinum", "{\"question\": \"q\"}\n",
+                    "--dataset: unknown dataset \"gsm8k-platinum\"; the benchmark's datasets: "
+                    "gsm8k, math500, humaneval, mbpp, mt-bench"),
+        export_case("export_limit_zero", "gsm8k", "{\"question\": \"q\"}\n",
+                    "--limit: Value 0 is not in 1…", " --limit 0"),
+        export_case("export_limit_negative", "gsm8k", "{\"question\": \"q\"}\n",
+                    "--limit: Value -3 is not in 1…", " --limit -3"),
+        export_case("export_shuffle_seed_without_limit", "gsm8k", "{\"question\": \"q\"}\n",
+                    "--shuffle-seed: goes with --limit N", " --shuffle-seed 0"),
+        export_case("export_shuffle_seed_negative", "gsm8k", "{\"question\": \"q\"}\n",
+                    "--shuffle-seed: Value -1 is not ≥ 0", " --limit 1 --shuffle-seed -1"),
+        export_case("export_shuffle_reads_every_row", "gsm8k",
+                    "{\"question\": \"q\"}\n{\"question\": \"r\"}\n{\"question\": 3}\n",
+                    "export.jsonl:3: \"question\" must be a string, not 3",
+                    " --limit 1 --shuffle-seed 0"),
+        Hostile{"export_out_is_the_input",
+                [](const fs::path& dir) {
+                  write(dir / "export.jsonl", std::string("{\"question\": \"q\"}\n"));
+                  return "prompts build --dataset gsm8k --from " + (dir / "export.jsonl").string() +
+                         " --out " + (dir / "export.jsonl").string();
+                },
+                "(--from); draftgate never writes over an input"},
+        Hostile{"export_out_a_link_to_the_input",
+                [](const fs::path& dir) {
+                  write(dir / "export.jsonl", std::string("{\"question\": \"q\"}\n"));
+                  fs::create_symlink(dir / "export.jsonl", dir / "link.jsonl");
+                  return "prompts build --dataset gsm8k --from " + (dir / "export.jsonl").string() +
+                         " --out " + (dir / "link.jsonl").string();
+                },
+                "(--from); draftgate never writes over an input"}),
+    [](const auto& p) { return p.param.label; });
+
 }  // namespace
 }  // namespace draftgate::hostile

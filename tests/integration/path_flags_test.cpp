@@ -79,6 +79,7 @@ const std::vector<PathFlag> kPathFlags = {
      "tau measure --engine sglang --url http://127.0.0.1:1 --prompts {P} --out {OUT}/m.json",
      false},
     {"make_drafter_target", "make-drafter --target {P} --taps 0,2 --out {OUT}/d", true},
+    {"prompts_from", "prompts build --dataset gsm8k --from {P} --out {OUT}/p.jsonl", false},
 };
 
 enum class Fault { kMissing, kUnreadable, kWrongKind };
@@ -184,6 +185,8 @@ const std::vector<std::pair<std::string, std::string>> kEveryPathFlag = {
     {"--out", "make-drafter --target {T} --out {P}"},
     {"--tokenizer", "tokenize --tokenizer {P} --text hi"},
     {"--text-file", "tokenize --tokenizer {T} --text-file {P}"},
+    {"--from", "prompts build --dataset gsm8k --from {P} --out {OUT}/p.jsonl"},
+    {"--out", "prompts build --dataset gsm8k --from {PR} --out {P}"},
 };
 
 std::string with(std::string command, const std::string& p, const fs::path& out) {
@@ -258,6 +261,7 @@ TEST(TwoBadInputs, EveryVerbSaysOneLineNamingOneOfThem) {
       "tau measure --engine vllm --url http://127.0.0.1:1 --prompts " + a + " --out " + b +
           "/m.json",
       "tokenize --tokenizer " + a + " --text-file " + b,
+      "prompts build --dataset gsm8k --from " + a + " --out " + b + "/p.jsonl",
       "forward --model " + a + " --tokens 1,2 --out " + b + "/f.safetensors",
   };
   for (const auto& c : commands) {

@@ -237,6 +237,40 @@ TEST(HtmlReport, EvalReportChartsItsHistogramAndDepthsAndListsPrompts) {
   EXPECT_THAT(html, Not(HasSubstr("<th>drafts</th>")));
 }
 
+// eval's "output_text": each prompt's text escaped in its own block (not in the table), a
+// prompt's reason when it has none, and the run's reason once when the target has no tokenizer.
+TEST(HtmlReport, EvalReportShowsEachPromptsGeneratedText) {
+  const json decoded = {
+      {"output_text", {{"tokenizer", "t/tokenizer.json"}, {"skip_special_tokens", false}}},
+      {"per_prompt",
+       {{{"id", "a"}, {"tau", 2.0}, {"output_ids", {1}}, {"output_text", "x < y & \"z\"\n</pre>"}},
+        {{"id", "b"},
+         {"tau", 1.0},
+         {"output_ids", {99}},
+         {"output_text", nullptr},
+         {"output_text_unavailable", "t/tokenizer.json: no token has id 99"}}}}};
+  const std::string html = html_eval_report(decoded);
+  EXPECT_THAT(html, HasSubstr("<h2>Generated text</h2>\n<h3>a</h3><pre class=\"output\">x &lt; y "
+                              "&amp; &quot;z&quot;&#10;&lt;/pre&gt;</pre>\n"));
+  EXPECT_THAT(html, HasSubstr("<h3>b</h3><p class=\"message\">no text: t/tokenizer.json: no token "
+                              "has id 99</p>"));
+  // Not in the table of prompts (the run's own "output_text" is in the results table).
+  const std::string table = html.substr(html.find("<h2>Per prompt</h2>"));
+  EXPECT_THAT(table.substr(0, table.find("<h2>Generated text</h2>")),
+              Not(HasSubstr("output_text")));
+
+  const json none = {
+      {"output_text", {{"tokenizer", nullptr}, {"unavailable", "no <file>"}}},
+      {"per_prompt",
+       {{{"id", "a"}, {"output_text", nullptr}}, {{"id", "b"}, {"output_text", nullptr}}}}};
+  const std::string h = html_eval_report(none);
+  EXPECT_EQ(count(h, "no text: no &lt;file&gt;"), 1u);
+  EXPECT_THAT(h, Not(HasSubstr("<pre class=\"output\">")));
+  // Older eval JSON, without texts: no section.
+  EXPECT_THAT(html_eval_report({{"per_prompt", {{{"id", "a"}}}}}),
+              Not(HasSubstr("Generated text")));
+}
+
 // min_tau reports the golden's histogram beside the drafter's: read from tau.histogram, validated.
 TEST(HtmlReport, GoldenHistogramIsReadAsTheChartsExpectAndValidated) {
   const std::filesystem::path source = DRAFTGATE_SOURCE_DIR "/golden/qwen3-reference.json";

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 const fs::path kRoot = DRAFTGATE_SOURCE_DIR;
 
 // The folders of harness/src and harness/include/draftgate by what they may include.
-const std::set<std::string> kTorchFreeFolders = {"io",  "layout",    "arch",     "golden",
-                                                 "tau", "tokenizer", "template", ""};
+const std::set<std::string> kTorchFreeFolders = {
+    "io", "layout", "arch", "golden", "tau", "tokenizer", "template", "prompts", ""};
 const std::set<std::string> kAtenFolders = {"model", "decode", "train"};
 
 std::string read(const fs::path& path) {
