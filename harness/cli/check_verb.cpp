@@ -190,6 +190,7 @@ std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
 void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>& planned) {
   std::vector<io::RunPath> inputs;
   for (const auto& s : opt.suites) inputs.push_back({s, "--suite"});
+  for (const auto& in : prompt_option_inputs(opt.prompt_options)) inputs.push_back(in);
   for (const auto& p : planned) {
     const checks::ArtifactPaths& a = p.suite.artifacts;
     for (const auto& [path, flag, dir] : {std::tuple{a.target, "--target", true},

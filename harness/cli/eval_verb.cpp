@@ -93,11 +93,12 @@ int run_eval(const EvalOptions& opt) {
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
   check_decoding_flags(opt.decode);
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.target, "--target", true},
+                               {opt.drafter, "--drafter", true},
+                               {opt.prompts, "--prompts"}});
   io::check_outputs(
-      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
-      {{opt.target, "--target", true},
-       {opt.drafter, "--drafter", true},
-       {opt.prompts, "--prompts"}});
+      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}}, inputs);
   require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"},
                  {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
                  {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});

@@ -53,9 +53,11 @@ std::string utc_now() {
 
 int record(const GoldenOptions& opt) {
   // The output policy first: a directory (or a device) at --out is named as one, not as a golden.
-  io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
-                                           {opt.drafter, "--drafter", true},
-                                           {opt.prompts, "--prompts"}});
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.target, "--target", true},
+                               {opt.drafter, "--drafter", true},
+                               {opt.prompts, "--prompts"}});
+  io::check_outputs({{opt.out, "--out"}}, inputs);
   std::error_code ec;
   if (fs::exists(opt.out, ec) && !opt.force)
     throw Error(opt.out, "golden file exists; refusing to overwrite it",

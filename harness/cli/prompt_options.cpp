@@ -21,6 +21,12 @@ void add_prompt_options(CLI::App* cmd, decode::PromptOptions& options, bool toke
         ->check(path_value());
 }
 
+std::vector<io::RunPath> prompt_option_inputs(const decode::PromptOptions& options) {
+  std::error_code ec;
+  return {{options.chat_template, "--chat-template"},
+          {options.tokenizer, "--tokenizer", std::filesystem::is_directory(options.tokenizer, ec)}};
+}
+
 decode::PromptSet read_prompts(const std::string& path, const decode::PromptOptions& options,
                                const std::string& target) {
   return decode::read_prompt_set(path, "--prompts", decode::with_target_tokenizer(options, target));

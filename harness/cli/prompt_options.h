@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
+#include "draftgate/io/output_file.h"
 #include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::cli {
@@ -13,6 +15,9 @@ namespace draftgate::cli {
 // Adds the flags to `cmd`, filling `options`. `tokenizer_flag`: also --tokenizer DIR (for verbs
 // without a target; elsewhere the tokenizer is the target checkpoint's tokenizer.json).
 void add_prompt_options(CLI::App* cmd, decode::PromptOptions& options, bool tokenizer_flag = false);
+
+// The files the flags name, as inputs an output must not overwrite (io::check_outputs).
+std::vector<io::RunPath> prompt_option_inputs(const decode::PromptOptions& options);
 
 // `path` (given by --prompts) read with `options`; text and messages prompts use `target`'s
 // tokenizer.json and chat template unless --tokenizer named others.

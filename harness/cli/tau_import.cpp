@@ -85,11 +85,13 @@ int import(const TauImportOptions& opt) {
     throw Error("--before", "--before and --model-name go with --vllm-metrics");
   if (!opt.vllm_responses.empty() && !opt.before.empty())
     throw Error("--before", "goes with --vllm-metrics: per-request metrics need no earlier scrape");
-  io::check_outputs({{opt.out, "--out"}}, {{opt.vllm_metrics, "--vllm-metrics"},
-                                           {opt.before, "--before"},
-                                           {opt.sglang_requests, "--sglang-requests"},
-                                           {opt.vllm_responses, "--vllm-responses"},
-                                           {opt.prompts, "--prompts"}});
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.vllm_metrics, "--vllm-metrics"},
+                               {opt.before, "--before"},
+                               {opt.sglang_requests, "--sglang-requests"},
+                               {opt.vllm_responses, "--vllm-responses"},
+                               {opt.prompts, "--prompts"}});
+  io::check_outputs({{opt.out, "--out"}}, inputs);
 
   std::optional<decode::PromptSet> set;
   if (!opt.prompts.empty()) set = read_prompts(opt.prompts, opt.prompt_options);

@@ -277,7 +277,7 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
       "{\"role\": \"assistant\", \"content\": \"y\"}]}\n",
       "p.jsonl:1: the conversation ends with an assistant message");
   check("{\"id\": \"a\", \"text\": \"\xff\"}\n",
-        "p.jsonl:1: the line is not valid UTF-8 at byte 23");
+        "p.jsonl:1: the line is not valid UTF-8 at byte 22");
 }
 
 TEST(PromptSet, ConversationsSplitIntoTurnsAtConsecutiveUserMessages) {

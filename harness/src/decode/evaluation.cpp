@@ -8,22 +8,23 @@ namespace draftgate::decode {
 namespace {
 
 void check_ids_in_vocabulary(const std::vector<std::int64_t>& ids, const model::TargetModel& target,
-                             const std::string& file, const std::string& prompt) {
+                             const PromptSet& set, const std::string& prompt) {
   for (auto t : ids)
     if (t >= target.config().vocab)
-      throw Error(file,
+      throw Error(set.path,
                   prompt + " holds token " + std::to_string(t) +
                       " outside the target's vocabulary (" + std::to_string(target.config().vocab) +
                       ")",
-                  "a text or messages prompt is tokenized by the target's tokenizer.json: is it "
-                  "this target's?");
+                  set.rendering ? "its text is tokenized by the target's tokenizer.json: is that "
+                                  "tokenizer this target's?"
+                                : "");
 }
 
 }  // namespace
 
 void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& target) {
   for (const auto& p : set.prompts)
-    check_ids_in_vocabulary(p.input_ids, target, set.path, "prompt \"" + p.id + "\"");
+    check_ids_in_vocabulary(p.input_ids, target, set, "prompt \"" + p.id + "\"");
 }
 
 void check_eos_vocabulary(const DecodeConfig& config, const model::TargetModel& target,
@@ -60,7 +61,7 @@ Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, con
       if (t > 0) {
         const std::string where = "prompt \"" + p.id + "\" turn " + std::to_string(t + 1);
         ids = set.renderer->conversation_ids(conversation_at(p, replies), set.path + ": " + where);
-        check_ids_in_vocabulary(ids, target, set.path, where);
+        check_ids_in_vocabulary(ids, target, set, where);
         target.require_fits(static_cast<std::int64_t>(ids.size()) + config.max_new_tokens +
                                 drafter.block_size() + config.tree_budget,
                             static_cast<std::int64_t>(ids.size()), set.path + ": " + where);

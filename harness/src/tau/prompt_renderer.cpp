@@ -53,14 +53,10 @@ std::vector<std::int64_t> PromptRenderer::conversation_ids(const nlohmann::order
                                                            const std::string& where) const {
   if (!loaded_->chat_template)
     throw Error(where, "a conversation needs the chat template, which was not read");
-  chat_template::RenderRequest request;
-  request.messages = messages;
-  request.add_generation_prompt = true;
-  request.enable_thinking = loaded_->enable_thinking;
-  request.variables = loaded_->chat_template->special_tokens;
   std::string text;
   try {
-    text = loaded_->chat_template->chat_template.render(request);
+    text = chat_template::render_generation_prompt(*loaded_->chat_template, messages,
+                                                   loaded_->enable_thinking);
   } catch (const Error& e) {
     throw Error(e.file(), e.problem() + " (rendering " + where + ")", e.hint());
   }
