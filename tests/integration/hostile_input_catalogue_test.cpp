@@ -2669,11 +2669,14 @@ Hostile rendered_prompt_case(const std::string& label, const std::string& conten
           [=](const fs::path& dir) {
             testing::write_chat_checkpoint(dir / "tok");
             write(dir / "prompts.jsonl", contents);
-            write(dir / "responses.jsonl", "{}\n");
-            write(dir / "raise.jinja", "{{ raise_exception('bad turn') }}");
-            write(dir / "raw.jinja", "{% raw %}{% endraw %}");
-            write(dir / "later.jinja",
-                  "{% if messages|length > 1 %}{{ raise_exception('turn 2') }}{% endif %}x");
+            for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+                     {"responses.jsonl", "{}\n"},
+                     {"raise.jinja", "{{ raise_exception('bad turn') }}"},
+                     {"raw.jinja", "{% raw %}{% endraw %}"},
+                     {"later.jinja",
+                      "{% if messages|length > 1 %}{{ raise_exception('turn 2') "
+                      "}}{% endif %}x"}})
+              write(dir / name, text);
             std::string f = flags;
             for (const char* name : {"raise.jinja", "raw.jinja", "later.jinja"})
               if (const auto at = f.find(name); at != std::string::npos)

@@ -23,7 +23,17 @@ struct PromptRenderer::Loaded {
 PromptRenderer::PromptRenderer(const PromptOptions& options, bool with_template) {
   if (options.tokenizer.empty())
     throw Error(options.tokenizer_origin, "text and messages prompts need a tokenizer.json");
-  auto tok = tokenizer::Tokenizer::load(options.tokenizer);
+  auto tok = [&] {
+    try {
+      return tokenizer::Tokenizer::load(options.tokenizer);
+    } catch (const Error& e) {
+      throw Error(e.file(), e.problem(),
+                  e.hint().empty()
+                      ? "text and messages prompts are tokenized by " + options.tokenizer_origin +
+                            "'s tokenizer.json (the checkpoint's tokenizer files)"
+                      : e.hint());
+    }
+  }();
   rendering_.tokenizer_sha256 =
       io::sha256_hex(io::read_input_file(tok.file(), kMaxTokenizerBytes, "a tokenizer.json"));
   loaded_ = std::make_unique<Loaded>(Loaded{std::move(tok), std::nullopt, options.enable_thinking});
