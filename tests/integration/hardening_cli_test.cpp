@@ -83,7 +83,7 @@ TEST(CheckParams, DottedOverridesReachTheNestedBudget) {
       << "--param wins over the suite's params";
 }
 
-TEST(Reports, JunitFromASuiteNameWithControlCharactersIsWellFormed) {
+TEST(ReportHardening, JunitFromASuiteNameWithControlCharactersIsWellFormed) {
   const fs::path dir = testing::fresh_dir("junit_control");
   std::ofstream(dir / "s.json") << json{
       {"schema", "draftgate.suite/1"},
@@ -100,7 +100,7 @@ TEST(Reports, JunitFromASuiteNameWithControlCharactersIsWellFormed) {
   EXPECT_THAT(xml, HasSubstr("name=\"bad\\x01name\\x1b[31m&#9;&quot;&lt;&amp;&gt;&quot;\\x7f\""));
 }
 
-TEST(Reports, AReportSurvivesAPathThatIsNotUtf8) {
+TEST(ReportHardening, AReportSurvivesAPathThatIsNotUtf8) {
   const fs::path dir = testing::fresh_dir("latin1_path");
   const fs::path target = dir / "caf\xe9-target";
   fs::copy(kTrained / "qwen3-target", target, fs::copy_options::recursive);

@@ -7,7 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 
 #include "draftgate/io/atomic_file.h"
 #include "error_text.h"
@@ -29,16 +28,14 @@ TEST(JsonUtil, DepthIsLimitedWhereTheTextIsRead) {
               HasSubstr("nests deeper"));
 }
 
-TEST(JsonUtil, DuplicateKeysAreFoundInLinearTime) {
+// At 200,000 nested members (the callback parser this replaced took minutes there); the scan's
+// linear time is measured by tests/bench/json_bench.cpp, not timed here.
+TEST(JsonUtil, DuplicateKeysAreFoundAmongManyNestedMembers) {
   std::string text = "{";
   for (int i = 0; i < 200000; ++i) text += "\"k" + std::to_string(i) + "\":{\"a\":1},";
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(testing::error_of([&] { io::parse_json_strict(text + "\"k7\":0}", "f"); }),
             "f: duplicate JSON key \"k7\"");
   EXPECT_EQ(io::parse_json_strict(text + "\"last\":0}", "f").size(), 200001u);
-  // The callback parser this replaced rescanned the parent at every nested object's end: 200,000
-  // members took minutes.
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   EXPECT_EQ(testing::error_of([] { io::parse_json_strict("{\"a\":{\"b\":1,\"b\":2}}", "f"); }),
             "f: duplicate JSON key \"b\"");
   EXPECT_NO_THROW(io::parse_json_strict("{\"a\":{\"b\":1},\"c\":{\"b\":2}}", "f"));
