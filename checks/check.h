@@ -51,6 +51,9 @@ struct Artifacts {
   std::optional<golden::Golden> golden;                 // read and validated up front
   const Engine* engine = nullptr;  // the engine process's model computations; null in the front end
   std::optional<tau::MeasuredTau> measured;  // `draftgate tau import` output
+  // How text and messages prompts are rendered (--enable-thinking, --chat-template); the tokenizer
+  // is the target's.
+  decode::PromptOptions prompt_options;
 };
 
 // Model computations a check may ask for beyond reading files (libtorch). The engine process

@@ -58,7 +58,17 @@ class MinTau : public Check {
                   "min_tau.prompts=PATH (the same prompts, sha256 " +
                       g.prompt_set_sha256.substr(0, 12) + "…)");
     const auto set = decode::read_prompt_set(
-        prompts, own_prompts ? "min_tau.prompts" : "the golden " + g.path + " (prompt_set.path)");
+        prompts, own_prompts ? "min_tau.prompts" : "the golden " + g.path + " (prompt_set.path)",
+        decode::with_target_tokenizer(a.prompt_options, a.target->string()));
+    // τ depends on how text and messages were rendered (template, thinking mode, tokenizer):
+    // named before the ids, which then differ too.
+    if (set.rendering && g.prompt_rendering && *set.rendering != *g.prompt_rendering)
+      throw Error(prompts,
+                  "rendered with " + decode::describe_rendering(set.rendering) +
+                      " but the golden " + g.path + " was recorded on them rendered with " +
+                      decode::describe_rendering(g.prompt_rendering),
+                  "τ is only comparable on the same rendering: pass the golden's --enable-thinking "
+                  "and --chat-template (and its target's tokenizer), or re-record the golden");
     // An older golden identifies its prompt set by the file's bytes; compare those then.
     const std::string& sha256 = g.prompt_set_sha256_of_file ? set.file_sha256 : set.sha256;
     if (sha256 != g.prompt_set_sha256)

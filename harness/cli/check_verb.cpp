@@ -22,6 +22,7 @@
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/io/output_file.h"
+#include "prompt_options.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -30,6 +31,7 @@ namespace {
 struct CheckOptions {
   std::vector<std::string> suites;
   std::string target, drafter, step_record, golden, reference_dump, measured;
+  decode::PromptOptions prompt_options;  // how the golden's text and messages prompts are rendered
   std::vector<std::string> only;
   std::vector<std::string> params;  // check.param=json
   std::string report, junit, html;
@@ -149,6 +151,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     if (!opt.measured.empty()) p.measured = opt.measured;
     checks::Artifacts artifacts = checks::open_artifacts(p);
     artifacts.engine = engine;
+    artifacts.prompt_options = opt.prompt_options;
     auto instances = select(suite.checks, opt, params);
     std::vector<const checks::Check*> selected;
     for (const auto& in : instances) selected.push_back(in.check);
@@ -187,6 +190,7 @@ std::vector<PlannedSuite> plan_in_front_end(const CheckOptions& opt) {
 void check_report_paths(const CheckOptions& opt, const std::vector<PlannedSuite>& planned) {
   std::vector<io::RunPath> inputs;
   for (const auto& s : opt.suites) inputs.push_back({s, "--suite"});
+  for (const auto& in : prompt_option_inputs(opt.prompt_options)) inputs.push_back(in);
   for (const auto& p : planned) {
     const checks::ArtifactPaths& a = p.suite.artifacts;
     for (const auto& [path, flag, dir] : {std::tuple{a.target, "--target", true},
@@ -327,6 +331,7 @@ void add_check_verb(CLI::App& app, VerbRunner* runner, const checks::Engine* eng
       ->check(path_value());
   cmd->add_option("--golden", opt->golden, "Golden baseline of the reference drafter (JSON)")
       ->check(path_value());
+  add_prompt_options(cmd, opt->prompt_options);
   cmd->add_option("--reference-dump", opt->reference_dump,
                   "Hidden states dumped elsewhere (draftgate forward format) for parity")
       ->check(path_value());

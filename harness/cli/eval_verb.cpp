@@ -24,6 +24,7 @@
 #include "draftgate/tau/prompt_set.h"
 #include "draftgate/tau/vllm_metrics.h"
 #include "eval_text.h"
+#include "prompt_options.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -35,6 +36,7 @@ struct EvalOptions {
   bool oracle = false;
   std::int64_t block_size = 16;
   std::string prompts;
+  decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
   decode::DecodeConfig decode;
   std::string dtype;
   std::string gdn = "chunked";
@@ -92,15 +94,16 @@ int run_eval(const EvalOptions& opt) {
   if (opt.oracle == !opt.drafter.empty())
     throw Error("eval", "give exactly one of --drafter DIR and --oracle");
   check_decoding_flags(opt.decode);
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.target, "--target", true},
+                               {opt.drafter, "--drafter", true},
+                               {opt.prompts, "--prompts"}});
   io::check_outputs(
-      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}},
-      {{opt.target, "--target", true},
-       {opt.drafter, "--drafter", true},
-       {opt.prompts, "--prompts"}});
+      {{opt.json, "--json"}, {opt.html, "--html"}, {opt.metrics_out, "--metrics-out"}}, inputs);
   require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"},
                  {opt.drafter, io::ArtifactKind::kDrafter, "--drafter"},
                  {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
-  const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
+  const auto set = read_prompts(opt.prompts, opt.prompt_options, opt.target);
   if (!opt.oracle) checks::refuse_foreign_drafter(opt.target, opt.drafter);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
@@ -145,8 +148,12 @@ int run_eval(const EvalOptions& opt) {
 
   const std::string mode =
       opt.oracle ? "oracle" : (opt.decode.tree_budget > 0 ? "ddtree" : "dflash");
-  print_row("prompts", std::to_string(set.prompts.size()) + "  (" + set.path + ", sha256 " +
-                           set.sha256.substr(0, 12) + "…)");
+  const std::string turns = set.turns() == set.prompts.size()
+                                ? std::string()
+                                : ", " + std::to_string(set.turns()) + " turns";
+  print_row("prompts", std::to_string(set.prompts.size()) + turns + "  (" + set.path + ", sha256 " +
+                           set.sha256.substr(0, 12) + "…; " +
+                           decode::describe_rendering(set.rendering) + ")");
   print_row("decoding", decoding_settings(opt, mode, b, *target));
   if (dflash) print_row("drafter layers", model::describe_causality(dflash->config()));
   print_row("tau", "macro " + fixed(stats.tau_macro) + "   pooled " + fixed(stats.tau_pooled) +
@@ -173,6 +180,8 @@ int run_eval(const EvalOptions& opt) {
     nlohmann::json out = decode::evaluation_json(evaluation);
     out["prompt_set"] = set.path;
     out["prompt_set_sha256"] = set.sha256;
+    out["prompt_set_rendering"] = decode::rendering_json(set.rendering);
+    out["prompt_set_turns"] = set.turns();
     out["decoding"] = decode::decoding_json(opt.decode, mode, b);
     if (dflash) out["decoding"].update(model::causality_json(dflash->config()));
     out["target"] = {{"path", opt.target},
@@ -207,9 +216,11 @@ void add_eval(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--block-size", opt->block_size, "Block size for --oracle")
       ->check(integer_range(2, decode::kMaxBlockSize))
       ->excludes(drafter);
-  cmd->add_option("--prompts", opt->prompts, "Prompt set (JSONL with id and input_ids)")
+  cmd->add_option("--prompts", opt->prompts,
+                  "Prompt set (JSONL: id and one of input_ids, text, messages)")
       ->required()
       ->check(path_value());
+  add_prompt_options(cmd, opt->prompt_options);
   add_decoding_options(cmd, opt->decode);
   add_decode_dtype_option(cmd, opt->dtype);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm for prefill: chunked or recurrent");

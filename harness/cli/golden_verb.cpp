@@ -20,6 +20,7 @@
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/progress.h"
 #include "draftgate/tau/prompt_set.h"
+#include "prompt_options.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -30,6 +31,7 @@ struct GoldenOptions {
   std::string target;
   std::string drafter;
   std::string prompts;
+  decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
   std::string out;
   bool force = false;
   bool allow_collapsed = false;  // record a τ at or below min_tau's collapse tripwire, loudly
@@ -51,9 +53,11 @@ std::string utc_now() {
 
 int record(const GoldenOptions& opt) {
   // The output policy first: a directory (or a device) at --out is named as one, not as a golden.
-  io::check_outputs({{opt.out, "--out"}}, {{opt.target, "--target", true},
-                                           {opt.drafter, "--drafter", true},
-                                           {opt.prompts, "--prompts"}});
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.target, "--target", true},
+                               {opt.drafter, "--drafter", true},
+                               {opt.prompts, "--prompts"}});
+  io::check_outputs({{opt.out, "--out"}}, inputs);
   std::error_code ec;
   if (fs::exists(opt.out, ec) && !opt.force)
     throw Error(opt.out, "golden file exists; refusing to overwrite it",
@@ -64,7 +68,7 @@ int record(const GoldenOptions& opt) {
   if (opt.loss != "ce" && opt.loss != "kl")
     throw Error("--loss", "unknown loss \"" + opt.loss + "\" (expected ce or kl)");
   check_decoding_flags(opt.decode);
-  const auto set = decode::read_prompt_set(opt.prompts, "--prompts");
+  const auto set = read_prompts(opt.prompts, opt.prompt_options, opt.target);
   checks::refuse_foreign_drafter(opt.target, opt.drafter);
   const io::Checkpoint target_ckpt = io::Checkpoint::open(opt.target);
   model::TargetOptions options;
@@ -115,7 +119,9 @@ int record(const GoldenOptions& opt) {
   g["prompt_set"] = {{"path", fs::relative(fs::absolute(opt.prompts), out_dir).generic_string()},
                      {"sha256", set.sha256},
                      {"sha256_of", decode::kPromptsIdentity},
-                     {"prompts", set.prompts.size()}};
+                     {"prompts", set.prompts.size()},
+                     {"turns", set.turns()},
+                     {"rendering", decode::rendering_json(set.rendering)}};
   g["tau"] = decode::evaluation_json(e);
   const auto& stack = target->stack();
   g["target_layout"] = {{"prefix", stack.prefix},
@@ -156,7 +162,10 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--target", opt->target, "Target checkpoint directory")->check(path_value());
   cmd->add_option("--drafter", opt->drafter, "Reference drafter checkpoint directory")
       ->check(path_value());
-  cmd->add_option("--prompts", opt->prompts, "Held-out prompt set (JSONL)")->check(path_value());
+  cmd->add_option("--prompts", opt->prompts,
+                  "Held-out prompt set (JSONL: id and one of input_ids, text, messages)")
+      ->check(path_value());
+  add_prompt_options(cmd, opt->prompt_options);
   cmd->add_option("--measured", opt->measured,
                   "Record from the reference drafter's measured τ (draftgate tau import) instead "
                   "of decoding; excludes --target, --drafter, --prompts")
@@ -186,10 +195,11 @@ void add_golden(CLI::App& app, VerbRunner* runner) {
   cmd->callback([opt, runner] {
     *runner = [opt] {
       if (!opt->measured.empty()) {
-        if (!opt->target.empty() || !opt->drafter.empty() || !opt->prompts.empty())
+        if (!opt->target.empty() || !opt->drafter.empty() || !opt->prompts.empty() ||
+            opt->prompt_options.enable_thinking || !opt->prompt_options.chat_template.empty())
           throw Error("--measured",
-                      "a measured golden is not decoded: drop --target, --drafter "
-                      "and --prompts (the prompt set is the measurement's)");
+                      "a measured golden is not decoded: drop --target, --drafter, --prompts "
+                      "and the rendering flags (the prompt set is the measurement's)");
         return record_measured_golden(opt->measured, opt->out, opt->force);
       }
       for (const auto& [flag, value] : {std::pair{"--target", &opt->target},

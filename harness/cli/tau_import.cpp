@@ -18,6 +18,7 @@
 #include "draftgate/tau/sglang_requests.h"
 #include "draftgate/tau/vllm_metrics.h"
 #include "draftgate/tau/vllm_requests.h"
+#include "prompt_options.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -29,6 +30,7 @@ struct TauImportOptions {
   std::string sglang_requests;
   std::string vllm_responses;
   std::string prompts;
+  decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
   std::int64_t num_speculative_tokens = 0;
   std::string engine_version;
   std::string out;
@@ -83,14 +85,16 @@ int import(const TauImportOptions& opt) {
     throw Error("--before", "--before and --model-name go with --vllm-metrics");
   if (!opt.vllm_responses.empty() && !opt.before.empty())
     throw Error("--before", "goes with --vllm-metrics: per-request metrics need no earlier scrape");
-  io::check_outputs({{opt.out, "--out"}}, {{opt.vllm_metrics, "--vllm-metrics"},
-                                           {opt.before, "--before"},
-                                           {opt.sglang_requests, "--sglang-requests"},
-                                           {opt.vllm_responses, "--vllm-responses"},
-                                           {opt.prompts, "--prompts"}});
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.insert(inputs.end(), {{opt.vllm_metrics, "--vllm-metrics"},
+                               {opt.before, "--before"},
+                               {opt.sglang_requests, "--sglang-requests"},
+                               {opt.vllm_responses, "--vllm-responses"},
+                               {opt.prompts, "--prompts"}});
+  io::check_outputs({{opt.out, "--out"}}, inputs);
 
   std::optional<decode::PromptSet> set;
-  if (!opt.prompts.empty()) set = decode::read_prompt_set(opt.prompts, "--prompts");
+  if (!opt.prompts.empty()) set = read_prompts(opt.prompts, opt.prompt_options);
   const auto k = given<std::int64_t>(opt.num_speculative_tokens, 0);
   tau::MeasuredTau m;
   if (!opt.vllm_responses.empty()) {
@@ -122,6 +126,7 @@ int import(const TauImportOptions& opt) {
     m.prompt_set_path = opt.prompts;
     m.prompt_set_sha256 = set->sha256;
     m.prompt_set_prompts = static_cast<std::int64_t>(set->prompts.size());
+    m.prompt_set_rendering = set->rendering;
     m.inputs["prompts"] = opt.prompts;
   }
   m.path = opt.out;
@@ -172,6 +177,7 @@ void add_tau(CLI::App& app, VerbRunner* runner) {
                   "The prompt set the run used (JSONL): recorded by its sha256; SGLang responses "
                   "are tied to it by meta_info.id or order, vLLM responses by order")
       ->check(path_value());
+  add_prompt_options(cmd, opt->prompt_options, true);
   cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
                   "Draft tokens per step, when the input does not say")
       ->check(integer_range(1, 4096));

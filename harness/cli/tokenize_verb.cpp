@@ -47,14 +47,10 @@ std::string render_messages(const TokenizeOptions& opt) {
   const nlohmann::ordered_json messages = chat_template::read_messages(opt.messages);
   const std::optional<fs::path> override_file =
       opt.chat_template.empty() ? std::nullopt : std::optional<fs::path>(opt.chat_template);
-  const chat_template::CheckpointTemplate ct =
-      chat_template::load_checkpoint_template(opt.tokenizer, override_file);
-  chat_template::RenderRequest request;
-  request.messages = messages;
-  request.add_generation_prompt = true;
-  if (!opt.enable_thinking.empty()) request.enable_thinking = opt.enable_thinking == "true";
-  request.variables = ct.special_tokens;
-  return ct.chat_template.render(request);
+  return chat_template::render_generation_prompt(
+      chat_template::load_checkpoint_template(opt.tokenizer, override_file), messages,
+      opt.enable_thinking.empty() ? std::nullopt
+                                  : std::optional<bool>(opt.enable_thinking == "true"));
 }
 
 int run_tokenize(const TokenizeOptions& opt, bool text_given) {

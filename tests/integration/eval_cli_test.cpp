@@ -39,7 +39,7 @@ const Setup& setup() {
               0);
     std::ofstream(x.prompts)
         << "{\"id\": \"p1\", \"input_ids\": [5, 9, 13, 2]}\n"
-        << "{\"id\": \"p2\", \"input_ids\": [100, 7, 7, 31, 8, 1], \"text\": \"demo\"}\n";
+        << "{\"id\": \"p2\", \"input_ids\": [100, 7, 7, 31, 8, 1], \"task\": \"demo\"}\n";
     return x;
   }();
   return s;

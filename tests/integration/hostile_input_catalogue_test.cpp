@@ -12,6 +12,9 @@
 //             drafter scalars, the golden's tau_definition, flags that only mean something together
 //   moe       routed-expert (qwen3_moe) targets: experts missing or misshapen, the router's shape,
 //             top-k beyond the experts, the sparse-layer keys
+//   prompts   text and messages prompt lines: none or two inputs, wrong types, invalid UTF-8, an
+//             unknown role, a conversation ending with a reply, a template that fails while a
+//             line is rendered, rendering flags a set of ids would ignore, a golden's rendering
 //   fp8       block-FP8 targets: scales missing, misshapen, NaN / Inf / <= 0 or of a non-float
 //             dtype; quantization_config keys (fmt, weight_block_size, activation_scheme, the
 //             not-convert lists); F8 weights the config does not explain; make-target's flags
@@ -28,6 +31,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "chat_checkpoint.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "engine_outputs.h"
 #include "engine_stand_in.h"
@@ -2869,6 +2873,112 @@ INSTANTIATE_TEST_SUITE_P(
                          " --out " + (dir / "link.jsonl").string();
                 },
                 "(--from); draftgate never writes over an input"}),
+    [](const auto& p) { return p.param.label; });
+
+// A prompt set of text or messages read by `tau import` with the small chat checkpoint's
+// tokenizer and template (no model needed to render); `flags` adds rendering flags.
+Hostile rendered_prompt_case(const std::string& label, const std::string& contents,
+                             const std::string& flags, const std::string& message) {
+  return {label,
+          [=](const fs::path& dir) {
+            testing::write_chat_checkpoint(dir / "tok");
+            write(dir / "prompts.jsonl", contents);
+            for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+                     {"responses.jsonl", "{}\n"},
+                     {"raise.jinja", "{{ raise_exception('bad turn') }}"},
+                     {"raw.jinja", "{% raw %}{% endraw %}"},
+                     {"later.jinja",
+                      "{% if messages|length > 1 %}{{ raise_exception('turn 2') "
+                      "}}{% endif %}x"}})
+              write(dir / name, text);
+            std::string f = flags;
+            for (const char* name : {"raise.jinja", "raw.jinja", "later.jinja"})
+              if (const auto at = f.find(name); at != std::string::npos)
+                f.replace(at, std::string(name).size(), (dir / name).string());
+            return "tau import --sglang-requests " + (dir / "responses.jsonl").string() +
+                   " --prompts " + (dir / "prompts.jsonl").string() + " --tokenizer " +
+                   (dir / "tok").string() + " " + f + " --out " + (dir / "m.json").string();
+          },
+          message};
+}
+
+const std::string kUserLine =
+    "{\"id\": \"c\", \"messages\": [{\"role\": \"user\", \"content\": \"h\"}]}\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    PromptSets, HostileInput,
+    ::testing::Values(
+        prompt_case("prompt_ids_and_text", "{\"id\": \"a\", \"input_ids\": [1], \"text\": \"x\"}\n",
+                    "prompts.jsonl:1: the line gives more than one of \"input_ids\", \"text\" and "
+                    "\"messages\""),
+        prompt_case("prompt_text_and_messages",
+                    "{\"id\": \"a\", \"text\": \"x\", \"messages\": []}\n",
+                    "prompts.jsonl:1: the line gives more than one"),
+        prompt_case("prompt_without_input", "{\"id\": \"a\", \"label\": \"x\"}\n",
+                    "prompts.jsonl:1: the line gives no prompt"),
+        prompt_case("prompt_text_not_string", "{\"id\": \"a\", \"text\": [1]}\n",
+                    "prompts.jsonl:1: \"text\" must be a string"),
+        prompt_case("prompt_text_empty", "{\"id\": \"a\", \"text\": \"\"}\n",
+                    "prompts.jsonl:1: \"text\" is empty"),
+        prompt_case("prompt_text_invalid_utf8", "{\"id\": \"a\", \"text\": \"ok\xc3(\"}\n",
+                    "prompts.jsonl:1: the line is not valid UTF-8 at byte"),
+        prompt_case("prompt_messages_invalid_utf8",
+                    "{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": "
+                    "\"\xed\xa0\x80\"}]}\n",
+                    "prompts.jsonl:1: the line is not valid UTF-8 at byte"),
+        prompt_case("prompt_messages_lone_surrogate_escape",
+                    "{\"id\": \"a\", \"text\": \"\\ud800\"}\n", "prompts.jsonl:1:"),
+        prompt_case("prompt_messages_not_array", "{\"id\": \"a\", \"messages\": {}}\n",
+                    "messages must be a JSON array"),
+        prompt_case("prompt_messages_empty", "{\"id\": \"a\", \"messages\": []}\n",
+                    "prompts.jsonl:1: \"messages\" is empty"),
+        prompt_case("prompt_message_unknown_role",
+                    "{\"id\": \"a\", \"messages\": [{\"role\": \"human\", \"content\": \"x\"}]}\n",
+                    "prompts.jsonl:1: messages/0/role: unknown role \"human\""),
+        prompt_case("prompt_message_without_content",
+                    "{\"id\": \"a\", \"messages\": [{\"role\": \"user\"}]}\n",
+                    "/0: a message needs \"content\""),
+        prompt_case("prompt_conversation_ends_with_reply",
+                    "{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+                    "{\"role\": \"assistant\", \"content\": \"y\"}]}\n",
+                    "prompts.jsonl:1: the conversation ends with an assistant message"),
+        prompt_case("prompt_text_without_tokenizer", "{\"id\": \"a\", \"text\": \"x\"}\n",
+                    "tokenizer.json"),
+        Hostile{"prompt_thinking_flag_without_messages",
+                [](const fs::path&) {
+                  return "eval" + qwen3_pair() + " --prompts " + prompts() +
+                         " --enable-thinking false";
+                },
+                "--enable-thinking: only \"messages\" prompts are rendered by a chat template"},
+        rendered_prompt_case("prompt_template_raises", kUserLine, "--chat-template raise.jinja",
+                             "raise.jinja: line 1: the template raised an exception: bad turn "
+                             "(rendering "),
+        rendered_prompt_case("prompt_template_unsupported", kUserLine, "--chat-template raw.jinja",
+                             "raw.jinja: line 1: unsupported template construct"),
+        rendered_prompt_case(
+            "prompt_later_turn_template_fails",
+            "{\"id\": \"c\", \"messages\": [{\"role\": \"user\", \"content\": \"h\"}, "
+            "{\"role\": \"user\", \"content\": \"again\"}]}\n",
+            "--chat-template later.jinja",
+            "later.jinja: line 1: the template raised an exception: turn 2 (rendering "),
+        golden_case(
+            "golden_prompt_rendering_not_object", [](json& g) { g["prompt_set"]["rendering"] = 3; },
+            "golden prompt_set.rendering must be null or an object"),
+        golden_case(
+            "golden_prompt_rendering_thinking_not_bool",
+            [](json& g) {
+              g["prompt_set"]["rendering"] = {{"tokenizer_sha256", std::string(64, 'a')},
+                                              {"template_sha256", std::string(64, 'b')},
+                                              {"enable_thinking", "no"}};
+            },
+            "golden prompt_set.rendering.enable_thinking must be true, false or null"),
+        golden_case(
+            "golden_prompt_rendering_template_not_sha",
+            [](json& g) {
+              g["prompt_set"]["rendering"] = {{"tokenizer_sha256", std::string(64, 'a')},
+                                              {"template_sha256", "abc"}};
+            },
+            "golden prompt_set.rendering.template_sha256 must be a SHA-256 or null")),
     [](const auto& p) { return p.param.label; });
 
 }  // namespace

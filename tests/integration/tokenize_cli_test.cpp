@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "chat_checkpoint.h"
 #include "run_cli.h"
 #include "test_files.h"
 
@@ -18,55 +19,9 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using testing::run_draftgate;
+using testing::write_chat_checkpoint;
+using testing::write_tokenizer;
 namespace fs = std::filesystem;
-
-// A byte-level tokenizer: the 256 byte characters (id = byte), "Ġh" = 256, <|end|> = 257.
-fs::path write_tokenizer(const fs::path& dir) {
-  json vocab = json::object();
-  const auto printable = [](int b) {
-    return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-  };
-  int next = 0x100;
-  for (int b = 0; b < 256; ++b) {
-    const int c = printable(b) ? b : next++;
-    std::string s;
-    if (c < 0x80) {
-      s += static_cast<char>(c);
-    } else {
-      s += static_cast<char>(0xC0 | (c >> 6));
-      s += static_cast<char>(0x80 | (c & 0x3F));
-    }
-    vocab[s] = b;
-  }
-  vocab["Ġh"] = 256;
-  const json bl = {{"type", "ByteLevel"},
-                   {"add_prefix_space", false},
-                   {"trim_offsets", false},
-                   {"use_regex", false}};
-  const json j = {
-      {"version", "1.0"},
-      {"added_tokens", json::array({{{"id", 257},
-                                     {"content", "<|end|>"},
-                                     {"single_word", false},
-                                     {"lstrip", false},
-                                     {"rstrip", false},
-                                     {"normalized", false},
-                                     {"special", true}}})},
-      {"normalizer", {{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers", json::array({{{"type", "Split"},
-                                        {"pattern", {{"Regex", R"(\s+|\S+)"}}},
-                                        {"behavior", "Isolated"},
-                                        {"invert", false}},
-                                       bl})}}},
-      {"post_processor", bl},
-      {"decoder", bl},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({{"Ġ", "h"}})}}}};
-  fs::create_directories(dir);
-  std::ofstream(dir / "tokenizer.json") << j.dump();
-  return dir;
-}
 
 TEST(TokenizeCli, PrintsIdsAndPieces) {
   const fs::path tmp = testing::fresh_dir("tokenize_cli");
@@ -121,20 +76,6 @@ TEST(TokenizeCli, BadInputIsExitTwoWithOneLine) {
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-}
-
-// A checkpoint directory with the small tokenizer and a chat template in tokenizer_config.json.
-fs::path write_chat_checkpoint(const fs::path& dir) {
-  write_tokenizer(dir);
-  const json config = {
-      {"eos_token", "<|end|>"},
-      {"chat_template",
-       "{%- for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}\n{% endfor %}"
-       "{%- if add_generation_prompt %}a:{% if enable_thinking is defined and enable_thinking is "
-       "false %}"
-       " h{% endif %}{% endif %}"}};
-  std::ofstream(dir / "tokenizer_config.json") << config.dump();
-  return dir;
 }
 
 TEST(TokenizeCli, MessagesAreRenderedByTheCheckpointsTemplateThenTokenized) {

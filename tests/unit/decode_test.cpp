@@ -12,6 +12,7 @@
 #include "draftgate/decode/speculative.h"
 #include "draftgate/io/sha256.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/tau/prompt_renderer.h"
 #include "draftgate/tau/prompt_set.h"
 #include "error_text.h"
 #include "synthetic_layouts.h"
@@ -194,13 +195,15 @@ TEST(Sha256, KnownVectors) {
 TEST(PromptSet, ParsesAndHashes) {
   const auto dir = testing::fresh_dir("prompts");
   std::ofstream(dir / "p.jsonl")
-      << "{\"id\": \"a\", \"input_ids\": [1, 2, 3], \"text\": \"hi\"}\n\n"
+      << "{\"id\": \"a\", \"input_ids\": [1, 2, 3], \"task\": \"hi\"}\n\n"
       << "{\"id\": 7, \"input_ids\": [4]}\n";
   const PromptSet s = read_prompt_set(dir / "p.jsonl", "--prompts");
   ASSERT_EQ(s.prompts.size(), 2u);
   EXPECT_EQ(s.prompts[1].id, "7");
-  EXPECT_EQ(s.prompts[0].text, "hi");
+  EXPECT_EQ(s.prompts[0].input_ids, (std::vector<std::int64_t>{1, 2, 3}));
   EXPECT_EQ(s.sha256.size(), 64u);
+  EXPECT_FALSE(s.rendering);  // token ids as given: no tokenizer read
+  EXPECT_EQ(s.turns(), 2u);
 }
 
 TEST(PromptSet, IsIdentifiedByItsPromptsNotItsBytes) {
@@ -208,10 +211,10 @@ TEST(PromptSet, IsIdentifiedByItsPromptsNotItsBytes) {
   const std::string lf =
       "{\"id\": \"a\", \"input_ids\": [1, 2]}\n{\"id\": \"b\", \"input_ids\": [3]}\n";
   const PromptSet a = read_prompt_set(testing::write_file(dir / "lf.jsonl", lf), "--prompts");
-  // CRLF, a trailing blank line, other whitespace, key order and "text" name the same prompts.
+  // CRLF, a trailing blank line, other whitespace, key order and a label name the same prompts.
   const PromptSet b =
       read_prompt_set(testing::write_file(dir / "crlf.jsonl",
-                                          "{\"input_ids\":[1,2],\"id\":\"a\",\"text\":\"hi\"}\r\n"
+                                          "{\"input_ids\":[1,2],\"id\":\"a\",\"task\":\"hi\"}\r\n"
                                           "{ \"id\" : \"b\", \"input_ids\" : [ 3 ] }\r\n\r\n"),
                       "--prompts");
   EXPECT_EQ(a.sha256, b.sha256);
@@ -258,6 +261,70 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
   check("[1, 2]\n", "must be a JSON object");
   check("{\"id\": \"a\", \"input_ids\": [1]\n", "invalid JSON");
   check("\n\n", "prompt set is empty");
+  // Exactly one input per line; text and messages are checked before any tokenizer is read.
+  check("{\"id\": \"a\"}\n", "p.jsonl:1: the line gives no prompt");
+  check("{\"id\": \"a\", \"input_ids\": [1], \"text\": \"hi\"}\n",
+        "p.jsonl:1: the line gives more than one of \"input_ids\", \"text\" and \"messages\"");
+  check("{\"id\": \"a\", \"text\": \"hi\", \"messages\": []}\n", "p.jsonl:1: the line gives more");
+  check("{\"id\": \"a\", \"text\": 3}\n", "p.jsonl:1: \"text\" must be a string");
+  check("{\"id\": \"a\", \"text\": \"\"}\n", "p.jsonl:1: \"text\" is empty");
+  check("{\"id\": \"a\", \"messages\": \"hi\"}\n", "messages must be a JSON array");
+  check("{\"id\": \"a\", \"messages\": []}\n", "p.jsonl:1: \"messages\" is empty");
+  check("{\"id\": \"a\", \"messages\": [{\"role\": \"usr\", \"content\": \"x\"}]}\n",
+        "p.jsonl:1: messages/0/role: unknown role \"usr\"");
+  check(
+      "{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+      "{\"role\": \"assistant\", \"content\": \"y\"}]}\n",
+      "p.jsonl:1: the conversation ends with an assistant message");
+  check("{\"id\": \"a\", \"text\": \"\xff\"}\n",
+        "p.jsonl:1: the line is not valid UTF-8 at byte 22");
+}
+
+TEST(PromptSet, ConversationsSplitIntoTurnsAtConsecutiveUserMessages) {
+  using nlohmann::ordered_json;
+  const auto msg = [](const char* role, const char* content) {
+    return ordered_json{{"role", role}, {"content", content}};
+  };
+  // mt-bench: user, user → two turns; a given assistant reply is history, not a turn.
+  const ordered_json conversation =
+      ordered_json::array({msg("system", "s"), msg("user", "u1"), msg("user", "u2"),
+                           msg("assistant", "a2"), msg("user", "u3")});
+  const auto turns = split_turns(conversation);
+  ASSERT_EQ(turns.size(), 2u);
+  EXPECT_EQ(turns[0], ordered_json::array({msg("system", "s"), msg("user", "u1")}));
+  EXPECT_EQ(turns[1],
+            ordered_json::array({msg("user", "u2"), msg("assistant", "a2"), msg("user", "u3")}));
+  Prompt p;
+  p.messages = turns[0];
+  p.later_turns = {turns[1]};
+  EXPECT_EQ(conversation_at(p, {"r1"}),
+            ordered_json::array({msg("system", "s"), msg("user", "u1"), msg("assistant", "r1"),
+                                 msg("user", "u2"), msg("assistant", "a2"), msg("user", "u3")}));
+  EXPECT_EQ(conversation_at(p, {}), turns[0]);
+}
+
+TEST(PromptSet, RenderingFlagsWithoutMessagesAreRefusedNotIgnored) {
+  const auto dir = testing::fresh_dir("prompt_flags");
+  testing::write_file(dir / "p.jsonl", "{\"id\": \"a\", \"input_ids\": [1]}\n");
+  PromptOptions o;
+  o.enable_thinking = false;
+  EXPECT_THAT(error_of([&] { read_prompt_set(dir / "p.jsonl", "--prompts", o); }),
+              HasSubstr("--enable-thinking: only \"messages\" prompts are rendered by a chat "
+                        "template"));
+}
+
+TEST(PromptSet, RenderingRoundTripsThroughJson) {
+  PromptRendering r{std::string(64, 'a'), std::string(64, 'b'), false};
+  EXPECT_EQ(rendering_from_json(rendering_json(r), "f", "x"), r);
+  PromptRendering text_only{std::string(64, 'c'), std::nullopt, std::nullopt};
+  EXPECT_EQ(rendering_from_json(rendering_json(text_only), "f", "x"), text_only);
+  EXPECT_FALSE(rendering_from_json(rendering_json(std::nullopt), "f", "x"));
+  EXPECT_EQ(describe_rendering(r), "tokenizer aaaaaaaaaaaa…, template bbbbbbbbbbbb…, thinking off");
+  EXPECT_EQ(describe_rendering(std::nullopt), "token ids as given");
+  EXPECT_THAT(error_of([&] {
+                rendering_from_json({{"tokenizer_sha256", "x"}}, "g.json", "r");
+              }),
+              HasSubstr("g.json: r must be null or an object"));
 }
 
 }  // namespace

@@ -113,6 +113,9 @@ Golden read_golden(const fs::path& path) {
       field<std::string>(doc, "/prompt_set/sha256_of", file) != decode::kPromptsIdentity)
     throw Error(file, std::string("golden prompt_set.sha256_of must be \"") +
                           decode::kPromptsIdentity + "\"");
+  // Absent in goldens recorded before prompts could be text or messages: token ids as given.
+  g.prompt_rendering = decode::rendering_from_json(
+      doc["prompt_set"].value("rendering", nlohmann::json()), file, "golden prompt_set.rendering");
   if (doc.contains("provenance") && doc["provenance"].is_object() &&
       doc["provenance"].contains("target") && doc["provenance"]["target"].is_object()) {
     const nlohmann::json& t = doc["provenance"]["target"];

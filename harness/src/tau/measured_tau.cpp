@@ -99,7 +99,8 @@ json to_json(const MeasuredTau& m) {
   if (m.prompt_set_sha256)
     prompt_set = {{"path", or_null(m.prompt_set_path)},
                   {"sha256", *m.prompt_set_sha256},
-                  {"prompts", or_null(m.prompt_set_prompts)}};
+                  {"prompts", or_null(m.prompt_set_prompts)},
+                  {"rendering", decode::rendering_json(m.prompt_set_rendering)}};
   if (m.prompt_set_sha256 && !m.prompt_set_sha256_of_file)
     prompt_set["sha256_of"] = decode::kPromptsIdentity;
   json formulas = json::object();
@@ -203,6 +204,8 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
       throw Error(file,
                   std::string("prompt_set.sha256_of must be \"") + decode::kPromptsIdentity + "\"");
     m.prompt_set_prompts = optional_count(prompt_set, "prompts", file);
+    m.prompt_set_rendering = decode::rendering_from_json(prompt_set.value("rendering", json()),
+                                                         file, "prompt_set.rendering");
   }
   m.sources = need(doc, "sources", file);
   m.inputs = need(doc, "inputs", file);
@@ -241,6 +244,11 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
                                                : "the golden (" + golden.path + ")") +
            " (written before 0.2) but by the parsed prompts in the other; import or record it "
            "again with this draftgate";
+  if (measured.prompt_set_rendering && golden.prompt_set_rendering &&
+      *measured.prompt_set_rendering != *golden.prompt_set_rendering)
+    return "the prompts were rendered with " +
+           decode::describe_rendering(measured.prompt_set_rendering) + g + "with " +
+           decode::describe_rendering(golden.prompt_set_rendering);
   if (*measured.prompt_set_sha256 != *golden.prompt_set_sha256)
     return "prompt set sha256 " + measured.prompt_set_sha256->substr(0, 12) + "…" + g +
            "was measured on " + golden.prompt_set_sha256->substr(0, 12) + "…";

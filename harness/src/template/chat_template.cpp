@@ -109,6 +109,17 @@ nlohmann::ordered_json read_messages(const std::string& path) {
   return messages;
 }
 
+std::string render_generation_prompt(const CheckpointTemplate& t,
+                                     const nlohmann::ordered_json& messages,
+                                     std::optional<bool> enable_thinking) {
+  RenderRequest request;
+  request.messages = messages;
+  request.add_generation_prompt = true;
+  request.enable_thinking = enable_thinking;
+  request.variables = t.special_tokens;
+  return t.chat_template.render(request);
+}
+
 CheckpointTemplate load_checkpoint_template(const fs::path& path,
                                             const std::optional<fs::path>& override_file) {
   std::error_code ec;

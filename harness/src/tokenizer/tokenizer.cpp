@@ -109,6 +109,10 @@ std::string Tokenizer::id_to_token(std::int32_t id) const {
   throw Error(file_, "no token has id " + std::to_string(id));
 }
 
+bool Tokenizer::has_id(std::int32_t id) const {
+  return added_.decoded_content(id) != nullptr || model_.id_to_token(id) != nullptr;
+}
+
 std::string Tokenizer::decode(const std::vector<std::int32_t>& ids,
                               bool skip_special_tokens) const {
   std::vector<std::string> tokens;

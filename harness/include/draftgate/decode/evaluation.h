@@ -16,7 +16,10 @@
 namespace draftgate::decode {
 
 struct Evaluation {
+  // One run per prompt, or per turn of a conversation decoded turn by turn (each turn counts as
+  // a prompt in the statistics, as z-lab's benchmark counts mt-bench's turns).
   std::vector<PromptRun> runs;
+  std::vector<std::size_t> turn;  // per run: its 1-based turn, 0 for a prompt of one turn
   AcceptanceStats stats;
   std::int64_t block_size = 0;
 };
@@ -30,12 +33,14 @@ void check_prompt_vocabulary(const PromptSet& set, const model::TargetModel& tar
 void check_eos_vocabulary(const DecodeConfig& config, const model::TargetModel& target,
                           const std::string& source);
 
-// `progress(done, total)` is called before each prompt and once at the end.
+// `progress(done, total)` is called before each prompt and once at the end. A conversation's later
+// turns are rendered with the earlier turns' greedy replies (set.renderer) as they are reached.
 Evaluation evaluate(const model::TargetModel& target, BlockDrafter& drafter, const PromptSet& set,
                     const DecodeConfig& config,
                     const std::function<void(std::size_t, std::size_t)>& progress = {});
 
-// τ statistics and per-prompt results (no timings: identical for identical inputs).
+// τ statistics and per-prompt results (no timings: identical for identical inputs); a turn of a
+// conversation carries "turn": k.
 nlohmann::json evaluation_json(const Evaluation& evaluation);
 
 }  // namespace draftgate::decode

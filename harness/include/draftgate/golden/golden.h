@@ -4,8 +4,10 @@
 //   decoding        the decoding configuration τ was measured with (+ target dtype, gdn, and the
 //                   drafter layers' causality)
 //   prompt_set      {path (relative to the golden file), sha256 (of the parsed prompts), sha256_of:
-//                   "prompts", prompts}; without sha256_of (goldens before 0.2) sha256 is of the
-//                   prompt file's bytes and is compared as such
+//                   "prompts", prompts, turns, rendering (decode::rendering_json: how text and
+//                   messages prompts were tokenized; null or absent for token ids)}; without
+//                   sha256_of (goldens before 0.2) sha256 is of the prompt file's bytes and is
+//                   compared as such
 //   tau             τ macro / pooled, histogram, per-position acceptance, per-prompt results
 //   target_layout   {prefix, num_layers, layer_types}
 //   taps            the reference drafter's target_layer_ids
@@ -23,6 +25,7 @@
 
 #include "draftgate/tau/decode_config.h"
 #include "draftgate/tau/measured_tau.h"
+#include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::golden {
 
@@ -39,6 +42,7 @@ struct Golden {
   std::string prompt_set_sha256;
   bool prompt_set_sha256_of_file = false;    // an older golden: sha256 of the prompt file's bytes
   std::optional<std::int64_t> prompt_count;  // prompt_set.prompts (absent in older goldens)
+  std::optional<decode::PromptRendering> prompt_rendering;  // null: token ids as given
   // The target τ was measured with: provenance.target.identity (null in older goldens) and
   // provenance.target.files and .path.
   nlohmann::json target_identity;

@@ -14,8 +14,9 @@
 //   drafts, draft_tokens, accepted_tokens, requests (null for vLLM)
 //   num_speculative_tokens k, block_size k + 1 (the largest τ of one verify step)
 //   model_name             the served model the counters belong to (null when unknown)
-//   prompt_set             {path, sha256, sha256_of: "prompts", prompts} of the prompt set (the
-//                          identity goldens use: the SHA-256 of the parsed prompts) or null; files
+//   prompt_set             {path, sha256, sha256_of: "prompts", prompts, rendering} of the prompt
+//                          set (the identity goldens use: the SHA-256 of the parsed prompts, and
+//                          how text and messages were rendered, null for token ids) or null; files
 //                          without sha256_of (before 0.2) hold the SHA-256 of the file's bytes
 //   sources                per number, where it came from (series, files, arithmetic)
 //   inputs                 the files read; draftgate_version; created_at
@@ -27,6 +28,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "draftgate/tau/prompt_set.h"
 
 namespace draftgate::tau {
 
@@ -50,6 +53,7 @@ struct MeasuredTau {
   std::optional<std::string> prompt_set_sha256;
   bool prompt_set_sha256_of_file = false;  // an older file: sha256 of the prompt file's bytes
   std::optional<std::int64_t> prompt_set_prompts;
+  std::optional<decode::PromptRendering> prompt_set_rendering;  // null: token ids as given
   std::map<std::string, std::string> formulas;  // definition → what it counts, as a file recorded
   nlohmann::json sources = nlohmann::json::object();
   nlohmann::json inputs = nlohmann::json::object();

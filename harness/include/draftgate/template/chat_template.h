@@ -59,6 +59,12 @@ struct CheckpointTemplate {
 CheckpointTemplate load_checkpoint_template(
     const std::filesystem::path& dir, const std::optional<std::filesystem::path>& override_file);
 
+// apply_chat_template(messages, add_generation_prompt=True, enable_thinking=…): the conversation
+// as a prompt to generate its next reply from, with the checkpoint's special-token variables.
+std::string render_generation_prompt(const CheckpointTemplate& t,
+                                     const nlohmann::ordered_json& messages,
+                                     std::optional<bool> enable_thinking);
+
 // A messages file: a JSON array of objects, each with a string `role` and a `content` (string,
 // null, or a list of parts); other keys (reasoning_content, tool_calls, ...) pass through.
 nlohmann::ordered_json read_messages(const std::string& path);

@@ -43,6 +43,8 @@ class Tokenizer {
   std::string decode(const std::vector<std::int32_t>& ids, bool skip_special_tokens) const;
   // The vocabulary's string for `id` (added tokens by content; byte-level alphabet as is).
   std::string id_to_token(std::int32_t id) const;
+  // Whether some token (added or in the vocabulary) has `id`.
+  bool has_id(std::int32_t id) const;
 
   const std::string& file() const { return file_; }
   const AddedVocabulary& added() const { return added_; }
