@@ -11,6 +11,7 @@
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/tau/live_measure.h"
+#include "prompt_options.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -19,6 +20,7 @@ namespace {
 struct TauMeasureOptions {
   std::string engine, url, prompts, out, model_name, save_dir;
   std::int64_t max_new = 256, concurrency = 1, timeout = 600;
+  decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
 };
 
 // What --save-dir holds: the files `tau import` reads again.
@@ -39,12 +41,16 @@ int measure(const TauMeasureOptions& opt) {
     throw Error("--url", "\"" + opt.url + "\" is not an http:// or https:// URL",
                 "the server's address, e.g. http://localhost:30000");
   const SavedFiles saved = saved_files(opt);
+  std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
+  inputs.push_back({opt.prompts, "--prompts"});
   io::check_outputs({{opt.out, "--out"},
                      {saved.responses, "--save-dir"},
                      {saved.before, "--save-dir"},
                      {saved.after, "--save-dir"}},
-                    {{opt.prompts, "--prompts"}});
-  const decode::PromptSet set = decode::read_prompt_set(opt.prompts, "--prompts");
+                    inputs);
+  // Text and messages prompts are rendered here (the --tokenizer checkpoint's tokenizer.json and
+  // template) and sent as token ids, so the server decodes exactly what the identity names.
+  const decode::PromptSet set = read_prompts(opt.prompts, opt.prompt_options);
 
   tau::LiveMeasure in;
   in.engine = opt.engine;
@@ -59,6 +65,7 @@ int measure(const TauMeasureOptions& opt) {
   m.prompt_set_path = opt.prompts;
   m.prompt_set_sha256 = set.sha256;
   m.prompt_set_prompts = static_cast<std::int64_t>(set.prompts.size());
+  m.prompt_set_rendering = set.rendering;
   m.inputs["prompts"] = opt.prompts;
   m.path = opt.out;
 
@@ -92,7 +99,8 @@ void add_tau_measure(CLI::App* tau, VerbRunner* runner) {
       ->required()
       ->check(CLI::IsMember({"sglang", "vllm"}));
   cmd->add_option("--url", opt->url, "The server's address (http://host:port)")->required();
-  cmd->add_option("--prompts", opt->prompts, "The prompt set (JSONL with input_ids)")
+  cmd->add_option("--prompts", opt->prompts,
+                  "The prompt set (JSONL: input_ids, text or messages per line)")
       ->required()
       ->check(path_value());
   cmd->add_option("--out", opt->out, "Measured-τ file to write (JSON)")
@@ -110,6 +118,7 @@ void add_tau_measure(CLI::App* tau, VerbRunner* runner) {
   cmd->add_option("--model-name", opt->model_name,
                   "The model the server must serve (refused otherwise); needed when it serves "
                   "several");
+  add_prompt_options(cmd, opt->prompt_options, true);
   cmd->add_option("--save-dir", opt->save_dir,
                   "An existing directory for the server's answers (responses.jsonl; vLLM also "
                   "metrics-before.txt, metrics-after.txt), for `tau import`")

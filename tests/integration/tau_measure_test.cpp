@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "chat_checkpoint.h"
 #include "engine_stand_in.h"
 #include "run_cli.h"
 #include "test_files.h"
@@ -188,6 +190,57 @@ TEST(TauMeasure, RetriesATransient503AndMeasuresTheCorrectTau) {
     EXPECT_NEAR(m["tau_macro"].get<double>(), e.macro, 1e-12) << engine;
     EXPECT_EQ(m["requests"], 6) << engine;
   }
+}
+
+// Text and messages prompts are rendered by draftgate (the --tokenizer checkpoint's tokenizer.json
+// and chat template, --enable-thinking) and sent as the token ids `tokenize` gives for them; the
+// measured-τ file records the rendering. A conversation of several user turns is refused.
+TEST(TauMeasure, SendsTextAndMessagesPromptsAsTheirRenderedIds) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  const fs::path dir = testing::fresh_dir("tau_measure_rendered");
+  const fs::path tok = testing::write_chat_checkpoint(dir / "tok");
+  const std::string user = R"([{"role": "user", "content": "hi there"}])";
+  const fs::path prompts =
+      write_file(dir / "prompts.jsonl", "{\"id\": \"m\", \"messages\": " + user +
+                                            "}\n{\"id\": \"t\", \"text\": \"hello\"}\n");
+  const testing::EngineStandIn server(
+      dir / "server",
+      "--engine sglang --vintage 0.5.12 --served-log " + (dir / "served.jsonl").string());
+  ASSERT_GT(server.port(), 0);
+  const fs::path out = dir / "measured.json";
+  const auto r = run_draftgate("tau measure --engine sglang --url " + server.url() + " --prompts " +
+                               prompts.string() + " --tokenizer " + tok.string() +
+                               " --enable-thinking false --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto ids_of = [&](const std::string& flag, const fs::path& file) {
+    const auto t = run_draftgate("tokenize --tokenizer " + tok.string() + " " + flag + " " +
+                                 file.string() + " --enable-thinking false --json");
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    return json::parse(t.out)["ids"];
+  };
+  std::map<std::string, json> sent;
+  std::ifstream served(dir / "served.jsonl");
+  for (std::string line; std::getline(served, line);) {
+    const json s = json::parse(line);
+    sent[s["id"].get<std::string>()] = s["input_ids"];
+  }
+  EXPECT_EQ(sent.at("m"), ids_of("--messages", write_file(dir / "m.json", user)));
+  EXPECT_EQ(sent.at("t"), ids_of("--text-file", write_file(dir / "t.txt", "hello")));
+  const json m = json::parse(std::ifstream(out));
+  const json& rendering = m["prompt_set"]["rendering"];
+  ASSERT_TRUE(rendering.is_object()) << m["prompt_set"];
+  EXPECT_EQ(rendering["enable_thinking"], false);
+  EXPECT_EQ(rendering["tokenizer_sha256"].get<std::string>().size(), 64u);
+
+  write_file(prompts,
+             "{\"id\": \"c\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}, "
+             "{\"role\": \"user\", \"content\": \"b\"}]}\n");
+  const auto turns = run_draftgate("tau measure --engine sglang --url " + server.url() +
+                                   " --prompts " + prompts.string() + " --tokenizer " +
+                                   tok.string() + " --out " + (dir / "turns.json").string());
+  EXPECT_EQ(turns.exit_code, 2) << turns.out << turns.err;
+  EXPECT_THAT(turns.err, HasSubstr("prompt \"c\" has 2 user turns; tau measure sends one request "
+                                   "per prompt"));
 }
 
 // Flags checked before any request: the engine, the URL's scheme, the prompt set.

@@ -225,7 +225,7 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         if self.opts.fault == "missing-spec" and StandIn.answered == 2:
             meta = {key: v for key, v in meta.items() if not key.startswith("spec_")}
         self.served({"id": rid, "steps": steps, "correct": correct, "completion_tokens": completion,
-                     "histogram": histogram})
+                     "histogram": histogram, "input_ids": req["input_ids"]})
         self.send_json({"text": "x" * completion, "output_ids": list(range(completion)),
                         "meta_info": meta})
 

@@ -253,10 +253,20 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
 }  // namespace
 
 LiveRun measure_live(const LiveMeasure& in) {
-  for (const auto& p : in.prompts->prompts)
+  for (const auto& p : in.prompts->prompts) {
     if (p.input_ids.empty())
-      throw Error(in.prompts->path, "prompt \"" + p.id + "\" has no input_ids",
-                  "tau measure sends token ids: tokenize the prompt set first");
+      throw Error(in.prompts->path, "prompt \"" + p.id + "\" has no token ids",
+                  "give input_ids, text or messages");
+    // One request per prompt, as z-lab's server backends send only turns[0]: a later turn would
+    // need the server's reply rendered into the conversation, which the engines' answers do not
+    // give as draftgate renders them.
+    if (p.turns() > 1)
+      throw Error(in.prompts->path,
+                  "prompt \"" + p.id + "\" has " + std::to_string(p.turns()) +
+                      " user turns; tau measure sends one request per prompt",
+                  "keep the first turn only (as the benchmark's server backends do), or decode "
+                  "the turns with eval");
+  }
   const EngineHttp http(in.url, in.timeout_seconds);
   if (in.engine == "sglang") return measure_sglang(in, http);
   return measure_vllm(in, http);
