@@ -61,6 +61,18 @@ VllmFiles vllm_files(const std::string& name, const std::vector<VllmEngineCounts
           write_file(dir / "after.txt", testing::vllm_scrape(after))};
 }
 
+// Histogram bucket a counts the verify steps that accepted a drafts; depth d's acceptance is the
+// share of all steps that accepted ≥ d, summed over the requests (k = 3 here, written out by hand).
+TEST(MeasuredTau, PerPositionAcceptanceFromHistograms) {
+  std::vector<std::int64_t> at_least(3, 0);
+  tau::add_steps_accepting_at_least({4, 3, 2, 1}, at_least);  // 10 steps: ≥1: 6, ≥2: 3, ≥3: 1
+  EXPECT_EQ(at_least, (std::vector<std::int64_t>{6, 3, 1}));
+  tau::add_steps_accepting_at_least({0, 5}, at_least);  // a shorter histogram: 5 steps, ≥1: 5
+  EXPECT_EQ(at_least, (std::vector<std::int64_t>{11, 3, 1}));
+  EXPECT_EQ(tau::acceptance_per_position(at_least, 15),
+            (std::vector<double>{11.0 / 15, 3.0 / 15, 1.0 / 15}));
+}
+
 TEST(PrometheusText, ParsesLabelsEscapesTimestampsAndComments) {
   const auto t = tau::parse_prometheus_text(
       "# HELP a_total Help with \"quotes\".\n# TYPE a_total counter\n# a free comment\n\n"

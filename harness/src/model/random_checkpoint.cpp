@@ -158,6 +158,16 @@ std::vector<std::string> layer_types(const RandomTargetSpec& s) {
   return t;
 }
 
+// rope_parameters as the Qwen3.5 / 3.6 releases (dense and MoE) write them: text positions make the
+// interleaved MRoPE 1-D.
+json qwen3_5_rope(const RandomTargetSpec& s) {
+  return {{"rope_type", "default"},
+          {"rope_theta", 10000000.0},
+          {"partial_rotary_factor", s.partial_rotary_factor},
+          {"mrope_section", {11, 11, 10}},
+          {"mrope_interleaved", true}};
+}
+
 // Each family's own config keys, as its released configs write them: its model_type, its causal-LM
 // class and where it keeps RoPE. Every case returns its whole set, so a family never inherits
 // another's keys.
@@ -177,24 +187,14 @@ json family_keys(const RandomTargetSpec& s) {
       return {{"model_type", "qwen3_5_text"},
               {"architectures", {"Qwen3_5ForCausalLM"}},
               {"mtp_num_hidden_layers", s.layout == TargetLayout::kVlm ? 1 : 0},
-              {"rope_parameters",
-               {{"rope_type", "default"},
-                {"rope_theta", 10000000.0},
-                {"partial_rotary_factor", s.partial_rotary_factor},
-                {"mrope_section", {11, 11, 10}},
-                {"mrope_interleaved", true}}}};
+              {"rope_parameters", qwen3_5_rope(s)}};
     case Family::kQwen3_5Moe:  // as Qwen3.5-35B-A3B's text_config writes them
       return {{"model_type", "qwen3_5_moe_text"},
               {"architectures", {"Qwen3_5MoeForCausalLM"}},
               {"mtp_num_hidden_layers", s.layout == TargetLayout::kVlm ? 1 : 0},
               {"output_router_logits", false},
               {"router_aux_loss_coef", 0.001},
-              {"rope_parameters",
-               {{"rope_type", "default"},
-                {"rope_theta", 10000000.0},
-                {"partial_rotary_factor", s.partial_rotary_factor},
-                {"mrope_section", {11, 11, 10}},
-                {"mrope_interleaved", true}}}};
+              {"rope_parameters", qwen3_5_rope(s)}};
     case Family::kQwen3Moe:  // as Qwen3-30B-A3B's config writes them
       return {{"model_type", "qwen3_moe"},     {"architectures", {"Qwen3MoeForCausalLM"}},
               {"rope_theta", 1000000.0},       {"rope_scaling", nullptr},

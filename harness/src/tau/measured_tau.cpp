@@ -255,4 +255,21 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   return std::nullopt;
 }
 
+void add_steps_accepting_at_least(const std::vector<std::int64_t>& histogram,
+                                  std::vector<std::int64_t>& at_least) {
+  std::int64_t here = 0;  // this request's steps that accepted ≥ a drafts
+  for (std::size_t a = histogram.size(); a-- > 1;) {
+    here += histogram[a];
+    at_least[a - 1] += here;
+  }
+}
+
+std::vector<double> acceptance_per_position(const std::vector<std::int64_t>& at_least,
+                                            std::int64_t steps) {
+  std::vector<double> out;
+  for (std::int64_t d : at_least)
+    out.push_back(static_cast<double>(d) / static_cast<double>(steps));
+  return out;
+}
+
 }  // namespace draftgate::tau

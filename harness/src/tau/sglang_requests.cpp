@@ -248,11 +248,7 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
     if (static_cast<std::int64_t>(q.histogram.size()) > *k + 1)
       throw Error(file, "response " + std::to_string(i + 1) + ": " + joined(names.histogram) +
                             " is longer than " + std::to_string(*k + 1));
-    std::int64_t accepted_here = 0;  // steps of this request that accepted ≥ a drafts
-    for (std::size_t a = q.histogram.size(); a-- > 1;) {
-      accepted_here += q.histogram[a];
-      at_least[a - 1] += accepted_here;
-    }
+    add_steps_accepting_at_least(q.histogram, at_least);
   }
   MeasuredTau m;
   m.engine = "sglang";
@@ -260,9 +256,7 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
   m.tau_definition = "macro";
   m.tau_macro = macro / static_cast<double>(requests.size());
   m.tau_pooled = static_cast<double>(completion) / static_cast<double>(steps);
-  if (histograms)
-    for (std::int64_t d : at_least)
-      m.per_position_acceptance.push_back(static_cast<double>(d) / static_cast<double>(steps));
+  if (histograms) m.per_position_acceptance = acceptance_per_position(at_least, steps);
   m.drafts = steps;
   m.draft_tokens = steps * *k;
   m.accepted_tokens = corrects ? correct : completion - steps;

@@ -262,11 +262,7 @@ MeasuredTau import_vllm_requests(const VllmRequestsImport& in) {
     drafted += s.drafted;
     macro += 1.0 + static_cast<double>(s.accepted) / static_cast<double>(s.steps);
     histograms = histograms && !s.histogram.empty();
-    std::int64_t here = 0;  // this request's steps that accepted ≥ j drafts
-    for (std::size_t j = s.histogram.size(); j-- > 1;) {
-      here += s.histogram[j];
-      at_least[j - 1] += here;
-    }
+    add_steps_accepting_at_least(s.histogram, at_least);
   }
   MeasuredTau m;
   m.engine = "vllm";
@@ -274,9 +270,7 @@ MeasuredTau import_vllm_requests(const VllmRequestsImport& in) {
   m.tau_definition = "macro";
   m.tau_macro = macro / static_cast<double>(responses.size());
   m.tau_pooled = 1.0 + static_cast<double>(accepted) / static_cast<double>(steps);
-  if (histograms)
-    for (std::int64_t d : at_least)
-      m.per_position_acceptance.push_back(static_cast<double>(d) / static_cast<double>(steps));
+  if (histograms) m.per_position_acceptance = acceptance_per_position(at_least, steps);
   m.drafts = steps;
   m.draft_tokens = drafted;
   m.accepted_tokens = accepted;

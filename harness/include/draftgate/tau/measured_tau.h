@@ -67,6 +67,14 @@ struct MeasuredTau {
   std::string formula(const std::string& definition) const;
 };
 
+// Per-depth acceptance from acceptance histograms (bucket a: verify steps that accepted a drafts,
+// a = 0…k): add one request's histogram to `at_least` (k counts: steps that accepted ≥ d drafts,
+// d = 1…k), then divide by all the steps.
+void add_steps_accepting_at_least(const std::vector<std::int64_t>& histogram,
+                                  std::vector<std::int64_t>& at_least);
+std::vector<double> acceptance_per_position(const std::vector<std::int64_t>& at_least,
+                                            std::int64_t steps);
+
 // What a τ (pooled | macro | per_position_acceptance) counts when measured by `engine`: SGLang's
 // per-request τ is completion_tokens / spec_verify_ct (the prefill token included), vLLM's
 // 1 + accepted drafts / verify steps.
