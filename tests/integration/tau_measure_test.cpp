@@ -213,8 +213,9 @@ TEST(TauMeasure, SendsTextAndMessagesPromptsAsTheirRenderedIds) {
                                " --enable-thinking false --out " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto ids_of = [&](const std::string& flag, const fs::path& file) {
+    const std::string thinking = flag == "--messages" ? " --enable-thinking false" : "";
     const auto t = run_draftgate("tokenize --tokenizer " + tok.string() + " " + flag + " " +
-                                 file.string() + " --enable-thinking false --json");
+                                 file.string() + thinking + " --json");
     EXPECT_EQ(t.exit_code, 0) << t.err;
     return json::parse(t.out)["ids"];
   };
