@@ -94,6 +94,7 @@ TEST_P(FamilyTableCase, DetectionTakesFamilyAndTraitsFromTheTable) {
   EXPECT_EQ(c.traits.attn_output_gate, f.traits.attn_output_gate);
   EXPECT_EQ(c.traits.linear_attention, f.traits.linear_attention);
   EXPECT_EQ(c.traits.mlp, f.traits.mlp);
+  EXPECT_EQ(c.traits.shared_expert, f.traits.shared_expert);
 }
 
 // engine_support: every family of the table runs at its released layouts; a RoPE type or a
