@@ -1,6 +1,7 @@
 #include "bench_models.h"
 
 #include <cstdlib>
+#include <stdexcept>
 
 namespace draftgate::bench {
 namespace fs = std::filesystem;
@@ -57,13 +58,21 @@ fs::path target_dir(const std::string& name) {
   return dir;
 }
 
-fs::path tiny_drafter_dir() {
-  const fs::path dir = root() / "tiny-qwen3_5-drafter";
-  if (!fs::exists(dir / "model.safetensors")) {
-    model::RandomDrafterSpec d;
-    d.block_size = 16;
-    model::write_random_drafter(dir, d);
+fs::path drafter_dir(const std::string& target) {
+  const fs::path dir = root() / (target + "-drafter");
+  if (fs::exists(dir / "model.safetensors")) return dir;
+  model::RandomDrafterSpec d;
+  d.block_size = 16;
+  if (target == "qwen3-0.6b") {
+    const RandomTargetSpec& t = target_models().at(target);
+    d.target_hidden = t.hidden, d.target_layers = t.layers, d.vocab = t.vocab;
+    d.intermediate = t.intermediate, d.heads = t.heads, d.kv_heads = t.kv_heads;
+    d.head_dim = t.head_dim, d.mask_token_id = t.vocab - 1;
+    d.target_layer_ids = {1, 13, 25};
+  } else if (target != "tiny-qwen3_5") {
+    throw std::invalid_argument("no benchmark drafter for " + target);
   }
+  model::write_random_drafter(dir, d);
   return dir;
 }
 

@@ -14,7 +14,8 @@ namespace draftgate::bench {
 // Qwen3 vocab).
 const std::map<std::string, model::RandomTargetSpec>& target_models();
 std::filesystem::path target_dir(const std::string& name);
-// A random 16-block drafter for tiny-qwen3_5 (taps 0 and 2).
-std::filesystem::path tiny_drafter_dir();
+// Random 16-block drafters: "tiny-qwen3_5" (taps 0 and 2) and "qwen3-0.6b" (2 layers of the
+// target's shapes, taps 1, 13, 25: the shape of z-lab's small DFlash drafters).
+std::filesystem::path drafter_dir(const std::string& target);
 
 }  // namespace draftgate::bench

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 MODELS = ["tiny-qwen3", "tiny-qwen3_5", "qwen3-0.6b", "qwen3_5-0.8b"]
+VERIFY_ROWS = (8, 16)
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer", "peer_target.py")
 
 
@@ -48,7 +49,8 @@ def main():
     # The machine is shared and noisy: alternate draftgate and the peer for --rounds rounds per model and keep
     # each side's best (highest throughput, lowest latency), the usual practice for noisy hosts.
     def ours(name):
-        out = json.loads(run([bench, f"--benchmark_filter=/{name}/|^{name}$", "--benchmark_format=json",
+        out = json.loads(run([bench, f"--benchmark_filter=^(Prefill|DecodeStep|VerifyStep)/{name}/|^{name}$",
+                              "--benchmark_format=json",
                               f"--benchmark_min_time={a.min_time}"], env))
         return {b["name"]: b for b in out["benchmarks"]}
 
@@ -61,24 +63,34 @@ def main():
             mine = ours(name)  # one process per model, so each peak RSS is that model's alone
             peer = json.loads(run([sys.executable, PEER, os.path.join(a.models, name), "--threads",
                                    str(a.threads), "--min-time", str(a.min_time)]))
-            pre, dec = mine[f"Prefill/{name}/128"], mine[f"DecodeStep/{name}/64"]
+            pre, dec = mine[f"Prefill/{name}/128"], mine[f"DecodeStep/{name}/64/1"]
             sample = {"pre": pre["items_per_second"], "ppre": peer["prefill_tokens_per_s"],
                       "dec": -dec["real_time"], "pdec": -peer["decode_step_ms"]}
+            for b in VERIFY_ROWS:
+                sample[f"ver{b}"] = -mine[f"VerifyStep/{name}/64/{b}"]["real_time"]
+                sample[f"pver{b}"] = -peer["verify_step_ms"][str(b)]
             for k, v in sample.items():
                 best[k] = max(best.get(k, v), v)
             best["weights"], best["rss"], best["prss"] = dec["weights_MB"], dec["peak_rss_MB"], peer["peak_rss_mb"]
         bound_ms = best["weights"] * 1024 * 1024 / bandwidth * 1e3
         rows.append((name, best["weights"], best["pre"], best["ppre"], -best["dec"], -best["pdec"], bound_ms,
-                     best["rss"], best["prss"]))
+                     best["rss"], best["prss"], [(-best[f"ver{b}"], -best[f"pver{b}"]) for b in VERIFY_ROWS]))
 
     print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; prefill 128 tokens; "
           f"decode one token after 64; best of {a.rounds} alternating rounds")
     print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
           "| decode bound ms (% of bound) | peak RSS MB draftgate / peer |")
     print("|---|---|---|---|---|---|")
-    for (name, w, pre, ppre, dec, pdec, bound, rss, prss) in rows:
+    for (name, w, pre, ppre, dec, pdec, bound, rss, prss, _) in rows:
         print(f"| {name} | {w:.0f} | {pre:.0f} / {ppre:.0f} ({pre / ppre:.2f}x) | {dec:.2f} / {pdec:.2f} "
               f"({pdec / dec:.2f}x) | {bound:.2f} ({100 * bound / dec:.0f}%) | {rss:.0f} / {prss:.0f} |")
+    print()
+    print("| model | " + " | ".join(f"verify {b} rows ms draftgate / peer (speed-up, % of bound)" for b in VERIFY_ROWS)
+          + " |")
+    print("|---|" + "---|" * len(VERIFY_ROWS))
+    for (name, w, pre, ppre, dec, pdec, bound, rss, prss, verify) in rows:
+        print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%)"
+                                          for v, pv in verify) + " |")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,15 @@
-// Cost of the speculative loop as generation grows: time per generated token from 256 to 2048
-// tokens (flat when no prefix is recomputed) and the share of it spent in the target vs the
-// drafter.
+// The speculative loop end to end. BM_GenerationCost: time per generated token from 256 to 2048
+// tokens on a tiny target (flat when no prefix is recomputed) and the share of it spent in the
+// target vs the drafter. BM_SpeculativeLoop: `eval`'s loop on a Qwen3-0.6B-shaped target with a
+// drafter of its shapes — tokens per second, the split target / drafter / bookkeeping, and the
+// bound: the bytes each verify step reads (every target weight, every drafter weight, and the
+// target's lm_head again for the drafter's block) per committed token, at the read bandwidth
+// measured beside it; plus plain greedy decoding of the same target for contrast.
 
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
+
+#include <chrono>
 
 #include "bench_models.h"
 #include "draftgate/decode/speculative.h"
@@ -15,7 +22,7 @@ namespace {
 
 void BM_GenerationCost(benchmark::State& state) {
   const auto target_ckpt = io::Checkpoint::open(target_dir("tiny-qwen3_5"));
-  const auto drafter_ckpt = io::Checkpoint::open(tiny_drafter_dir());
+  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir("tiny-qwen3_5"));
   const auto target = model::TargetModel::load(target_ckpt, {});
   const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
   const auto drafter = decode::dflash_block_drafter(*dflash);
@@ -35,6 +42,67 @@ BENCHMARK(BM_GenerationCost)
     ->Arg(256)
     ->Arg(1024)
     ->Arg(2048)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+double checkpoint_bytes(const io::Checkpoint& ckpt) {
+  double bytes = 0;
+  for (const auto& n : ckpt.names()) bytes += static_cast<double>(ckpt.info(n)->nbytes());
+  return bytes;
+}
+
+// Best of three sums of a 1 GiB buffer (what MemoryReadBandwidth times), bytes per second.
+double read_bandwidth() {
+  const at::Tensor buffer = at::ones({256 * 1024 * 1024}, at::kFloat);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(buffer.sum().item<float>());
+    const std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
+    best = std::max(best, static_cast<double>(buffer.nbytes()) / s.count());
+  }
+  return best;
+}
+
+void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
+  const auto target_ckpt = io::Checkpoint::open(target_dir(name));
+  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir(name));
+  const auto target = model::TargetModel::load(target_ckpt, {});
+  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const auto drafter = decode::dflash_block_drafter(*dflash);
+  decode::DecodeConfig config;
+  config.max_new_tokens = state.range(0);
+  const std::vector<std::int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  decode::PromptRun run;
+  for (auto _ : state) run = decode::speculative_generate(*target, *drafter, prompt, config);
+  const double tokens = static_cast<double>(run.output.size());
+  const double steps = static_cast<double>(run.acceptance.size());
+  const auto greedy_start = std::chrono::steady_clock::now();
+  const auto greedy = decode::greedy_generate(*target, prompt, state.range(0));
+  const std::chrono::duration<double> greedy_s = std::chrono::steady_clock::now() - greedy_start;
+
+  const std::int64_t vocab = target->config().vocab, hidden = target->config().hidden;
+  const double step_bytes = checkpoint_bytes(target_ckpt) + checkpoint_bytes(drafter_ckpt) +
+                            static_cast<double>(vocab * hidden * 2);
+  const double bound_ms = step_bytes * steps / tokens / read_bandwidth() * 1e3;
+  const double ms_per_token = run.seconds * 1e3 / tokens;
+  state.counters["tokens_per_s"] = tokens / run.seconds;
+  state.counters["ms_per_token"] = ms_per_token;
+  state.counters["tau"] = tokens / steps;
+  state.counters["target_share"] = run.target_seconds / run.seconds;
+  state.counters["drafter_share"] = run.drafter_seconds / run.seconds;
+  state.counters["bookkeeping_share"] =
+      1 - (run.target_seconds + run.drafter_seconds) / run.seconds;
+  state.counters["bytes_per_token_MB"] = step_bytes * steps / tokens / 1e6;
+  state.counters["bound_ms_per_token"] = bound_ms;
+  state.counters["of_bound"] = bound_ms / ms_per_token;
+  state.counters["greedy_ms_per_token"] =
+      greedy_s.count() * 1e3 / static_cast<double>(greedy.size());
+  state.counters["threads"] = at::get_num_threads();
+}
+
+BENCHMARK_CAPTURE(BM_SpeculativeLoop, qwen3_0_6b, std::string("qwen3-0.6b"))
+    ->Arg(64)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

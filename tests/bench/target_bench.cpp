@@ -68,15 +68,16 @@ void BM_Prefill(benchmark::State& state, const std::string& name) {
   state.counters["threads"] = at::get_num_threads();
 }
 
-// One token after `range(0)` committed tokens, rolled back each time so the context length stays
-// fixed.
+// One token (decode) or a block of range(1) tokens (a verify pass) after `range(0)` committed
+// tokens, rolled back each time so the context length stays fixed.
 void BM_DecodeStep(benchmark::State& state, const std::string& name) {
   Loaded& l = load(name);
   TargetState s = l.model->new_state();
   l.model->extend(s, ids(state.range(0), l.model->config().vocab));
   l.model->commit_all(s);
+  const std::vector<std::int64_t> block = ids(state.range(1), l.model->config().vocab);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(l.model->extend(s, {5}).logits);
+    benchmark::DoNotOptimize(l.model->extend(s, block).logits);
     l.model->commit(s, {});
   }
   state.counters["weights_MB"] = weights_mb(l.checkpoint);
@@ -125,7 +126,12 @@ void register_all() {
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("DecodeStep/") + name).c_str(), BM_DecodeStep,
                                  std::string(name))
-        ->Arg(64)
+        ->Args({64, 1})
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("VerifyStep/") + name).c_str(), BM_DecodeStep,
+                                 std::string(name))
+        ->Args({64, 8})
+        ->Args({64, 16})
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("MemoryReadBandwidth", BM_MemoryReadBandwidth)
@@ -142,7 +148,7 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--make-models") {
     for (const auto& [name, spec] : draftgate::bench::target_models())
       draftgate::bench::target_dir(name);
-    draftgate::bench::tiny_drafter_dir();
+    for (const char* target : {"tiny-qwen3_5", "qwen3-0.6b"}) draftgate::bench::drafter_dir(target);
     return 0;
   }
   draftgate::model::register_all();

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "draftgate/model/few_row_matmul.h"
+
 namespace draftgate::model {
 
 namespace {
@@ -72,13 +74,8 @@ SingleThreadedBlas::~SingleThreadedBlas() {
   if (saved_ > 0) openblas().set(saved_);
 }
 
-at::Tensor dense(const at::Tensor& x, const at::Tensor& w) { return dense_part(x, w, w.numel()); }
-
-at::Tensor dense_part(const at::Tensor& x, const at::Tensor& w_part, std::int64_t whole_numel) {
-  if (w_part.scalar_type() == at::kBFloat16 && w_part.device().is_cpu() &&
-      whole_numel <= kSmallWeightElements && x.numel() <= kSmallMatmulRows * x.size(-1))
-    return at::linear(x.to(at::kFloat), w_part.to(at::kFloat)).to(x.scalar_type());
-  return at::linear(x, w_part);
+at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
+  return few_row_matmul_applies(x, w) ? few_row_matmul(x, w) : at::linear(x, w);
 }
 
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,

@@ -59,7 +59,8 @@ ForwardResult StreamedTarget::forward(const std::vector<std::int64_t>& tokens,
   const RopeTables rope =
       rope_tables(at::tensor(positions, at::kLong).to(device_), inv_freq_, dtype_);
   const auto state_options = at::TensorOptions().dtype(dtype_).device(device_);
-  const WeightLoader w(checkpoint_, dtype_, device_);
+  WeightBuffers buffers;  // each layer converts into the buffers the one before let go
+  const WeightLoader w(checkpoint_, dtype_, device_, nullptr, &buffers);
 
   ForwardResult result;
   at::Tensor h = embed(tokens);
@@ -90,7 +91,8 @@ at::Tensor StreamedTarget::lm_head(const at::Tensor& x) const {
   c10::InferenceMode inference;
   const std::string& name = stack_.tied_embeddings ? stack_.embed_tokens : stack_.lm_head;
   const std::int64_t vocab = config_.vocab, hidden = config_.hidden;
-  const WeightLoader w(checkpoint_, dtype_, device_);
+  WeightBuffers buffers;
+  const WeightLoader w(checkpoint_, dtype_, device_, nullptr, &buffers);
   const at::Tensor stored = w.mapped(name, {vocab, hidden});
   const io::TensorInfo& info = *checkpoint_.info(name);
   const auto& file = checkpoint_.file_of(name);
@@ -104,9 +106,7 @@ at::Tensor StreamedTarget::lm_head(const at::Tensor& x) const {
   for (std::int64_t r = 0; r < vocab; r += rows) {
     const std::int64_t n = std::min(rows, vocab - r);
     file->prefetch(info, bytes_at(r + n), bytes_at(std::min(vocab, r + 2 * rows)));
-    const at::Tensor block = stored.narrow(0, r, n);
-    w.require_finite(name, block);
-    out.narrow(1, r, n).copy_(dense_part(in, block.to(device_, dtype_), vocab * hidden));
+    out.narrow(1, r, n).copy_(dense(in, w.converted(name, stored.narrow(0, r, n))));
     file->release(info, bytes_at(r), bytes_at(r + n));
   }
   return out;

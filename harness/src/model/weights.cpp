@@ -3,18 +3,19 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/float8.h"
-#include "draftgate/model/tensor_view.h"
 #include "draftgate/model/fp8_weights.h"
+#include "draftgate/model/tensor_view.h"
 
 namespace draftgate::model {
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
-                           at::Device device, ParameterMap* owned)
+                           at::Device device, ParameterMap* owned, WeightBuffers* reuse)
     : checkpoint_(checkpoint),
       fp8_(io::read_fp8_scheme(checkpoint.config())),
       dtype_(dtype),
       device_(device),
-      owned_(owned) {}
+      owned_(owned),
+      reuse_(reuse) {}
 
 at::Tensor WeightLoader::mapped(const std::string& name,
                                 const std::vector<std::int64_t>& shape) const {
@@ -48,9 +49,12 @@ at::Tensor WeightLoader::mapped(const std::string& name,
 
 void WeightLoader::require_finite(const std::string& name, const at::Tensor& values) const {
   // One pass over the values: a NaN or Inf weight would silently poison every hidden state.
-  if (!at::isfinite(values).all().item<bool>())
-    throw Error(checkpoint_.dir().string(), "tensor \"" + name + "\" holds NaN or Inf values",
-                "the checkpoint is corrupt or was saved after a diverged step");
+  if (!all_finite(values)) throw_non_finite(name);
+}
+
+void WeightLoader::throw_non_finite(const std::string& name) const {
+  throw Error(checkpoint_.dir().string(), "tensor \"" + name + "\" holds NaN or Inf values",
+              "the checkpoint is corrupt or was saved after a diverged step");
 }
 
 at::Tensor WeightLoader::checked(const std::string& name,
@@ -121,7 +125,22 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
 
 at::Tensor WeightLoader::get(const std::string& name,
                              const std::vector<std::int64_t>& shape) const {
+  const io::TensorInfo* info = checkpoint_.info(name);
+  if (owned_ == nullptr && info != nullptr && !io::is_float8(info->dtype))
+    return converted(name, mapped(name, shape));
   return hand_out(name, checked(name, shape).to(device_, dtype_));
+}
+
+at::Tensor WeightLoader::converted(const std::string& name, const at::Tensor& values) const {
+  if (values.scalar_type() == dtype_ && values.device() == device_) {
+    require_finite(name, values);
+    return values;
+  }
+  at::Tensor out = reuse_ != nullptr
+                       ? reuse_->take(values.sizes(), dtype_, device_)
+                       : at::empty(values.sizes(), values.options().dtype(dtype_).device(device_));
+  if (!copy_checking_finite(out, values)) throw_non_finite(name);
+  return out;
 }
 
 at::Tensor WeightLoader::get_f32(const std::string& name,

@@ -286,9 +286,12 @@ def main():
     ctx = torch.arange(a.context) * 7919 % vocab
     _, caches = m.forward(ctx, 0, None)
     step = time_it(lambda: m.forward(torch.tensor([5]), a.context, caches), a.min_time)
+    verify = {str(b): 1e3 * time_it(lambda: m.forward(torch.arange(b) * 7919 % vocab, a.context, caches),
+                                    a.min_time) for b in (8, 16)}
     print(json.dumps({
         "prefill_tokens_per_s": a.prefill / prefill,
         "decode_step_ms": step * 1e3,
+        "verify_step_ms": verify,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "threads": a.threads,
     }))

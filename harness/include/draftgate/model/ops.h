@@ -31,17 +31,11 @@ RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
 // Rotates x [T, heads, D]: the first rotary_dim dims by NeoX rotate_half, the rest pass through.
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 
-// x · wᵀ. For a few rows (decode, verify blocks), oneDNN's per-call overhead on small bf16 matmuls
-// is ~8x a float32 BLAS call here, so bf16 weights of at most kSmallWeightElements multiply few
-// rows in float32 and round once: bf16 products are exact in float32 and both paths accumulate in
-// float32. Large weights (reading them is what costs) and many rows (prefill, where oneDNN's GEMM
-// wins) stay bf16.
-inline constexpr std::int64_t kSmallWeightElements = 1 << 16;
-inline constexpr std::int64_t kSmallMatmulRows = 16;
+// x · wᵀ. A few rows of x (decode, verify blocks, the drafter's block) against a bf16 weight take
+// the few-row kernels, which read the weight at the memory bandwidth (few_row_matmul.h); many rows
+// (prefill, where oneDNN's GEMM wins) and other dtypes go to at::linear. Both accumulate in
+// float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
-// dense(x, w) for a block of rows `w_part` of a weight of `whole_numel` elements, on the path the
-// whole product takes: a vocabulary projected in chunks picks the same kernel as in one piece.
-at::Tensor dense_part(const at::Tensor& x, const at::Tensor& w_part, std::int64_t whole_numel);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
 // OpenMP threads on the many small batched matmuls of Gated DeltaNet (2-3x slower on 2 cores).

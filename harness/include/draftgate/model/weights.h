@@ -1,7 +1,8 @@
 #pragma once
 // Loads named weights from a checkpoint with their shapes checked, as zero-copy views when the
 // stored dtype and device already match, converted otherwise. For training, a loader given a
-// ParameterMap hands out owned, writable copies instead and records each under its checkpoint name.
+// ParameterMap hands out owned, writable copies instead and records each under its checkpoint name;
+// a loader given WeightBuffers converts into reused buffers (a streamed forward's layers).
 // An F8_E4M3 weight of a fine-grained FP8 checkpoint (io/fp8_scheme.h) is dequantized to float32
 // when it is read — one tensor at a time, so a streamed forward holds one layer's copy only — and
 // then converted like any other.
@@ -16,6 +17,7 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/fp8_scheme.h"
+#include "draftgate/model/weight_buffers.h"
 
 namespace draftgate::model {
 
@@ -25,7 +27,7 @@ using ParameterMap = std::map<std::string, at::Tensor>;
 class WeightLoader {
  public:
   WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype, at::Device device,
-               ParameterMap* owned = nullptr);
+               ParameterMap* owned = nullptr, WeightBuffers* reuse = nullptr);
 
   // The tensor `name` with exactly `shape`, in the loader's dtype and device. Throws
   // draftgate::Error naming the checkpoint and tensor when it is missing, quantised by another
@@ -39,10 +41,15 @@ class WeightLoader {
   at::Tensor mapped(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // The error get() raises when `values` (a slice of tensor `name`) hold NaN or Inf.
   void require_finite(const std::string& name, const at::Tensor& values) const;
+  // `values` (tensor `name` as mapped, or a slice of it) checked finite, in the loader's dtype and
+  // device: itself when it is already, else converted into a reused buffer where the loader has
+  // them.
+  at::Tensor converted(const std::string& name, const at::Tensor& values) const;
 
  private:
   at::Tensor checked(const std::string& name, const std::vector<std::int64_t>& shape) const;
   at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
+  [[noreturn]] void throw_non_finite(const std::string& name) const;
   // The float32 weight of an FP8 tensor, its scheme, dtype, module and scales checked.
   at::Tensor dequantized(const std::string& name, const std::vector<std::int64_t>& shape,
                          const io::TensorInfo& info) const;
@@ -52,6 +59,7 @@ class WeightLoader {
   at::ScalarType dtype_;
   at::Device device_;
   ParameterMap* owned_;
+  WeightBuffers* reuse_;
 };
 
 }  // namespace draftgate::model

@@ -1,0 +1,46 @@
+#pragma once
+// x · wᵀ for a few rows of x and a bf16 weight: the matmuls of decode (1 row), verify (a block of
+// B rows) and the drafter's block pass. They are bound by reading the weight, so each kernel
+// streams every weight row once, multiplies it with all rows of x while it is in registers, and
+// splits the weight rows over ATen's threads (oneDNN's bf16 GEMM reaches ~25 % of the read
+// bandwidth on one row here; see docs/performance.md).
+//
+// Precision: every kernel forms the products exactly (a bf16 times a bf16 or a float32 is exact in
+// float32 up to the float32 rounding of the product) and accumulates in float32 in 16 lanes per
+// output, reduced at the end; the result is rounded once to x's dtype. Its error is that of any
+// float32 GEMM, |y - y_exact| <= K · 2^-24 · Σ|w||x| (tests/unit/few_row_matmul_test.cpp checks
+// each kernel against float64 on that bound). The bf16 dot-product kernel also flushes denormal
+// inputs and partial sums to zero (the CPU instruction does), which moves a result by at most K ·
+// 2^-126 · max|x|.
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace draftgate::model {
+
+enum class FewRowKernel {
+  kBf16Dot,     // AVX-512 BF16 dot products (vdpbf16ps); x must be bf16
+  kFloat32Fma,  // the weight widened to float32 and multiplied with FMAs; any x
+};
+
+inline constexpr std::int64_t kFewRowsMax = 16;
+
+// Whether this CPU runs `kernel` (the bf16 dot products need AVX-512 BF16).
+bool few_row_kernel_available(FewRowKernel kernel);
+// The fastest kernel this CPU runs for x of `x_dtype`.
+FewRowKernel best_few_row_kernel(at::ScalarType x_dtype);
+std::string few_row_kernel_name(FewRowKernel kernel);
+
+// Whether few_row_matmul takes this product: a CPU bf16 weight [N, K] with contiguous rows, and x
+// [..., K] of float32 or bf16 with at most kFewRowsMax rows.
+bool few_row_matmul_applies(const at::Tensor& x, const at::Tensor& w);
+
+// x [..., K] · w [N, K]ᵀ → [..., N] in x's dtype. `kernel` must be available and take x's dtype.
+at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel kernel);
+inline at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w) {
+  return few_row_matmul(x, w, best_few_row_kernel(x.scalar_type()));
+}
+
+}  // namespace draftgate::model

@@ -1,0 +1,90 @@
+#pragma once
+// The tile driver shared by the few-row kernels (few_row_matmul.cpp, few_row_bf16.cpp). Everything
+// here is always inlined into the kernel entry points, so each is compiled for the instruction set
+// of the entry point that inlines it; it uses no std:: function, whose shared out-of-line copies
+// could come from the AVX-512 translation unit.
+
+#include <cstdint>
+
+namespace draftgate::model::few_row {
+
+// x · wᵀ for weight rows [begin, end) and every row of x, into out[b * ldo + n].
+struct Operands {
+  const std::uint16_t* w;  // bf16 bits, row stride ldw
+  std::int64_t ldw;
+  const void* x;  // rows of x (bf16 bits or float32), row stride k
+  std::int64_t rows_x;
+  std::int64_t k;
+  float* out;
+  std::int64_t ldo;
+};
+
+// The entry points, one per kernel; the bf16 one exists only where the compiler targets x86-64.
+void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end);
+void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end);
+
+#define DRAFTGATE_INLINE inline __attribute__((always_inline))
+
+constexpr int kGroupRows = 8;  // rows of x per tile
+
+// Weight rows per tile for a group of `bt` rows of x: enough accumulators to hide the FMA latency,
+// few enough to stay in 32 vector registers.
+constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 2; }
+
+DRAFTGATE_INLINE std::int64_t lesser(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
+
+// Tile<R, BT>::run(w, ldw, x, k, out, ldo): R weight rows times BT rows of x over the whole k.
+template <template <int, int> class Tile, int R>
+DRAFTGATE_INLINE void run_tile(int bt, const std::uint16_t* w, std::int64_t ldw, const void* x,
+                               std::int64_t k, float* out, std::int64_t ldo) {
+  switch (bt) {
+    case 1:
+      return Tile<R, 1>::run(w, ldw, x, k, out, ldo);
+    case 2:
+      return Tile<R, 2>::run(w, ldw, x, k, out, ldo);
+    case 3:
+      return Tile<R, 3>::run(w, ldw, x, k, out, ldo);
+    case 4:
+      return Tile<R, 4>::run(w, ldw, x, k, out, ldo);
+    case 5:
+      return Tile<R, 5>::run(w, ldw, x, k, out, ldo);
+    case 6:
+      return Tile<R, 6>::run(w, ldw, x, k, out, ldo);
+    case 7:
+      return Tile<R, 7>::run(w, ldw, x, k, out, ldo);
+    default:
+      return Tile<R, 8>::run(w, ldw, x, k, out, ldo);
+  }
+}
+
+// Each tile of R weight rows is read from memory once and multiplied with every group of x rows
+// while it is in cache.
+template <template <int, int> class Tile, int R, int XBytes>
+DRAFTGATE_INLINE void tiles(const Operands& a, std::int64_t from, std::int64_t to) {
+  for (std::int64_t n = from; n + R <= to; n += R)
+    for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
+      run_tile<Tile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)), a.w + n * a.ldw, a.ldw,
+                        static_cast<const char*>(a.x) + b * a.k * XBytes, a.k,
+                        a.out + b * a.ldo + n, a.ldo);
+}
+
+template <template <int, int> class Tile, int R, int XBytes>
+DRAFTGATE_INLINE void rows_with(const Operands& a, std::int64_t begin, std::int64_t end) {
+  const std::int64_t split = begin + (end - begin) / R * R;
+  tiles<Tile, R, XBytes>(a, begin, split);
+  tiles<Tile, 1, XBytes>(a, split, end);
+}
+
+template <template <int, int> class Tile, int XBytes>
+DRAFTGATE_INLINE void rows(const Operands& a, std::int64_t begin, std::int64_t end) {
+  switch (rows_per_tile(static_cast<int>(lesser(a.rows_x, kGroupRows)))) {
+    case 8:
+      return rows_with<Tile, 8, XBytes>(a, begin, end);
+    case 4:
+      return rows_with<Tile, 4, XBytes>(a, begin, end);
+    default:
+      return rows_with<Tile, 2, XBytes>(a, begin, end);
+  }
+}
+
+}  // namespace draftgate::model::few_row

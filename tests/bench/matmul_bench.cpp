@@ -1,0 +1,104 @@
+// The few-row bf16 matmuls of decode (1 row), verify (8, 16 rows) and the drafter's block pass at
+// real shapes, each kernel beside at::linear (oneDNN's bf16 path, what draftgate ran before) and
+// against the memory read bandwidth measured in the same run (MemoryReadBandwidth in
+// target_bench.cpp). The weights cycle through a stack larger than the last-level cache, as the
+// layers of a decode step do, so every weight byte comes from memory.
+//
+// Report: bytes_per_second of a matmul / bytes_per_second of MemoryReadBandwidth = share of the
+// bandwidth bound; `gflops` beside FewRowsInCache's says when many rows make a shape
+// compute-bound instead.
+
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "draftgate/model/few_row_matmul.h"
+
+namespace draftgate::model {
+namespace {
+
+constexpr std::int64_t kStackBytes = std::int64_t{768} << 20;  // well past any L3 here
+
+std::vector<at::Tensor> weight_stack(std::int64_t n, std::int64_t k) {
+  const std::int64_t bytes = n * k * 2;
+  std::vector<at::Tensor> stack;
+  for (std::int64_t total = 0; total < kStackBytes || stack.size() < 2; total += bytes)
+    stack.push_back((at::randn({n, k}) / 32).to(at::kBFloat16));
+  return stack;
+}
+
+// kernel < 0: at::linear.
+void BM_FewRows(benchmark::State& state, std::int64_t n, std::int64_t k, int kernel) {
+  const std::int64_t rows = state.range(0);
+  const auto stack = weight_stack(n, k);
+  const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    const at::Tensor& w = stack[next];
+    next = (next + 1) % stack.size();
+    benchmark::DoNotOptimize(kernel < 0 ? at::linear(x, w)
+                                        : few_row_matmul(x, w, static_cast<FewRowKernel>(kernel)));
+  }
+  state.SetBytesProcessed(state.iterations() * n * k * 2);
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(2 * rows * n * k) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = at::get_num_threads();
+}
+
+// The kernel's compute ceiling: a 256 x 1024 weight (512 KB) that stays in cache, so `gflops` is
+// what the arithmetic allows at that row count; a shape whose time from memory is near
+// max(bytes / bandwidth, FLOPs / this) is at its bound.
+void BM_FewRowsInCache(benchmark::State& state, int kernel) {
+  const std::int64_t rows = state.range(0), n = 256, k = 1024;
+  const at::Tensor w = (at::randn({n, k}) / 32).to(at::kBFloat16);
+  const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(kernel < 0 ? at::linear(x, w)
+                                        : few_row_matmul(x, w, static_cast<FewRowKernel>(kernel)));
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(2 * rows * n * k) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = at::get_num_threads();
+}
+
+bool register_all() {
+  // Qwen3-0.6B: MLP gate/up (3072 x 1024) and down (1024 x 3072), lm_head (151936 x 1024);
+  // Qwen3-8B: MLP gate/up (12288 x 4096) and down (4096 x 12288).
+  const std::vector<std::tuple<const char*, std::int64_t, std::int64_t>> shapes = {
+      {"qwen3-0.6b/gate_up", 3072, 1024},
+      {"qwen3-0.6b/down", 1024, 3072},
+      {"qwen3-0.6b/lm_head", 151936, 1024},
+      {"qwen3-8b/gate_up", 12288, 4096},
+      {"qwen3-8b/down", 4096, 12288}};
+  std::vector<std::pair<std::string, int>> kernels = {{"at_linear", -1}};
+  for (FewRowKernel kernel : {FewRowKernel::kBf16Dot, FewRowKernel::kFloat32Fma})
+    if (few_row_kernel_available(kernel))
+      kernels.emplace_back(few_row_kernel_name(kernel), static_cast<int>(kernel));
+  for (const auto& [shape, n, k] : shapes)
+    for (const auto& [kernel_name, kernel] : kernels)
+      benchmark::RegisterBenchmark(("FewRows/" + std::string(shape) + "/" + kernel_name).c_str(),
+                                   BM_FewRows, n, k, kernel)
+          ->ArgName("rows")
+          ->Arg(1)
+          ->Arg(8)
+          ->Arg(16)
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.5);
+  for (const auto& [kernel_name, kernel] : kernels)
+    benchmark::RegisterBenchmark(("FewRowsInCache/" + kernel_name).c_str(), BM_FewRowsInCache,
+                                 kernel)
+        ->ArgName("rows")
+        ->Arg(1)
+        ->Arg(8)
+        ->Arg(16)
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(0.3);
+  return true;
+}
+
+const bool registered = register_all();
+
+}  // namespace
+}  // namespace draftgate::model

@@ -1,0 +1,157 @@
+// The few-row bf16 matmul kernels (model/few_row_matmul.h), each against a float64 product of the
+// same values on the error bound its header states: float32 accumulation of exact (or once
+// rounded) products, then one rounding to x's dtype. Written once, instantiated per kernel and
+// dtype of x (llama.cpp's test-backend-ops style); a kernel this CPU lacks is skipped, saying so.
+
+#include "draftgate/model/few_row_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "draftgate/model/ops.h"
+
+namespace draftgate::model {
+namespace {
+
+struct KernelCase {
+  FewRowKernel kernel;
+  at::ScalarType x_dtype;
+};
+
+std::string case_name(const testing::TestParamInfo<KernelCase>& info) {
+  std::string name = few_row_kernel_name(info.param.kernel) + "_x_" +
+                     (info.param.x_dtype == at::kBFloat16 ? "bf16" : "f32");
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
+// |y - y64| <= (K + 32) · 2^-24 · Σ|w||x| (float32 summation of K products in lanes, then the
+// lanes), plus half an ulp of the output dtype.
+at::Tensor allowed_error(const at::Tensor& x, const at::Tensor& w, at::ScalarType out_dtype) {
+  const at::Tensor abs_sum = at::matmul(x.to(at::kDouble).abs(), w.to(at::kDouble).abs().t());
+  const double k = static_cast<double>(w.size(1));
+  const at::Tensor accumulation = abs_sum * ((k + 32) * std::ldexp(1.0, -24));
+  const at::Tensor exact = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t()).abs();
+  const double half_ulp = out_dtype == at::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -24);
+  return accumulation + (exact + accumulation) * half_ulp + 1e-30;
+}
+
+class FewRowMatmul : public testing::TestWithParam<KernelCase> {
+ protected:
+  void SetUp() override {
+    if (!few_row_kernel_available(GetParam().kernel))
+      GTEST_SKIP() << "this CPU lacks the " << few_row_kernel_name(GetParam().kernel)
+                   << " kernel's instructions (AVX-512 BF16)";
+  }
+
+  // Max over outputs of |y - y64| / allowed; <= 1 is within the stated precision.
+  double error_ratio(const at::Tensor& x, const at::Tensor& w) {
+    const at::Tensor y = few_row_matmul(x, w, GetParam().kernel);
+    EXPECT_EQ(y.scalar_type(), x.scalar_type());
+    const at::Tensor x2 = x.reshape({-1, x.size(-1)});
+    const at::Tensor exact = at::matmul(x2.to(at::kDouble), w.to(at::kDouble).t());
+    const at::Tensor err = (y.reshape({-1, w.size(0)}).to(at::kDouble) - exact).abs();
+    return (err / allowed_error(x2, w, x.scalar_type())).max().item<double>();
+  }
+
+  at::Tensor random_x(std::int64_t rows, std::int64_t k) {
+    return at::randn({rows, k}, at::kFloat).to(GetParam().x_dtype);
+  }
+};
+
+at::Tensor random_w(std::int64_t n, std::int64_t k) {
+  return (at::randn({n, k}, at::kFloat) / std::sqrt(static_cast<double>(k))).to(at::kBFloat16);
+}
+
+TEST_P(FewRowMatmul, EqualsFloat64WithinTheStatedBoundForEveryRowCountAndTail) {
+  at::manual_seed(7);
+  // Rows of x 1..16 (every tile shape, two groups of 8), K around the 16- and 32-wide steps,
+  // N around the 8-, 4- and 2-row tiles and their remainders.
+  for (std::int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16})
+    for (std::int64_t k : {1, 15, 16, 17, 31, 32, 33, 100, 1024})
+      for (std::int64_t n : {1, 3, 8, 13, 130}) {
+        const double ratio = error_ratio(random_x(rows, k), random_w(n, k));
+        ASSERT_LE(ratio, 1.0) << "rows " << rows << ", K " << k << ", N " << n;
+      }
+}
+
+TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
+  at::manual_seed(11);
+  // A Qwen3-0.6B MLP down projection's shape and a long K: rows split over ATen's threads.
+  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{1024, 3072}, {2053, 4096}})
+    for (std::int64_t rows : {1, 8, 16}) {
+      const double ratio = error_ratio(random_x(rows, k), random_w(n, k));
+      ASSERT_LE(ratio, 1.0) << "rows " << rows << ", K " << k << ", N " << n;
+    }
+}
+
+TEST_P(FewRowMatmul, ReadsAWeightWhoseRowsAreStridedAndXOfAnyLeadingShape) {
+  at::manual_seed(3);
+  const at::Tensor wide = random_w(37, 70);
+  const at::Tensor w = wide.narrow(1, 3, 64);  // row stride 70, starting 3 elements in
+  ASSERT_FALSE(w.is_contiguous());
+  const at::Tensor x = random_x(6, 64).view({2, 3, 64});
+  const at::Tensor y = few_row_matmul(x, w, GetParam().kernel);
+  EXPECT_EQ(y.sizes(), (at::IntArrayRef{2, 3, 37}));
+  EXPECT_LE(error_ratio(x, w), 1.0);
+  EXPECT_LE(error_ratio(random_x(5, 64).t().contiguous().t(), w), 1.0);  // x transposed back
+}
+
+TEST_P(FewRowMatmul, ANonFiniteInputMakesItsOutputsNonFinite) {
+  const at::Tensor w = random_w(20, 40);
+  at::Tensor x = random_x(3, 40);
+  x[1][17] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor y = few_row_matmul(x, w, GetParam().kernel).to(at::kFloat);
+  EXPECT_TRUE(at::isnan(y[1]).all().item<bool>());
+  EXPECT_TRUE(at::isfinite(y[0]).all().item<bool>());
+  at::Tensor w_inf = w.clone();
+  w_inf[5][0] = std::numeric_limits<float>::infinity();
+  const at::Tensor y_inf = few_row_matmul(random_x(2, 40), w_inf, GetParam().kernel);
+  EXPECT_FALSE(at::isfinite(y_inf.select(1, 5)).any().item<bool>());
+}
+
+TEST_P(FewRowMatmul, DroppingTheLastProductsWouldBreakTheBound) {
+  // The bound is tight enough to see a kernel that skips a K tail: leaving out the last column
+  // of w moves some output of this product far beyond it.
+  at::manual_seed(5);
+  const at::Tensor x = random_x(4, 33), w = random_w(16, 33);
+  const at::Tensor truncated =
+      at::matmul(x.narrow(1, 0, 32).to(at::kDouble), w.narrow(1, 0, 32).to(at::kDouble).t());
+  const at::Tensor exact = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+  EXPECT_GT(((truncated - exact).abs() / allowed_error(x, w, x.scalar_type())).max().item<double>(),
+            10.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, FewRowMatmul,
+                         testing::Values(KernelCase{FewRowKernel::kBf16Dot, at::kBFloat16},
+                                         KernelCase{FewRowKernel::kFloat32Fma, at::kBFloat16},
+                                         KernelCase{FewRowKernel::kFloat32Fma, at::kFloat}),
+                         case_name);
+
+TEST(FewRowMatmulScope, TakesFewRowsOfABf16WeightWithContiguousRowsOnly) {
+  const at::Tensor w = at::zeros({8, 32}, at::kBFloat16);
+  EXPECT_TRUE(few_row_matmul_applies(at::zeros({16, 32}, at::kBFloat16), w));
+  EXPECT_TRUE(few_row_matmul_applies(at::zeros({2, 8, 32}, at::kFloat), w));
+  EXPECT_FALSE(few_row_matmul_applies(at::zeros({17, 32}, at::kBFloat16), w));
+  EXPECT_FALSE(few_row_matmul_applies(at::zeros({1, 32}, at::kFloat), w.to(at::kFloat)));
+  EXPECT_FALSE(few_row_matmul_applies(at::zeros({1, 8}, at::kBFloat16), w.t()));
+  EXPECT_FALSE(few_row_matmul_applies(at::zeros({1, 32}, at::kHalf), w));
+  EXPECT_THROW(few_row_matmul(at::zeros({1, 32}, at::kFloat), w, FewRowKernel::kBf16Dot),
+               std::invalid_argument);
+  EXPECT_THROW(few_row_matmul(at::zeros({20, 32}, at::kBFloat16), w), std::invalid_argument);
+}
+
+TEST(FewRowMatmulScope, DenseTakesTheKernelForFewRowsAndOneDnnForMany) {
+  at::manual_seed(9);
+  const at::Tensor w = random_w(48, 96), few = at::randn({4, 96}).to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(dense(few, w), few_row_matmul(few, w)));
+  const at::Tensor many = at::randn({40, 96}).to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(dense(many, w), at::linear(many, w)));
+}
+
+}  // namespace
+}  // namespace draftgate::model
