@@ -172,8 +172,13 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   const auto n = static_cast<std::int64_t>(rec.target_layer_ids.size());
   // A width that does not fit is the checks' to name (against the drafter's fc, the target's taps).
   if (rec.fc_input.size(1) != n * h) return std::nullopt;
-  const std::int64_t length = std::min<std::int64_t>(
-      kForeignProbePositions, static_cast<std::int64_t>(rec.input_ids.size()));
+  // A streamed forward costs a read of the whole checkpoint at any length: there the probe runs
+  // the sequence the checks recompute with their defaults (all of it), and its forward, kept by the
+  // target cache, serves fc_excludes_target_layer and target_logits_noise_free instead of being
+  // one more pass (measured on a 54 GB target: three passes became two).
+  const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
+  const std::int64_t length =
+      target.streamed() ? recorded : std::min<std::int64_t>(kForeignProbePositions, recorded);
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (metrics::non_finite_problem("fc_input", fed)) return std::nullopt;  // the checks say so
   const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);

@@ -74,6 +74,25 @@ TEST(MixedArtifacts, ARecordOfAnotherTargetWithoutIdentityIsNamedNotDiagnosedAsT
   EXPECT_THAT(r.out + r.err, Not(HasSubstr("remove noise")));
 }
 
+// Streamed (a memory budget too small for the target), the probe of the record runs over the whole
+// first sequence so that its forward serves the checks: the refusal and the verdicts stay as they
+// are in memory.
+TEST(MixedArtifacts, AStreamedTargetRefusesAForeignRecordAndJudgesItsOwnAsInMemory) {
+  const std::string streamed = "env DRAFTGATE_MEMORY_BUDGET_MIB=1";
+  const auto foreign = testing::run_draftgate_measured(check_record(kQwen35Record), streamed);
+  EXPECT_EQ(foreign.exit_code, 2) << foreign.out << foreign.err;
+  EXPECT_THAT(foreign.err, HasSubstr("no target layer matches this record"));
+  const fs::path dir = testing::fresh_dir("mixed_streamed");
+  const auto own = testing::run_draftgate_measured(
+      check_record(kQwen3Record) + " --report " + (dir / "streamed.json").string(), streamed);
+  const auto in_memory =
+      run_draftgate(check_record(kQwen3Record) + " --report " + (dir / "in_memory.json").string());
+  ASSERT_EQ(own.exit_code, 0) << own.out << own.err;
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.out << in_memory.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir / "streamed.json"))["summary"],
+            nlohmann::json::parse(testing::read_file(dir / "in_memory.json"))["summary"]);
+}
+
 TEST(MixedArtifacts, ARecordCarryingAnotherTargetsIdentityIsRefusedNamingBoth) {
   const fs::path dir = testing::fresh_dir("mixed_identity");
   const fs::path record =
