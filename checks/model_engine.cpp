@@ -8,6 +8,7 @@
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/model/memory_budget.h"
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/train/step_record.h"
 
@@ -175,10 +176,16 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   // A streamed forward costs a read of the whole checkpoint at any length: there the probe runs
   // the sequence the checks recompute with their defaults (all of it), and its forward, kept by the
   // target cache, serves fc_excludes_target_layer and target_logits_noise_free instead of being
-  // one more pass (measured on a 54 GB target: three passes became two).
+  // one more pass (on a 54 GB target: three passes became two) — unless keeping every layer's
+  // output over the whole sequence would take over a quarter of the memory budget, which a run
+  // limited by --max-positions would never have needed.
   const auto recorded = static_cast<std::int64_t>(rec.input_ids.size());
+  const auto every_tap_bytes = static_cast<std::uint64_t>(target.config().num_layers) *
+                               static_cast<std::uint64_t>(recorded * h) * sizeof(float);
+  const std::uint64_t budget = model::available_memory_bytes();
+  const bool whole = target.streamed() && (budget == 0 || every_tap_bytes <= budget / 4);
   const std::int64_t length =
-      target.streamed() ? recorded : std::min<std::int64_t>(kForeignProbePositions, recorded);
+      whole ? recorded : std::min<std::int64_t>(kForeignProbePositions, recorded);
   const at::Tensor fed = rec.fc_input.narrow(0, 0, length);
   if (metrics::non_finite_problem("fc_input", fed)) return std::nullopt;  // the checks say so
   const std::vector<std::int64_t> tokens(rec.input_ids.begin(), rec.input_ids.begin() + length);

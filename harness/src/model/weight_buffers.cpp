@@ -18,6 +18,8 @@ at::Tensor WeightBuffers::take(at::IntArrayRef shape, at::ScalarType dtype, at::
 
 namespace {
 
+constexpr std::uint16_t kBf16Exponent = 0x7F80;
+
 // Non-finite: every exponent bit set.
 template <typename Bits, Bits kExponent>
 bool bits_finite(const void* data, std::int64_t n) {
@@ -38,7 +40,7 @@ bool all_finite(const at::Tensor& t) {
     const std::int64_t n = t.numel();
     switch (t.scalar_type()) {
       case at::kBFloat16:
-        return bits_finite<std::uint16_t, 0x7F80>(t.data_ptr(), n);
+        return bits_finite<std::uint16_t, kBf16Exponent>(t.data_ptr(), n);
       case at::kHalf:
         return bits_finite<std::uint16_t, 0x7C00>(t.data_ptr(), n);
       case at::kFloat:
@@ -64,7 +66,7 @@ bool copy_checking_finite(at::Tensor& dst, const at::Tensor& src) {
       0, src.numel(), std::int64_t{1} << 16, [&](std::int64_t begin, std::int64_t end) {
         bool bad = false;
         for (std::int64_t i = begin; i < end; ++i) {
-          bad |= (from[i] & 0x7F80) == 0x7F80;
+          bad |= (from[i] & kBf16Exponent) == kBf16Exponent;
           to[i] = static_cast<std::uint32_t>(from[i]) << 16;  // bf16 is float32's upper half
         }
         if (bad) finite = false;
