@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "draftgate/model/memory_budget.h"
 #include "draftgate/progress.h"
 
 namespace draftgate::checks {
@@ -41,14 +43,17 @@ struct Cache {
   using Key = std::tuple<at::ScalarType, model::GdnAlgorithm, std::string, bool>;
   std::map<Key, std::unique_ptr<model::SequenceTarget>> sequence;
   std::map<at::ScalarType, std::unique_ptr<model::TargetModel>> heads;
-  // The last streamed forward, with its logits and taps: a streamed forward reads the whole
-  // checkpoint, and fc_excludes_target_layer and target_logits_noise_free ask for the same float32
-  // forward over the same ids (fc first: it taps every layer).
-  struct LastForward {
+  // The last streamed walk's forwards, with their logits and taps: a streamed forward reads the
+  // whole checkpoint, and the checks ask for the same float32 forward over the same ids (the record
+  // probe and fc_excludes_target_layer first: they tap every layer) and, for the precision models,
+  // the bf16 one, which that walk computes beside it.
+  struct StoredForward {
     const model::SequenceTarget* target = nullptr;
     std::vector<std::int64_t> tokens;
     model::ForwardResult result;
-  } last;
+  };
+  std::vector<StoredForward> last;
+  std::optional<io::Checkpoint> opened;
 
   // Drops what belongs to another checkpoint.
   void select(const io::Checkpoint& ckpt) {
@@ -56,7 +61,8 @@ struct Cache {
     if (id == checkpoint) return;
     sequence.clear();
     heads.clear();
-    last = {};
+    last.clear();
+    opened = ckpt;
     checkpoint = std::move(id);
   }
 };
@@ -73,6 +79,46 @@ model::TargetOptions options_at(at::ScalarType dtype) {
   return options;
 }
 
+// The target of `key` for the selected checkpoint, opened on first use.
+const model::SequenceTarget& slot_for(Cache& c, const Cache::Key& key) {
+  auto& slot = c.sequence[key];
+  if (!slot) {
+    const auto& [dtype, gdn, device, streamed] = key;
+    model::TargetOptions options = options_at(dtype);
+    options.gdn = gdn;
+    options.device = at::Device(device);
+    slot = model::open_sequence_target(
+        *c.opened, options, streamed ? model::TargetPath::kStreamed : model::TargetPath::kInMemory);
+  }
+  return *slot;
+}
+
+bool streamed_at(const io::Checkpoint& checkpoint, at::ScalarType dtype) {
+  return !model::fits_in_memory(checkpoint, layout::resolve_decoder_stack(checkpoint), dtype);
+}
+
+// The bf16 target whose forward a float32 streamed walk of `target` computes beside its own, or
+// nullptr: where the checks would stream it too (they ask for it by the precision models of bf16
+// records, the common case) and both results fit an eighth of the memory budget each. Unasked, it
+// costs the bf16 arithmetic of one forward; asked, it saves a second read of the checkpoint.
+const model::StreamedTarget* bf16_companion(Cache& c, const model::SequenceTarget& target,
+                                            std::size_t positions, std::size_t taps) {
+  if (!target.streamed() || target.dtype() != at::kFloat) return nullptr;
+  const auto held = std::find_if(c.sequence.begin(), c.sequence.end(),
+                                 [&](const auto& entry) { return entry.second.get() == &target; });
+  if (held == c.sequence.end() || !streamed_at(*c.opened, at::kBFloat16)) return nullptr;
+  const auto& config = target.config();
+  const auto bytes =
+      static_cast<std::uint64_t>(positions) *
+      static_cast<std::uint64_t>(static_cast<std::int64_t>(taps) * config.hidden + config.vocab) *
+      sizeof(float);
+  const std::uint64_t budget = model::available_memory_bytes();
+  if (budget != 0 && bytes > budget / 8) return nullptr;
+  const auto& [dtype, gdn, device, streamed] = held->first;
+  return dynamic_cast<const model::StreamedTarget*>(
+      &slot_for(c, {at::kBFloat16, gdn, device, true}));
+}
+
 }  // namespace
 
 const model::SequenceTarget& sequence_target(const io::Checkpoint& checkpoint, at::ScalarType dtype,
@@ -80,18 +126,7 @@ const model::SequenceTarget& sequence_target(const io::Checkpoint& checkpoint, a
   Cache& c = cache();
   const std::lock_guard<std::mutex> lock(c.mutex);
   c.select(checkpoint);
-  const bool streamed =
-      !model::fits_in_memory(checkpoint, layout::resolve_decoder_stack(checkpoint), dtype);
-  auto& slot = c.sequence[{dtype, gdn, device.str(), streamed}];
-  if (!slot) {
-    model::TargetOptions options = options_at(dtype);
-    options.gdn = gdn;
-    options.device = device;
-    slot = model::open_sequence_target(
-        checkpoint, options,
-        streamed ? model::TargetPath::kStreamed : model::TargetPath::kInMemory);
-  }
-  return *slot;
+  return slot_for(c, {dtype, gdn, device.str(), streamed_at(checkpoint, dtype)});
 }
 
 const model::TargetModel& target_head(const io::Checkpoint& checkpoint, at::ScalarType dtype) {
@@ -116,29 +151,38 @@ model::ForwardResult forward_with_progress(const std::string& check,
                                            const std::vector<std::int64_t>& taps,
                                            bool want_logits) {
   Cache& c = cache();
+  const model::StreamedTarget* companion = nullptr;
   {
     const std::lock_guard<std::mutex> lock(c.mutex);
-    const auto& last = c.last;
-    const bool same = last.target == &target && last.tokens == tokens &&
-                      std::all_of(taps.begin(), taps.end(),
-                                  [&](std::int64_t t) { return last.result.taps.count(t) > 0; });
-    if (same) {
+    for (const auto& stored : c.last) {
+      const bool same = stored.target == &target && stored.tokens == tokens &&
+                        std::all_of(taps.begin(), taps.end(), [&](std::int64_t t) {
+                          return stored.result.taps.count(t) > 0;
+                        });
+      if (!same) continue;
       model::ForwardResult r;
-      if (want_logits) r.logits = last.result.logits;
-      for (auto t : taps) r.taps[t] = last.result.taps.at(t);
+      if (want_logits) r.logits = stored.result.logits;
+      for (auto t : taps) r.taps[t] = stored.result.taps.at(t);
       return r;
     }
+    companion = bf16_companion(c, target, tokens.size(), taps.size());
   }
   Progress progress("check " + check, "layer", target.config().num_layers);
+  const auto on_layer = [&](std::int64_t done, std::int64_t) { progress.update(done); };
+  if (!target.streamed()) return target.forward(tokens, taps, want_logits, on_layer);
   // A streamed target computes the logits in any case (one more pass over lm_head) so that the
   // result serves the next check too.
-  model::ForwardResult r =
-      target.forward(tokens, taps, want_logits || target.streamed(),
-                     [&](std::int64_t done, std::int64_t) { progress.update(done); });
-  if (target.streamed()) {
+  std::vector<const model::StreamedTarget*> walk = {
+      &dynamic_cast<const model::StreamedTarget&>(target)};
+  if (companion != nullptr) walk.push_back(companion);
+  std::vector<model::ForwardResult> results =
+      model::StreamedTarget::forward_together(walk, tokens, taps, true, on_layer);
+  {
     const std::lock_guard<std::mutex> lock(c.mutex);
-    c.last = {&target, tokens, r};
+    c.last.clear();
+    for (std::size_t k = 0; k < walk.size(); ++k) c.last.push_back({walk[k], tokens, results[k]});
   }
+  model::ForwardResult r = std::move(results.front());
   if (!want_logits) r.logits = at::Tensor();
   return r;
 }

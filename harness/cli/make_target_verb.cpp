@@ -50,6 +50,8 @@ int run_make_target(MakeTargetOptions opt) {
   if (s.experts_per_token > s.num_experts)
     throw Error("--experts-per-token", std::to_string(s.experts_per_token) + " exceeds --experts " +
                                            std::to_string(s.num_experts));
+  if (s.fused_experts && family->traits.mlp != model::MlpKind::kMoe)
+    throw Error("--fused-experts", family->name + " has no routed experts to fuse");
   if (opt.quantize == "fp8") {
     if (opt.fp8_block.size() != 2)
       throw Error("--fp8-block", "expected two block sizes ROWS,COLS (e.g. 128,128)");
@@ -124,6 +126,9 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--shared-expert-intermediate", opt->spec.shared_expert_intermediate,
                   "The shared expert's MLP width (qwen3_5_moe)")
       ->check(integer_range(1, kMaxWidth));
+  cmd->add_flag("--fused-experts", opt->spec.fused_experts,
+                "Store the routed experts fused (mlp.experts.gate_up_proj / down_proj, as "
+                "Qwen3.5 / 3.6 MoE releases do)");
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option(
       "--quantize", opt->quantize,

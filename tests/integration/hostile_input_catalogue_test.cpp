@@ -1828,16 +1828,7 @@ const std::vector<std::int64_t> kKeptIds = [] {
 
 at::Tensor& named(io::NamedTensors& tensors, const std::string& name);
 
-// The drafter's tensors after `edit` (written back to its model.safetensors).
-void edit_tensors(const fs::path& dir, const std::function<void(io::NamedTensors&)>& edit) {
-  io::NamedTensors tensors;
-  {
-    const io::Checkpoint c = io::Checkpoint::open(dir);
-    for (const auto& n : c.names()) tensors.emplace_back(n, io::load_tensor(c, n).clone());
-  }
-  edit(tensors);
-  io::write_tensors(dir / "model.safetensors", tensors);
-}
+using testing::edit_tensors;
 void drop_tensor(io::NamedTensors& tensors, const std::string& name) {
   tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
                                [&](const auto& t) { return t.first == name; }),
@@ -2165,19 +2156,37 @@ INSTANTIATE_TEST_SUITE_P(
 // A small random qwen3_moe target (8 experts, top 2, layer 1 dense) in DIR/moe — or of `family` in
 // its text layout — changed by `edit`, run through forward.
 Hostile moe_case(std::string label, std::function<void(const fs::path&)> edit, std::string message,
-                 model::Family family = model::Family::kQwen3Moe) {
+                 model::Family family = model::Family::kQwen3Moe,
+                 std::function<void(model::RandomTargetSpec&)> tweak = {}) {
   return {std::move(label),
-          [edit, family](const fs::path& dir) {
+          [edit, family, tweak](const fs::path& dir) {
             model::RandomTargetSpec spec;
             spec.family = family;
             if (family != model::Family::kQwen3Moe) spec.layout = model::TargetLayout::kTextResave;
             spec.layers = 2;
+            if (tweak) tweak(spec);
             const fs::path moe = dir / "moe";
             model::write_random_target(moe, spec);
             edit(moe);
             return forward_to(moe, (dir / "out.safetensors").string());
           },
           std::move(message)};
+}
+
+// make-target's experts stored fused (Qwen3.5 / 3.6 MoE releases), and the same block-FP8.
+void fused_experts(model::RandomTargetSpec& s) { s.fused_experts = true; }
+void fused_fp8_experts(model::RandomTargetSpec& s) {
+  s.fused_experts = true;
+  s.fp8 = model::random_target_fp8_scheme(s, 16, 32);
+}
+
+// Drops layer 1's fused experts tensor `<name>`.
+std::function<void(const fs::path&)> drop_fused(const std::string& name) {
+  return [name](const fs::path& ckpt) {
+    testing::edit_tensors(ckpt, [&](const std::string& n, at::Tensor w) {
+      return n == "model.language_model.layers.1.mlp.experts." + name ? at::Tensor() : w;
+    });
+  };
 }
 
 std::function<void(const fs::path&)> moe_config(std::function<void(json&)> edit) {
@@ -2258,24 +2267,48 @@ INSTANTIATE_TEST_SUITE_P(
             "config implies [1, 64]",
             model::Family::kQwen3_5Moe),
         moe_case(
-            "moe_experts_fused",
+            "moe_experts_fused_and_per_expert",
             [](const fs::path& ckpt) {
-              // As a transformers-5 re-save may hold them: [experts, 2·width, hidden] and
-              // [experts, hidden, width] instead of one tensor per expert and projection.
+              // A re-save that fused the experts ([experts, 2·width, hidden], [experts, hidden,
+              // width]) but kept the per-expert tensors too: which one is the model is a guess.
               const std::string experts = "model.language_model.layers.0.mlp.experts.";
               edit_tensors(ckpt, [&](io::NamedTensors& tensors) {
-                tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
-                                             [&](const auto& named) {
-                                               return named.first.rfind(experts, 0) == 0;
-                                             }),
-                              tensors.end());
                 tensors.emplace_back(experts + "gate_up_proj",
                                      at::zeros({8, 64, 64}, at::kBFloat16));
                 tensors.emplace_back(experts + "down_proj", at::zeros({8, 64, 32}, at::kBFloat16));
               });
             },
-            "missing tensor \"model.language_model.layers.0.mlp.experts.0.gate_proj.weight\"",
+            "holds the experts of model.language_model.layers.0.mlp twice: fused "
+            "(\"model.language_model.layers.0.mlp.experts.gate_up_proj\") and per expert "
+            "(\"model.language_model.layers.0.mlp.experts.0.gate_proj.weight\")",
             model::Family::kQwen3_5Moe),
+        moe_case("moe_fused_down_missing", drop_fused("down_proj"),
+                 "missing tensor \"model.language_model.layers.1.mlp.experts.down_proj\"",
+                 model::Family::kQwen3_5Moe, fused_experts),
+        moe_case(
+            "moe_fused_down_transposed",
+            [](const fs::path& ckpt) {
+              edit_tensor(ckpt, "model.language_model.layers.1.mlp.experts.down_proj",
+                          [](at::Tensor w) { return w.transpose(1, 2).contiguous(); });
+            },
+            "tensor \"model.language_model.layers.1.mlp.experts.down_proj\" has shape [8, 32, "
+            "64], config implies [8, 64, 32]",
+            model::Family::kQwen3_5Moe, fused_experts),
+        moe_case("moe_fused_fp8_scale_missing", drop_fused("gate_up_proj_scale_inv"),
+                 "tensor \"model.language_model.layers.1.mlp.experts.gate_up_proj\" is F8_E4M3 "
+                 "without its scales "
+                 "\"model.language_model.layers.1.mlp.experts.gate_up_proj_scale_inv\"",
+                 model::Family::kQwen3_5Moe, fused_fp8_experts),
+        moe_case(
+            "moe_fused_fp8_scale_one_grid_for_all_experts",
+            [](const fs::path& ckpt) {
+              // One [blocks] grid instead of one per expert: a 2-D scale beside a 3-D weight.
+              edit_tensor(ckpt, "model.language_model.layers.1.mlp.experts.gate_up_proj_scale_inv",
+                          [](at::Tensor s) { return s[0].clone(); });
+            },
+            "tensor \"model.language_model.layers.1.mlp.experts.gate_up_proj_scale_inv\" has "
+            "shape [4, 2], but [8, 64, 64] in 16x32 blocks needs [8, 4, 2]",
+            model::Family::kQwen3_5Moe, fused_fp8_experts),
         moe_case("moe_shared_width_missing",
                  moe_config([](json& c) { c.erase("shared_expert_intermediate_size"); }),
                  "missing required field shared_expert_intermediate_size",

@@ -37,4 +37,15 @@ void edit_tensors(const std::filesystem::path& ckpt,
   io::write_safetensors(ckpt / "model.safetensors", tensors);
 }
 
+void edit_tensors(const std::filesystem::path& ckpt,
+                  const std::function<void(io::NamedTensors&)>& edit) {
+  io::NamedTensors tensors;
+  {
+    const io::Checkpoint c = io::Checkpoint::open(ckpt);
+    for (const auto& n : c.names()) tensors.emplace_back(n, io::load_tensor(c, n).clone());
+  }
+  edit(tensors);
+  io::write_tensors(ckpt / "model.safetensors", tensors);
+}
+
 }  // namespace draftgate::testing

@@ -156,6 +156,16 @@ struct Naive {
     return at::mv(w(p + "down_proj.weight"), gate * at::sigmoid(gate) * up);
   }
 
+  // Expert e on one row: stored per expert (`<p>experts.{e}.*`), or fused as Qwen3_5MoeExperts
+  // holds them (modeling_qwen3_5_moe.py @009e78d6): gate, up = linear(x, gate_up_proj[e]).chunk(2),
+  // then linear(silu(gate) * up, down_proj[e]).
+  Tensor expert_row(const std::string& p, std::int64_t e, const Tensor& x) const {
+    if (!ckpt.contains(p + "experts.gate_up_proj"))
+      return swiglu_row(p + "experts." + std::to_string(e) + ".", x);
+    const auto halves = at::mv(w(p + "experts.gate_up_proj")[e], x).chunk(2);
+    return at::mv(w(p + "experts.down_proj")[e], halves[0] * at::sigmoid(halves[0]) * halves[1]);
+  }
+
   // Qwen3MoeDecoderLayer.__init__ (modeling_qwen3_moe.py @16b6c53c): sparse unless listed in
   // mlp_only_layers, when num_experts > 0 and (layer + 1) % decoder_sparse_step == 0.
   bool sparse_layer(std::int64_t layer) const {
@@ -181,9 +191,7 @@ struct Naive {
       auto [top, chosen] = at::topk(probs, k);
       if (renormalise) top = top / top.sum();
       for (std::int64_t j = 0; j < k; ++j)
-        out[t] +=
-            top[j].item<double>() *
-            swiglu_row(p + "experts." + std::to_string(chosen[j].item<std::int64_t>()) + ".", x[t]);
+        out[t] += top[j].item<double>() * expert_row(p, chosen[j].item<std::int64_t>(), x[t]);
       if (shared_expert_block) {
         const double gate = at::dot(w(p + "shared_expert_gate.weight")[0], x[t]).item<double>();
         out[t] += 1.0 / (1.0 + std::exp(-gate)) * swiglu_row(p + "shared_expert.", x[t]);

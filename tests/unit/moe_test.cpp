@@ -20,6 +20,7 @@
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/sequence_target.h"
 #include "draftgate/model/target.h"
 #include "draftgate/model/tensor_view.h"
 #include "naive_target.h"
@@ -319,6 +320,110 @@ TEST(MoeSupport, ASharedExpertRunsForQwen3_5Moe) {
   const auto verdict = layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
   EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
   EXPECT_EQ(ckpt.config().root().at("model_type"), "qwen3_5_moe");
+}
+
+// Experts stored fused (Qwen3.5 / 3.6 MoE releases; transformers' Qwen3_5MoeExperts): gate_up_proj
+// [E, 2I, H], down_proj [E, H, I]. make-target draws them in the per-expert order, so the two
+// layouts of one seed hold the same values, and the engine runs the same bits on both, in memory
+// and streamed, at f32 and bf16; the naive reference reads the fused tensors its own way (chunk of
+// one product, as the modeling file) and agrees within the float32 budget.
+RandomTargetSpec fused_spec(Family family, TargetLayout layout, bool fused) {
+  RandomTargetSpec s = moe_spec();
+  s.family = family;
+  s.layout = layout;
+  s.fused_experts = fused;
+  s.moe_intermediate = 48;  // gate and up of unequal width to the hidden size
+  return s;
+}
+
+ForwardResult run(const fs::path& dir, at::ScalarType dtype, bool streamed) {
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  TargetOptions o;
+  o.dtype = dtype;
+  std::vector<std::int64_t> taps = {0, 3};
+  if (streamed) return StreamedTarget(ckpt, o).forward(tokens(), taps);
+  return TargetModel::load(ckpt, o)->forward(tokens(), taps);
+}
+
+TEST(FusedExperts, HoldThePerExpertValuesAndComputeTheSameBits) {
+  for (const auto& [family, layout] : {std::pair{Family::kQwen3Moe, TargetLayout::kFlat},
+                                       std::pair{Family::kQwen3_5Moe, TargetLayout::kVlm}}) {
+    const std::string name =
+        std::string(layout_name(layout)) + (family == Family::kQwen3Moe ? "3" : "35");
+    SCOPED_TRACE(name);
+    const fs::path split = write_target("split_" + name, fused_spec(family, layout, false));
+    const fs::path fused = write_target("fused_" + name, fused_spec(family, layout, true));
+    const io::Checkpoint a = io::Checkpoint::open(split), b = io::Checkpoint::open(fused);
+    const std::string p = layout == TargetLayout::kFlat
+                              ? "model.layers.0.mlp.experts."
+                              : "model.language_model.layers.0.mlp.experts.";
+    ASSERT_FALSE(b.contains(p + "0.gate_proj.weight"));
+    const at::Tensor gate_up = io::load_tensor(b, p + "gate_up_proj");
+    const at::Tensor down = io::load_tensor(b, p + "down_proj");
+    ASSERT_EQ(gate_up.sizes(), (std::vector<std::int64_t>{8, 96, 64}));
+    ASSERT_EQ(down.sizes(), (std::vector<std::int64_t>{8, 64, 48}));
+    for (std::int64_t e = 0; e < 8; ++e) {
+      const std::string q = p + std::to_string(e) + ".";
+      EXPECT_TRUE(
+          at::equal(gate_up[e].narrow(0, 0, 48), io::load_tensor(a, q + "gate_proj.weight")));
+      EXPECT_TRUE(
+          at::equal(gate_up[e].narrow(0, 48, 48), io::load_tensor(a, q + "up_proj.weight")));
+      EXPECT_TRUE(at::equal(down[e], io::load_tensor(a, q + "down_proj.weight")));
+    }
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16})
+      for (const bool streamed : {false, true}) {
+        SCOPED_TRACE(std::string(dtype == at::kFloat ? "f32" : "bf16") +
+                     (streamed ? " streamed" : " in memory"));
+        const ForwardResult x = run(split, dtype, streamed), y = run(fused, dtype, streamed);
+        EXPECT_TRUE(at::equal(x.logits, y.logits));
+        EXPECT_TRUE(at::equal(x.taps.at(3), y.taps.at(3)));
+      }
+    const auto verdict = layout::engine_support(b, layout::resolve_decoder_stack(b));
+    EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
+    expect_matches_naive(fused);
+  }
+}
+
+// FP8 fused experts (transformers' FP8Experts): F8_E4M3 [E, 2I, H] beside gate_up_proj_scale_inv
+// [E, ceil(2I / rows), ceil(H / cols)], blocks per expert. With I a multiple of the block rows the
+// blocks are the per-expert layout's, so both dequantize to the same weights and the same bits.
+TEST(FusedExperts, Fp8BlocksPerExpertDequantizeAsThePerExpertLayout) {
+  std::vector<ForwardResult> results;
+  for (const bool fused : {false, true}) {
+    RandomTargetSpec s = fused_spec(Family::kQwen3_5Moe, TargetLayout::kTextResave, fused);
+    s.fp8 = random_target_fp8_scheme(s, 16, 32);
+    const fs::path dir = write_target(std::string("fp8_") + (fused ? "fused" : "split"), s);
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    if (fused) {
+      const std::string p = "model.language_model.layers.1.mlp.experts.";
+      EXPECT_EQ(ckpt.info(p + "gate_up_proj")->dtype, io::DType::F8_E4M3);
+      EXPECT_EQ(ckpt.info(p + "gate_up_proj_scale_inv")->shape,
+                (std::vector<std::int64_t>{8, 6, 2}));
+      EXPECT_EQ(ckpt.info(p + "down_proj_scale_inv")->shape, (std::vector<std::int64_t>{8, 4, 2}));
+      const auto verdict = layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+      EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
+    }
+    results.push_back(run(dir, at::kFloat, false));
+  }
+  EXPECT_TRUE(at::equal(results[0].logits, results[1].logits));
+}
+
+// A checkpoint holding one layer's experts both ways is ambiguous: refused, naming both tensors.
+TEST(FusedExperts, BothLayoutsInOneCheckpointAreRefused) {
+  const fs::path dir =
+      write_target("both", fused_spec(Family::kQwen3Moe, TargetLayout::kFlat, false));
+  const std::string p = "model.layers.0.mlp.experts.";
+  testing::edit_tensors(dir, [&](io::NamedTensors& tensors) {
+    tensors.emplace_back(p + "gate_up_proj", at::zeros({8, 96, 64}));
+    tensors.emplace_back(p + "down_proj", at::zeros({8, 64, 48}));
+  });
+  try {
+    run(dir, at::kFloat, false);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("twice: fused (\"" + p + "gate_up_proj\")"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(p + "0.gate_proj.weight"));
+  }
 }
 
 }  // namespace

@@ -117,6 +117,30 @@ TEST_P(StreamedTargetTest, GivesTheInMemoryForwardBitForBitAtEitherDtype) {
   }
 }
 
+// One walk for a float32 and a bf16 target of the checkpoint (a layer read once, run at both
+// dtypes): each result is that target's own forward, bit for bit; progress counts layers once.
+TEST_P(StreamedTargetTest, ForwardTogetherGivesEachTargetItsOwnForward) {
+  const std::vector<std::int64_t> taps = {1, 3};
+  TargetOptions f32, bf16;
+  f32.dtype = at::kFloat;
+  bf16.dtype = at::kBFloat16;
+  const StreamedTarget a(checkpoint(), f32), b(checkpoint(), bf16);
+  std::int64_t layers_reported = 0;
+  const auto both = StreamedTarget::forward_together(
+      {&a, &b}, tokens(), taps, true, [&](auto done, auto) { EXPECT_EQ(done, ++layers_reported); });
+  EXPECT_EQ(layers_reported, 4);
+  ASSERT_EQ(both.size(), 2u);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const StreamedTarget& t = k == 0 ? a : b;
+    const std::string label = k == 0 ? "f32" : "bf16";
+    const ForwardResult alone = t.forward(tokens(), taps);
+    expect_identical(both[k].logits, alone.logits, label + " logits");
+    for (auto l : taps)
+      expect_identical(both[k].taps.at(l), alone.taps.at(l), label + " tap " + std::to_string(l));
+  }
+  EXPECT_FALSE(at::equal(both[0].logits, both[1].logits)) << "the two dtypes ran the same stream";
+}
+
 TEST_P(StreamedTargetTest, RefusesWhatTheInMemoryForwardRefuses) {
   const StreamedTarget streamed(checkpoint(), {});
   EXPECT_THROW(streamed.forward({}, {}), Error);
@@ -199,6 +223,34 @@ TEST(MemoryBudget, TheNextCheckReusesTheLastStreamedForward) {
   const ForwardResult third = checks::forward_with_progress("noise", target, other, {last});
   EXPECT_TRUE(at::equal(third.logits, target.forward(other, {}).logits));
   EXPECT_FALSE(at::equal(third.logits, fresh.logits));
+}
+
+// The float32 walk of a streamed target computes the bf16 forward the precision models ask for
+// beside it (bf16 records: the common case): asking for it then costs no second read of the
+// checkpoint — the float32 result stays stored, which a new walk would have replaced — and it has
+// the bits of the bf16 target's own forward.
+TEST(MemoryBudget, TheFloat32WalkServesTheBf16ForwardOfThePrecisionModels) {
+  RandomTargetSpec spec;  // 1.5 MB at bf16: streamed at both dtypes under a 1 MiB budget
+  spec.hidden = 128, spec.intermediate = 256, spec.head_dim = 32;
+  const fs::path dir = testing::fresh_dir("streamed_companion");
+  write_random_target(dir, spec);
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  const ScopedBudget budget("1");
+  const SequenceTarget& f32 = checks::sequence_target(ckpt, at::kFloat);
+  const SequenceTarget& bf16 = checks::sequence_target(ckpt, at::kBFloat16);
+  ASSERT_TRUE(f32.streamed());
+  ASSERT_TRUE(bf16.streamed());
+  const std::int64_t last = f32.config().num_layers - 1;
+  const std::vector<std::int64_t> ids = {4, 8, 15, 16, 23, 42};
+  const ForwardResult first = checks::forward_with_progress("fc", f32, ids, {0, last});
+  const ForwardResult precision = checks::forward_with_progress("noise", bf16, ids, {last});
+  const ForwardResult again = checks::forward_with_progress("fc", f32, ids, {last});
+  EXPECT_EQ(again.taps.at(last).data_ptr(), first.taps.at(last).data_ptr())
+      << "the bf16 request ran a walk of its own";
+  const ForwardResult fresh = bf16.forward(ids, {last});
+  EXPECT_TRUE(at::equal(precision.logits, fresh.logits));
+  EXPECT_TRUE(at::equal(precision.taps.at(last), fresh.taps.at(last)));
+  EXPECT_FALSE(at::equal(precision.logits, first.logits));
 }
 
 }  // namespace

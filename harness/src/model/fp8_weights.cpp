@@ -18,16 +18,19 @@ at::Tensor dequantize_fp8_blocks(const at::Tensor& codes, const at::Tensor& scal
                                  const io::Fp8Scheme& scheme) {
   const at::Tensor c = codes.contiguous();
   const at::Tensor s = scale_inv.to(at::kFloat).contiguous();
-  const std::int64_t rows = c.size(0), cols = c.size(1);
+  // Leading dimensions (the experts of a fused tensor) each have their own grid of blocks.
+  const std::int64_t rows = c.size(-2), cols = c.size(-1), matrices = c.numel() / (rows * cols);
   const std::int64_t bo = scheme.block_out, bi = scheme.block_in, col_blocks = blocks(cols, bi);
-  at::Tensor out = at::empty({rows, cols}, at::TensorOptions().dtype(at::kFloat));
+  const std::int64_t row_blocks = blocks(rows, bo);
+  at::Tensor out = at::empty(c.sizes(), at::TensorOptions().dtype(at::kFloat));
   const auto* code = c.data_ptr<std::uint8_t>();
   const float* scale = s.data_ptr<float>();
   float* value = out.data_ptr<float>();
   const auto& table = io::e4m3fn_values();
-  at::parallel_for(0, rows, 16, [&](std::int64_t begin, std::int64_t end) {
+  at::parallel_for(0, matrices * rows, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
-      const float* row_scale = scale + (r / bo) * col_blocks;
+      const std::int64_t matrix = r / rows, row_block = (r % rows) / bo;
+      const float* row_scale = scale + (matrix * row_blocks + row_block) * col_blocks;
       for (std::int64_t b = 0; b < col_blocks; ++b) {
         const float sc = row_scale[b];
         for (std::int64_t j = b * bi, stop = std::min(cols, j + bi); j < stop; ++j)

@@ -1,5 +1,6 @@
 #include "draftgate/model/moe.h"
 
+#include "draftgate/error.h"
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
@@ -16,9 +17,28 @@ SparseMoe::SparseMoe(const TargetConfig& c, const WeightLoader& w, const std::st
       k_(c.experts_per_token),
       renormalise_(c.norm_topk_prob) {
   experts_.reserve(c.num_experts);
-  for (std::int64_t e = 0; e < c.num_experts; ++e)
-    experts_.emplace_back(w, prefix + "experts." + std::to_string(e) + ".", c.hidden,
-                          c.moe_intermediate);
+  const std::string fused = prefix + "experts.gate_up_proj";
+  if (w.contains(fused)) {
+    // Stored fused (Qwen3.5 / 3.6 MoE releases, transformers' Qwen3_5MoeExperts): gate_up_proj
+    // [E, 2I, H] holds each expert's gate rows then its up rows (the reference's chunk(2, -1) of
+    // its output), down_proj [E, H, I]. The experts compute on views of the two tensors.
+    const std::string per_expert = prefix + "experts.0.gate_proj.weight";
+    if (w.contains(per_expert))
+      throw Error(w.checkpoint_dir(),
+                  "holds the experts of " + prefix.substr(0, prefix.size() - 1) +
+                      " twice: fused (\"" + fused + "\") and per expert (\"" + per_expert + "\")",
+                  "keep one layout; a re-save that fused the experts should drop the others");
+    const std::int64_t inter = c.moe_intermediate;
+    const at::Tensor gate_up = w.get(fused, {c.num_experts, 2 * inter, c.hidden});
+    const at::Tensor down = w.get(prefix + "experts.down_proj", {c.num_experts, c.hidden, inter});
+    for (std::int64_t e = 0; e < c.num_experts; ++e)
+      experts_.emplace_back(gate_up[e].narrow(0, 0, inter), gate_up[e].narrow(0, inter, inter),
+                            down[e]);
+  } else {
+    for (std::int64_t e = 0; e < c.num_experts; ++e)
+      experts_.emplace_back(w, prefix + "experts." + std::to_string(e) + ".", c.hidden,
+                            c.moe_intermediate);
+  }
   if (!c.traits.shared_expert) return;
   shared_.emplace(w, prefix + "shared_expert.", c.hidden, c.shared_expert_intermediate);
   shared_gate_ = w.get(prefix + "shared_expert_gate.weight", {1, c.hidden});

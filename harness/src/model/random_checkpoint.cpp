@@ -59,6 +59,30 @@ class Maker {
     raw(name, io::DType::F8_E4M3, q.codes);
     raw(name + "_scale_inv", io::DType::F32, q.scale_inv);
   }
+  // A family's routed experts stored fused, as Qwen3.5 / 3.6 MoE releases hold them:
+  // `<p>gate_up_proj` [E, 2I, H] (each expert's gate rows, then its up rows) and `<p>down_proj`
+  // [E, H, I]. Drawn in the per-expert order of linear(), so a fused checkpoint holds the values of
+  // the per-expert one of the same seed; FP8 blocks are per expert.
+  void fused_experts(const std::string& p, std::int64_t experts, std::int64_t hidden,
+                     std::int64_t inter) {
+    if (mode_ != Mode::kGenerate) {
+      normal(p + "gate_up_proj", {experts, 2 * inter, hidden}, 0.0, 1.0 / std::sqrt(hidden));
+      normal(p + "down_proj", {experts, hidden, inter}, 0.0, 1.0 / std::sqrt(inter));
+      return;
+    }
+    std::vector<at::Tensor> gate_up, down;
+    for (std::int64_t e = 0; e < experts; ++e) {
+      const double in_sd = 1.0 / std::sqrt(static_cast<double>(hidden));
+      const at::Tensor gate = at::normal(0.0, in_sd, {inter, hidden}, gen_);
+      const at::Tensor up = at::normal(0.0, in_sd, {inter, hidden}, gen_);
+      gate_up.push_back(at::cat({gate, up}).to(dtype_));
+      down.push_back(
+          at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(inter)), {hidden, inter}, gen_)
+              .to(dtype_));
+    }
+    stacked(p + "gate_up_proj", gate_up);
+    stacked(p + "down_proj", down);
+  }
   void normal(const std::string& name, std::vector<std::int64_t> shape, double mean, double std) {
     double n = 1;
     for (std::int64_t d : shape) n *= static_cast<double>(d);
@@ -96,6 +120,22 @@ class Maker {
                           out.write(static_cast<const char*>(kept.data_ptr()),
                                     static_cast<std::streamsize>(kept.nbytes()));
                         }});
+  }
+
+  // Matrices at the stored dtype as one [count, out, in] tensor: FP8 blocks per matrix when the
+  // tensor is quantized.
+  void stacked(const std::string& name, const std::vector<at::Tensor>& matrices) {
+    if (!fp8_ || !quantize_(name)) return add(name, at::stack(matrices));
+    std::vector<at::Tensor> codes, scales;
+    for (const at::Tensor& w : matrices) {
+      Fp8Blocks q = quantize_fp8_blocks(w, *fp8_);
+      codes.push_back(q.codes);
+      scales.push_back(q.scale_inv);
+    }
+    const at::Tensor all = at::stack(codes);
+    elements_ += static_cast<double>(all.numel());
+    raw(name, io::DType::F8_E4M3, all);
+    raw(name + "_scale_inv", io::DType::F32, at::stack(scales));
   }
 
   // The block of one distribution at the stored dtype, twice over so that any window of up to one
@@ -334,12 +374,16 @@ void mlp_and_norms(Maker& m, const LayerShape& s, const std::string& p, bool one
 }
 
 // A sparse layer's MLP as Qwen3-MoE and Qwen3.5-MoE checkpoints name it: the router
-// mlp.gate.weight, each expert's mlp.experts.{e}.{gate,up,down}_proj.weight and, with a shared
+// mlp.gate.weight, each expert's mlp.experts.{e}.{gate,up,down}_proj.weight (or the experts fused,
+// mlp.experts.{gate_up,down}_proj) and, with a shared
 // expert, mlp.shared_expert.{gate,up,down}_proj.weight and mlp.shared_expert_gate.weight.
 void moe_weights(Maker& m, const RandomTargetSpec& s, const std::string& p) {
   m.linear(p + "gate.weight", s.num_experts, s.hidden);
-  for (std::int64_t e = 0; e < s.num_experts; ++e)
-    swiglu_weights(m, p + "experts." + std::to_string(e) + ".", s.hidden, s.moe_intermediate);
+  if (s.fused_experts)
+    m.fused_experts(p + "experts.", s.num_experts, s.hidden, s.moe_intermediate);
+  else
+    for (std::int64_t e = 0; e < s.num_experts; ++e)
+      swiglu_weights(m, p + "experts." + std::to_string(e) + ".", s.hidden, s.moe_intermediate);
   if (!traits_of(s.family).shared_expert) return;
   swiglu_weights(m, p + "shared_expert.", s.hidden, s.shared_expert_intermediate);
   m.linear(p + "shared_expert_gate.weight", 1, s.hidden);
@@ -456,9 +500,9 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
     const std::string layers =
         s.layout == TargetLayout::kFlat ? "model.layers." : "model.language_model.layers.";
     m.quantize_fp8(*s.fp8, [scheme = *s.fp8, layers](const std::string& name) {
+      // The module: `x` of `x.weight`, `...experts` of a fused `...experts.gate_up_proj`.
       return name.rfind(layers, 0) == 0 &&
-             scheme.excluding(name.substr(0, name.size() - std::string(".weight").size())) ==
-                 nullptr;
+             scheme.excluding(name.substr(0, name.rfind('.'))) == nullptr;
     });
   }
   target_weights(m, s);

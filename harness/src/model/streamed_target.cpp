@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <utility>
 
 #include "draftgate/error.h"
 #include "draftgate/model/ops.h"
@@ -50,37 +53,75 @@ void StreamedTarget::advise_layer(std::int64_t index, bool release) const {
 ForwardResult StreamedTarget::forward(const std::vector<std::int64_t>& tokens,
                                       const std::vector<std::int64_t>& taps, bool want_logits,
                                       const LayerCallback& on_layer) const {
+  return std::move(forward_together({this}, tokens, taps, want_logits, on_layer).front());
+}
+
+namespace {
+
+// One target's part of a walk: its rope tables at its dtype, its stream of hidden states, the
+// buffers its layers convert into and what it keeps.
+struct Stream {
+  RopeTables rope;
+  WeightBuffers buffers;
+  std::optional<WeightLoader> weights;
+  at::Tensor h;
+  ForwardResult result;
+};
+
+}  // namespace
+
+std::vector<ForwardResult> StreamedTarget::forward_together(
+    const std::vector<const StreamedTarget*>& targets, const std::vector<std::int64_t>& tokens,
+    const std::vector<std::int64_t>& taps, bool want_logits, const LayerCallback& on_layer) {
   c10::InferenceMode inference;
-  check_tokens_and_taps(config_, tokens, taps);
+  const StreamedTarget& first = *targets.front();
+  for (const StreamedTarget* t : targets)
+    if (t->checkpoint_.dir() != first.checkpoint_.dir())
+      throw std::invalid_argument("forward_together: targets of different checkpoints");
+  check_tokens_and_taps(first.config_, tokens, taps);
   const auto t_len = static_cast<std::int64_t>(tokens.size());
-  require_sequence_fits(config_, t_len, t_len, "tokens");
+  require_sequence_fits(first.config_, t_len, t_len, "tokens");
   std::vector<std::int64_t> positions(t_len);
   std::iota(positions.begin(), positions.end(), 0);
-  const RopeTables rope =
-      rope_tables(at::tensor(positions, at::kLong).to(device_), inv_freq_, dtype_);
-  const auto state_options = at::TensorOptions().dtype(dtype_).device(device_);
-  WeightBuffers buffers;  // each layer converts into the buffers the one before let go
-  const WeightLoader w(checkpoint_, dtype_, device_, nullptr, &buffers);
-
-  ForwardResult result;
-  at::Tensor h = embed(tokens);
-  const std::int64_t layers = config_.num_layers;
-  advise_layer(0, false);
+  std::vector<Stream> streams(targets.size());
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    const StreamedTarget& t = *targets[k];
+    Stream& s = streams[k];
+    s.rope = rope_tables(at::tensor(positions, at::kLong).to(t.device_), t.inv_freq_, t.dtype_);
+    // Each layer converts into the buffers the one before let go.
+    s.weights.emplace(t.checkpoint_, t.dtype_, t.device_, nullptr, &s.buffers);
+    s.h = t.embed(tokens);
+  }
+  const std::int64_t layers = first.config_.num_layers;
+  first.advise_layer(0, false);
   for (std::int64_t i = 0; i < layers; ++i) {
-    if (i + 1 < layers) advise_layer(i + 1, false);  // read ahead while this layer computes
-    {
-      const TargetLayer layer = TargetLayer::load(config_, w, stack_.layer_path(i) + ".", i);
-      KVCache kv;  // one pass over the whole sequence: nothing outlives the layer
-      LinearState linear;
-      if (layer.linear) linear = layer.linear->new_state(state_options);
-      h = layer.extend(h, config_, rope, at::Tensor(), {}, gdn_, kv, linear);
+    if (i + 1 < layers) first.advise_layer(i + 1, false);  // read ahead while this layer computes
+    // Layer i's pages stay resident until every target has run it: read from storage once.
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const StreamedTarget& t = *targets[k];
+      Stream& s = streams[k];
+      {
+        const TargetLayer layer =
+            TargetLayer::load(t.config_, *s.weights, t.stack_.layer_path(i) + ".", i);
+        KVCache kv;  // one pass over the whole sequence: nothing outlives the layer
+        LinearState linear;
+        if (layer.linear)
+          linear = layer.linear->new_state(at::TensorOptions().dtype(t.dtype_).device(t.device_));
+        s.h = layer.extend(s.h, t.config_, s.rope, at::Tensor(), {}, t.gdn_, kv, linear);
+      }
+      if (std::find(taps.begin(), taps.end(), i) != taps.end())
+        s.result.taps[i] = s.h.to(at::kFloat);
     }
-    advise_layer(i, true);
-    if (std::find(taps.begin(), taps.end(), i) != taps.end()) result.taps[i] = h.to(at::kFloat);
+    first.advise_layer(i, true);
     if (on_layer) on_layer(i + 1, layers);
   }
-  if (want_logits) result.logits = lm_head(final_norm(h));
-  return result;
+  std::vector<ForwardResult> results;
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    Stream& s = streams[k];
+    if (want_logits) s.result.logits = targets[k]->lm_head(targets[k]->final_norm(s.h));
+    results.push_back(std::move(s.result));
+  }
+  return results;
 }
 
 at::Tensor StreamedTarget::final_norm(const at::Tensor& hidden) const {

@@ -1,5 +1,7 @@
 #include "draftgate/model/weights.h"
 
+#include <string_view>
+
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/float8.h"
@@ -7,6 +9,13 @@
 #include "draftgate/model/tensor_view.h"
 
 namespace draftgate::model {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
                            at::Device device, ParameterMap* owned, WeightBuffers* reuse)
@@ -81,12 +90,17 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
   if (info.dtype != io::DType::F8_E4M3)
     throw Error(file,
                 tensor + " is stored " + stored + "; fine-grained FP8 (fmt e4m3) stores F8_E4M3");
-  const std::string module = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0
-                                 ? name.substr(0, name.size() - 7)
-                                 : std::string();
-  if (module.empty() || info.shape.size() != 2)
+  // A linear's `<module>.weight` [out, in], or a fused experts tensor `<module>.<x>_proj`
+  // [experts, out, in] of module `...experts` (transformers' FP8Experts: blocks per expert).
+  const bool linear = info.shape.size() == 2 && ends_with(name, ".weight");
+  const bool fused = info.shape.size() == 3 && ends_with(name, "_proj") &&
+                     name.find(".experts.") != std::string::npos &&
+                     ends_with(name.substr(0, name.rfind('.')), ".experts");
+  if (!linear && !fused)
     throw Error(file, tensor + " is " + stored + " " + format_shape(info.shape) +
-                          ", but FP8 blocks quantize the 2-D weight of a linear module only");
+                          ", but FP8 blocks quantize the 2-D weight of a linear module or the "
+                          "3-D tensor of fused experts only");
+  const std::string module = name.substr(0, name.rfind('.'));
   if (const std::string* entry = fp8_->excluding(module))
     throw Error(file,
                 tensor + " is " + stored +
@@ -108,8 +122,9 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
     throw Error(scale_file, "tensor \"" + scale_name + "\" is stored " +
                                 std::string(io::dtype_name(scale->dtype)) +
                                 ", not a float32/bf16/f16 scale");
-  const std::vector<std::int64_t> blocks = {(shape[0] + fp8_->block_out - 1) / fp8_->block_out,
-                                            (shape[1] + fp8_->block_in - 1) / fp8_->block_in};
+  std::vector<std::int64_t> blocks(shape.begin(), shape.end() - 2);  // the experts, if fused
+  blocks.push_back((shape[shape.size() - 2] + fp8_->block_out - 1) / fp8_->block_out);
+  blocks.push_back((shape.back() + fp8_->block_in - 1) / fp8_->block_in);
   if (scale->shape != blocks)
     throw Error(scale_file,
                 "tensor \"" + scale_name + "\" has shape " + format_shape(scale->shape) + ", but " +

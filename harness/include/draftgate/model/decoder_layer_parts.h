@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
@@ -18,6 +19,9 @@ struct SwiGluMlp {
 
   SwiGluMlp(const WeightLoader& w, const std::string& prefix, std::int64_t hidden,
             std::int64_t intermediate);
+  // From loaded weights (an expert's slices of a fused experts tensor).
+  SwiGluMlp(at::Tensor gate, at::Tensor up, at::Tensor down)
+      : gate_proj(std::move(gate)), up_proj(std::move(up)), down_proj(std::move(down)) {}
   at::Tensor operator()(const at::Tensor& x) const;  // down(silu(gate(x)) ⊙ up(x))
 };
 

@@ -8,9 +8,10 @@
 
 namespace draftgate::model {
 
-// The float32 weight of F8_E4M3 `codes` (kByte [out, in]) and their `scale_inv` (float32
-// [ceil(out / block_out), ceil(in / block_in)]): value(code) x scale_inv of the code's block, the
-// last, partial blocks included. Shapes are the caller's to check (WeightLoader names the tensor).
+// The float32 weight of F8_E4M3 `codes` (kByte [..., out, in]) and their `scale_inv` (float32
+// [..., ceil(out / block_out), ceil(in / block_in)]): value(code) x scale_inv of the code's block,
+// the last, partial blocks included; leading dimensions (fused experts) index matrices of their
+// own blocks. Shapes are the caller's to check (WeightLoader names the tensor).
 at::Tensor dequantize_fp8_blocks(const at::Tensor& codes, const at::Tensor& scale_inv,
                                  const io::Fp8Scheme& scheme);
 

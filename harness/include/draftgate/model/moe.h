@@ -5,7 +5,10 @@
 // torch.topk's k largest (its order and tie rule: at::topk is the same kernel), renormalised to sum
 // to 1 when norm_topk_prob, cast back; each expert a SwiGLU MLP (mlp.experts.{e}.*) run on the
 // positions routed to it only, its output times the position's weight added into a zero output in
-// ascending expert order (index_add_ in the model's dtype, as the reference's loop does).
+// ascending expert order (index_add_ in the model's dtype, as the reference's loop does). The
+// experts are read per expert (mlp.experts.{e}.{gate,up,down}_proj.weight, Qwen3-MoE releases) or
+// fused (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I], Qwen3.5 / 3.6 MoE
+// releases and transformers 5's in-memory layout); both compute the same bits.
 // With traits.shared_expert (Qwen3_5MoeSparseMoeBlock, models/qwen3_5_moe/modeling_qwen3_5_moe.py
 // @009e78d6), a shared SwiGLU expert (mlp.shared_expert.*) runs on every position and its output,
 // times sigmoid(linear(x, mlp.shared_expert_gate.weight)) in the model's dtype, is added to the
@@ -36,8 +39,9 @@ Routing route(const at::Tensor& logits, std::int64_t k, bool renormalise, at::Sc
 
 class SparseMoe {
  public:
-  // Loads `<prefix>gate.weight` [num_experts, hidden], every expert under `<prefix>experts.` and,
-  // with traits.shared_expert, `<prefix>shared_expert.*` and `<prefix>shared_expert_gate.weight`.
+  // Loads `<prefix>gate.weight` [num_experts, hidden], every expert under `<prefix>experts.`
+  // (either layout; a checkpoint holding both is refused) and, with traits.shared_expert,
+  // `<prefix>shared_expert.*` and `<prefix>shared_expert_gate.weight`.
   SparseMoe(const TargetConfig& config, const WeightLoader& w, const std::string& prefix);
 
   // The block's output for post-norm hidden states x [T, hidden]. Memory beyond the output: the

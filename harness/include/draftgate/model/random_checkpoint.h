@@ -41,6 +41,9 @@ struct RandomTargetSpec {
   std::vector<std::int64_t> mlp_only_layers = {1};
   bool norm_topk_prob = true;
   std::int64_t shared_expert_intermediate = 32;  // traits.shared_expert only
+  // The routed experts stored fused (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj
+  // [E, H, I]) as Qwen3.5 / 3.6 MoE releases hold them, with the per-expert layout's values.
+  bool fused_experts = false;
   bool tied = false;
   at::ScalarType dtype = at::kBFloat16;
   std::uint64_t seed = 0;

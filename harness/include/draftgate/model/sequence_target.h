@@ -77,6 +77,14 @@ class StreamedTarget final : public SequenceTarget {
   at::Tensor lm_head(const at::Tensor& x) const override;
   at::Tensor embed(const std::vector<std::int64_t>& tokens) const override;
 
+  // The forwards of several targets of one checkpoint (e.g. float32 and bf16) over one sequence in
+  // one walk over the layers: each layer is read from storage once and run by every target at its
+  // own dtype before it is released. Each result has the bits of that target's own forward().
+  static std::vector<ForwardResult> forward_together(
+      const std::vector<const StreamedTarget*>& targets, const std::vector<std::int64_t>& tokens,
+      const std::vector<std::int64_t>& taps, bool want_logits = true,
+      const LayerCallback& on_layer = {});
+
  private:
   // Prefetches (release = false) or releases every tensor of decoder layer `index`.
   void advise_layer(std::int64_t index, bool release) const;

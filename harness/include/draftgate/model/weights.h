@@ -3,7 +3,8 @@
 // stored dtype and device already match, converted otherwise. For training, a loader given a
 // ParameterMap hands out owned, writable copies instead and records each under its checkpoint name;
 // a loader given WeightBuffers converts into reused buffers (a streamed forward's layers).
-// An F8_E4M3 weight of a fine-grained FP8 checkpoint (io/fp8_scheme.h) is dequantized to float32
+// An F8_E4M3 weight of a fine-grained FP8 checkpoint (io/fp8_scheme.h) — a linear's 2-D weight or
+// a fused experts tensor [experts, out, in] with blocks per expert — is dequantized to float32
 // when it is read — one tensor at a time, so a streamed forward holds one layer's copy only — and
 // then converted like any other.
 
@@ -33,6 +34,10 @@ class WeightLoader {
   // draftgate::Error naming the checkpoint and tensor when it is missing, quantised by another
   // method, shaped differently, or FP8 without valid block scales.
   at::Tensor get(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // Whether the checkpoint stores a tensor `name` (a layer that reads one of two layouts).
+  bool contains(const std::string& name) const { return checkpoint_.contains(name); }
+  // The checkpoint's directory, for errors about how its tensors fit together.
+  std::string checkpoint_dir() const { return checkpoint_.dir().string(); }
   // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
   at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // The stored tensor as a zero-copy view of the mapping, checked like get() except for its
