@@ -404,8 +404,34 @@ TEST(FusedExperts, Fp8BlocksPerExpertDequantizeAsThePerExpertLayout) {
       EXPECT_TRUE(verdict.supported) << ::testing::PrintToString(verdict.reasons);
     }
     results.push_back(run(dir, at::kFloat, false));
+    results.push_back(run(dir, at::kFloat, true));  // streamed: each expert's slice dequantized
   }
-  EXPECT_TRUE(at::equal(results[0].logits, results[1].logits));
+  for (std::size_t k = 1; k < results.size(); ++k)
+    EXPECT_TRUE(at::equal(results[0].logits, results[k].logits)) << k;
+}
+
+// A streamed layer reads its experts when it runs, one at a time, but reads and checks every one
+// of them: a NaN in an expert is refused as the in-memory load refuses it, in either layout.
+TEST(FusedExperts, AStreamedLayerChecksEveryExpertAsTheInMemoryLoad) {
+  for (const bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "fused" : "per expert");
+    const fs::path dir = write_target(std::string("nan_") + (fused ? "fused" : "split"),
+                                      fused_spec(Family::kQwen3Moe, TargetLayout::kFlat, fused));
+    const std::string name = fused ? "model.layers.2.mlp.experts.down_proj"
+                                   : "model.layers.2.mlp.experts.7.down_proj.weight";
+    testing::edit_tensor(dir, name, [&](at::Tensor w) {
+      (fused ? w[7] : w)[3][5] = std::nan("");
+      return w;
+    });
+    for (const bool streamed : {false, true}) {
+      try {
+        run(dir, at::kFloat, streamed);
+        ADD_FAILURE() << (streamed ? "streamed" : "in memory") << " accepted the NaN";
+      } catch (const Error& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor \"" + name + "\" holds NaN or Inf"));
+      }
+    }
+  }
 }
 
 // A checkpoint holding one layer's experts both ways is ambiguous: refused, naming both tensors.

@@ -101,8 +101,8 @@ std::vector<ForwardResult> StreamedTarget::forward_together(
       const StreamedTarget& t = *targets[k];
       Stream& s = streams[k];
       {
-        const TargetLayer layer =
-            TargetLayer::load(t.config_, *s.weights, t.stack_.layer_path(i) + ".", i);
+        const TargetLayer layer = TargetLayer::load(
+            t.config_, *s.weights, t.stack_.layer_path(i) + ".", i, ExpertLoading::kOnUse);
         KVCache kv;  // one pass over the whole sequence: nothing outlives the layer
         LinearState linear;
         if (layer.linear)

@@ -3,10 +3,11 @@
 namespace draftgate::model {
 
 TargetLayer TargetLayer::load(const TargetConfig& c, const WeightLoader& w,
-                              const std::string& prefix, std::int64_t index) {
+                              const std::string& prefix, std::int64_t index,
+                              ExpertLoading experts) {
   TargetLayer l{LayerNorms(w, prefix, c.hidden), nullptr, nullptr, nullptr, nullptr};
   if (c.is_sparse(index))
-    l.moe = std::make_unique<SparseMoe>(c, w, prefix + "mlp.");
+    l.moe = std::make_unique<SparseMoe>(c, w, prefix + "mlp.", experts);
   else
     l.dense = std::make_unique<SwiGluMlp>(w, prefix + "mlp.", c.hidden, c.intermediate);
   if (c.is_linear(index))

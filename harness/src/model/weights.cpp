@@ -1,5 +1,6 @@
 #include "draftgate/model/weights.h"
 
+#include <stdexcept>
 #include <string_view>
 
 #include "draftgate/error.h"
@@ -77,7 +78,8 @@ at::Tensor WeightLoader::checked(const std::string& name,
 
 at::Tensor WeightLoader::dequantized(const std::string& name,
                                      const std::vector<std::int64_t>& shape,
-                                     const io::TensorInfo& info) const {
+                                     const io::TensorInfo& info,
+                                     std::optional<std::int64_t> index) const {
   const std::string file = checkpoint_.file_of(name)->path().string();
   const std::string tensor = "tensor \"" + name + "\"";
   const std::string stored = std::string(io::dtype_name(info.dtype));
@@ -135,7 +137,20 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
   if (!(at::isfinite(scale_inv).all().item<bool>() && (scale_inv > 0).all().item<bool>()))
     throw Error(scale_file, "tensor \"" + scale_name + "\" holds a scale that is NaN, Inf or <= 0",
                 "the checkpoint is corrupt: every FP8 block scale is a positive finite number");
-  return dequantize_fp8_blocks(io::load_tensor(checkpoint_, name), scale_inv, *fp8_);
+  const at::Tensor codes = io::load_tensor(checkpoint_, name);
+  if (index) return dequantize_fp8_blocks(codes[*index], scale_inv[*index], *fp8_);
+  return dequantize_fp8_blocks(codes, scale_inv, *fp8_);
+}
+
+at::Tensor WeightLoader::get_slice(const std::string& name, const std::vector<std::int64_t>& shape,
+                                   std::int64_t index) const {
+  if (owned_ != nullptr) throw std::logic_error("get_slice: a training loader takes whole tensors");
+  const io::TensorInfo* info = checkpoint_.info(name);
+  if (info == nullptr || !io::is_float8(info->dtype))
+    return converted(name, mapped(name, shape)[index]);
+  const at::Tensor t = dequantized(name, shape, *info, index);
+  require_finite(name, t);
+  return t.to(device_, dtype_);
 }
 
 at::Tensor WeightLoader::get(const std::string& name,

@@ -37,24 +37,40 @@ struct Routing {
 // top `k`, renormalised when `renormalise`, cast to `dtype`.
 Routing route(const at::Tensor& logits, std::int64_t k, bool renormalise, at::ScalarType dtype);
 
+// When a block reads its experts: all at construction (a model held in memory), or each when the
+// block runs (a streamed layer, loaded and dropped within one step of the walk): one expert's
+// converted copy at a time instead of the layer's, every expert still read and checked.
+enum class ExpertLoading { kEager, kOnUse };
+
 class SparseMoe {
  public:
   // Loads `<prefix>gate.weight` [num_experts, hidden], every expert under `<prefix>experts.`
   // (either layout; a checkpoint holding both is refused) and, with traits.shared_expert,
   // `<prefix>shared_expert.*` and `<prefix>shared_expert_gate.weight`.
-  SparseMoe(const TargetConfig& config, const WeightLoader& w, const std::string& prefix);
+  // With kOnUse, `w` must outlive the block.
+  SparseMoe(const TargetConfig& config, const WeightLoader& w, const std::string& prefix,
+            ExpertLoading loading = ExpertLoading::kEager);
 
   // The block's output for post-norm hidden states x [T, hidden]. Memory beyond the output: the
   // routing ([T, k]) and one expert's activations for the positions routed to it at a time.
   at::Tensor operator()(const at::Tensor& x) const;
 
  private:
+  std::string fused_name(const char* projection) const;
+  std::vector<std::int64_t> fused_shape(const char* projection) const;
+  // Expert e from either layout (fused: its slices of the two tensors).
+  SwiGluMlp load_expert(const WeightLoader& w, std::int64_t e) const;
+
   at::Tensor router_;
-  std::vector<SwiGluMlp> experts_;
-  std::optional<SwiGluMlp> shared_;
-  at::Tensor shared_gate_;  // [1, hidden]
   std::int64_t k_;
   bool renormalise_;
+  std::string prefix_;
+  std::int64_t num_experts_, hidden_, inter_;
+  bool fused_;
+  std::vector<SwiGluMlp> experts_;        // kEager
+  const WeightLoader* on_use_ = nullptr;  // kOnUse
+  std::optional<SwiGluMlp> shared_;
+  at::Tensor shared_gate_;  // [1, hidden]
 };
 
 }  // namespace draftgate::model

@@ -27,9 +27,11 @@ struct TargetLayer {
   std::unique_ptr<SwiGluMlp> dense;  // exactly one of the two MLPs (config.is_sparse(index))
   std::unique_ptr<SparseMoe> moe;
 
-  // Loads layer `index` from `<prefix>` (the layer's path plus ".").
+  // Loads layer `index` from `<prefix>` (the layer's path plus "."); a routed-expert MLP reads its
+  // experts as `experts` says (kOnUse: `weights` must outlive the layer).
   static TargetLayer load(const TargetConfig& config, const WeightLoader& weights,
-                          const std::string& prefix, std::int64_t index);
+                          const std::string& prefix, std::int64_t index,
+                          ExpertLoading experts = ExpertLoading::kEager);
 
   // h + mixer(input_norm(h)), then + mlp(post_norm(·)): the layer's output for hidden states h.
   at::Tensor extend(const at::Tensor& h, const TargetConfig& config, const RopeTables& rope,

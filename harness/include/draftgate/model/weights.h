@@ -38,6 +38,11 @@ class WeightLoader {
   bool contains(const std::string& name) const { return checkpoint_.contains(name); }
   // The checkpoint's directory, for errors about how its tensors fit together.
   std::string checkpoint_dir() const { return checkpoint_.dir().string(); }
+  // Slice `index` of the first dimension of tensor `name` (an expert of a fused experts tensor),
+  // the whole tensor checked as get() checks it against `shape`, only the slice read, converted
+  // (or dequantized) and checked finite. Not for a loader that hands out owned copies.
+  at::Tensor get_slice(const std::string& name, const std::vector<std::int64_t>& shape,
+                       std::int64_t index) const;
   // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
   at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // The stored tensor as a zero-copy view of the mapping, checked like get() except for its
@@ -56,8 +61,10 @@ class WeightLoader {
   at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
   [[noreturn]] void throw_non_finite(const std::string& name) const;
   // The float32 weight of an FP8 tensor, its scheme, dtype, module and scales checked.
+  // With `index`, only that slice of the first dimension (its codes and its grid of scales).
   at::Tensor dequantized(const std::string& name, const std::vector<std::int64_t>& shape,
-                         const io::TensorInfo& info) const;
+                         const io::TensorInfo& info,
+                         std::optional<std::int64_t> index = std::nullopt) const;
 
   const io::Checkpoint& checkpoint_;
   std::optional<io::Fp8Scheme> fp8_;
