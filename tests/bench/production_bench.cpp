@@ -1,26 +1,29 @@
-// Production-shape benchmark (issue 13): the three target-side step-record checks — loss_type,
-// target_logits_noise_free and fc_excludes_target_layer with its dynamic half — run by
-// `draftgate check` with its defaults, as a user would, on a bf16 target with the real
-// Qwen3.6-27B text shapes (53.8 GB of weights), with the wall time, peak RSS, CPU time and bytes
-// read of that process (from the peak_rss launcher) and the bounds of this machine: the FLOPs of
-// one float32 forward at the measured GEMM throughput, and the checkpoint's bytes at the measured
-// cold read rate.
+// Production-shape benchmark (issues 13, 28, 30): the three target-side step-record checks —
+// loss_type, target_logits_noise_free and fc_excludes_target_layer with its dynamic half — run by
+// `draftgate check` with its defaults, as a user would, on targets with the real text shapes of
+// Qwen3.6-27B (bf16, 53.8 GB; and its FP8 release, block-FP8 decoder linears) and Qwen3.6-35B-A3B
+// (bf16, 256 fused experts per layer), with the wall time, peak RSS, CPU time and bytes read of
+// that process (from the peak_rss launcher) and the bounds of this machine: the FLOPs of one
+// float32 forward at the measured GEMM throughput (of a MoE target, the k experts each position
+// runs), and the checkpoint's bytes at the measured cold read rate.
 //
 // The target is a random checkpoint written with a repeated block (RandomTargetSpec::repeat_block:
 // each tensor a window of one random sequence, so every row of every matrix is distinct and the
 // activations finite and varied; writing it takes disk time only). The drafter is a random
-// 1-layer one with the Qwen3.6-27B DFlash taps. The step record is made as a trainer makes one: a
-// float32 forward of the target over the sequence gives fc_input (the taps) and the teacher logits,
-// labels are the teacher's greedy tokens, the drafter logits half the teacher's plus noise (a
-// drafter in training: loss_type recomputes the loss from the recorded logits, it does not run the
-// drafter) and the logged loss their CE. The buggy record adds noise of 0.05 of the teacher's RMS
-// to the teacher logits (the recipe's fc-input noise put on the teacher path).
+// 1-layer one with the DFlash taps of the shape's released drafter. The step record is made as a
+// trainer makes one: a float32 forward of the target over the sequence gives fc_input (the taps)
+// and the teacher logits, labels are the teacher's greedy tokens, the drafter logits half the
+// teacher's plus noise (a drafter in training: loss_type recomputes the loss from the recorded
+// logits, it does not run the drafter) and the logged loss their CE. The buggy record adds noise
+// of 0.05 of the teacher's RMS to the teacher logits (the recipe's fc-input noise put on the
+// teacher path).
 //
-// Files (54 GB): under $DRAFTGATE_PRODUCTION_DIR, kept for the next run when set; otherwise in a
-// fresh directory under the working directory, deleted when the benchmark ends. Before every
-// `check` the checkpoint is dropped from the page cache, so each run reads it cold.
+// Files (28–69 GB a shape): under $DRAFTGATE_PRODUCTION_DIR, kept for the next run when set;
+// otherwise in a fresh directory under the working directory, deleted when the benchmark ends.
+// Before every `check` the checkpoint is dropped from the page cache, so each run reads it cold.
+// Shapes 0 / 1 / 2 = 27B bf16 / 35B-A3B bf16 / 27B FP8; run one at a time where disk is short:
 //
-//   nice -n 5 build/production_bench --benchmark_filter='StepRecordChecks/128'
+//   nice -n 5 build/production_bench --benchmark_filter='StepRecordChecks/shape:1/positions:128'
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -63,7 +66,41 @@ model::RandomTargetSpec qwen36_27b() {
   s.repeat_block = 1048573;  // prime, above every row length
   return s;
 }
-const std::vector<std::int64_t> kTaps = {1, 16, 31, 46, 61};  // qwen3.6-27b-dflash.json
+
+// Qwen3.6-27B-FP8 as released: the same shapes, the decoder linears block-FP8 in 128 x 128 blocks.
+model::RandomTargetSpec qwen36_27b_fp8() {
+  model::RandomTargetSpec s = qwen36_27b();
+  s.fp8 = model::random_target_fp8_scheme(s, 128, 128);
+  return s;
+}
+
+// The text decoder of Qwen3.6-35B-A3B (Qwen3_5MoeTextConfig): 40 hybrid layers, 256 experts of
+// width 512, top 8, a shared expert of 512, the experts stored fused as the release holds them.
+model::RandomTargetSpec qwen36_35b_a3b() {
+  model::RandomTargetSpec s = qwen36_27b();
+  s.family = model::Family::kQwen3_5Moe;
+  s.hidden = 2048, s.layers = 40, s.heads = 16, s.kv_heads = 2;
+  s.linear_v_heads = 32;
+  s.num_experts = 256, s.experts_per_token = 8, s.moe_intermediate = 512;
+  s.shared_expert_intermediate = 512, s.mlp_only_layers = {}, s.fused_experts = true;
+  return s;
+}
+
+// A production shape: the target, the taps of its DFlash drafter (qwen3.6-27b-dflash.json,
+// SpecForge's qwen3.5-35b-a3b-dflash.json).
+struct Shape {
+  const char* name;
+  model::RandomTargetSpec target;
+  std::vector<std::int64_t> taps;
+};
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> all = {
+      {"qwen36-27b-bf16", qwen36_27b(), {1, 16, 31, 46, 61}},
+      {"qwen36-35b-a3b-bf16", qwen36_35b_a3b(), {1, 10, 19, 28, 37}},
+      {"qwen36-27b-fp8", qwen36_27b_fp8(), {1, 16, 31, 46, 61}},
+  };
+  return all;
+}
 constexpr std::int64_t kBlock = 16;
 
 // The working directory: kept when given, removed at exit when made here.
@@ -102,35 +139,29 @@ void evict(const fs::path& file) {
   ::close(fd);
 }
 
-const fs::path& target_dir() {
-  static const fs::path dir = [] {
-    const fs::path d = work() / "qwen36-27b-bf16";
-    if (!fs::exists(d / "model.safetensors")) {
-      const auto start = Clock::now();
-      model::write_random_target(d, qwen36_27b());
-      const double s = seconds_since(start);
-      std::cerr << "wrote " << d << ": " << fs::file_size(d / "model.safetensors") / 1e9
-                << " GB in " << s << " s\n";
-    }
-    return d;
-  }();
-  return dir;
+fs::path target_dir(const Shape& shape) {
+  const fs::path d = work() / shape.name;
+  if (!fs::exists(d / "model.safetensors")) {
+    const auto start = Clock::now();
+    model::write_random_target(d, shape.target);
+    const double s = seconds_since(start);
+    std::cerr << "wrote " << d << ": " << fs::file_size(d / "model.safetensors") / 1e9 << " GB in "
+              << s << " s\n";
+  }
+  return d;
 }
 
-const fs::path& drafter_dir() {
-  static const fs::path dir = [] {
-    const fs::path d = work() / "drafter";
-    if (!fs::exists(d / "model.safetensors")) {
-      const model::RandomTargetSpec t = qwen36_27b();
-      model::RandomDrafterSpec s;
-      s.target_hidden = t.hidden, s.target_layers = t.layers, s.vocab = t.vocab;
-      s.intermediate = 1024, s.layers = 1, s.heads = 8, s.kv_heads = 2, s.head_dim = 128;
-      s.block_size = kBlock, s.mask_token_id = t.vocab - 1, s.target_layer_ids = kTaps;
-      model::write_random_drafter(d, s);
-    }
-    return d;
-  }();
-  return dir;
+fs::path drafter_dir(const Shape& shape) {
+  const fs::path d = work() / (std::string(shape.name) + "-drafter");
+  if (!fs::exists(d / "model.safetensors")) {
+    const model::RandomTargetSpec& t = shape.target;
+    model::RandomDrafterSpec s;
+    s.target_hidden = t.hidden, s.target_layers = t.layers, s.vocab = t.vocab;
+    s.intermediate = 1024, s.layers = 1, s.heads = 8, s.kv_heads = 2, s.head_dim = 128;
+    s.block_size = kBlock, s.mask_token_id = t.vocab - 1, s.target_layer_ids = shape.taps;
+    model::write_random_drafter(d, s);
+  }
+  return d;
 }
 
 struct Records {
@@ -138,11 +169,11 @@ struct Records {
 };
 
 // A trainer's step over `positions` tokens, and the same step with noise on the teacher.
-Records records(std::int64_t positions) {
-  const Records r{work() / ("record-" + std::to_string(positions) + ".safetensors"),
-                  work() / ("record-" + std::to_string(positions) + "-noisy.safetensors")};
+Records records(const Shape& shape, std::int64_t positions) {
+  const std::string stem = std::string(shape.name) + "-record-" + std::to_string(positions);
+  const Records r{work() / (stem + ".safetensors"), work() / (stem + "-noisy.safetensors")};
   if (fs::exists(r.reference) && fs::exists(r.noisy)) return r;
-  const auto vocab = qwen36_27b().vocab;
+  const auto vocab = shape.target.vocab;
   train::StepRecord rec;
   for (std::int64_t i = 0; i < positions; ++i) rec.input_ids.push_back((i * 104729 + 17) % vocab);
   const std::int64_t prompt = 16;
@@ -150,18 +181,18 @@ Records records(std::int64_t positions) {
   for (std::int64_t i = 0; i < prompt; ++i) rec.loss_mask[i] = 0;
   for (std::int64_t a = prompt; a + kBlock <= positions; a += kBlock) rec.anchors.push_back(a);
   rec.block_size = kBlock, rec.gamma = 7.0, rec.mask_token_id = vocab - 1;
-  rec.target_layer_ids = kTaps, rec.loss = train::LossType::kHardCrossEntropy, rec.step = 1;
+  rec.target_layer_ids = shape.taps, rec.loss = train::LossType::kHardCrossEntropy, rec.step = 1;
   rec.teacher_dtype = rec.drafter_dtype = train::ComputePrecision::kF32;
 
   const auto start = Clock::now();
-  const io::Checkpoint ckpt = io::Checkpoint::open(target_dir());
+  const io::Checkpoint ckpt = io::Checkpoint::open(target_dir(shape));
   model::TargetOptions options;
   options.dtype = at::kFloat;
   const auto target = model::open_sequence_target(ckpt, options, model::TargetPath::kStreamed);
-  const model::ForwardResult fwd = target->forward(rec.input_ids, kTaps);
+  const model::ForwardResult fwd = target->forward(rec.input_ids, shape.taps);
   std::cerr << "recorded a " << positions << "-position step in " << seconds_since(start) << " s\n";
   std::vector<at::Tensor> taps;
-  for (auto t : kTaps) taps.push_back(fwd.taps.at(t));
+  for (auto t : shape.taps) taps.push_back(fwd.taps.at(t));
   rec.fc_input = at::cat(taps, -1);
   rec.teacher_logits = fwd.logits;
   train::BlockTargets targets =
@@ -183,26 +214,36 @@ Records records(std::int64_t positions) {
 }
 
 // FLOPs of one forward over `positions` tokens: every decoder matrix and lm_head, 2 per
-// multiply-add (attention scores and the GDN recurrence add under 1 % at these lengths).
-double forward_flops(const io::Checkpoint& ckpt, std::int64_t positions) {
+// multiply-add (attention scores and the GDN recurrence add under 1 % at these lengths); of the
+// routed experts (a fused [experts, out, in] tensor, or mlp.experts.<e>.*) the k of E each
+// position runs.
+double forward_flops(const io::Checkpoint& ckpt, const model::RandomTargetSpec& spec,
+                     std::int64_t positions) {
   double params = 0;
+  const double routed = static_cast<double>(spec.experts_per_token) / spec.num_experts;
   for (const auto& name : ckpt.names()) {
     const io::TensorInfo* info = ckpt.info(name);
-    if (info->shape.size() == 2 && name.find("embed_tokens") == std::string::npos)
-      params += static_cast<double>(info->numel());
+    const bool expert = name.find(".mlp.experts.") != std::string::npos;
+    if (info->shape.size() == 3 && expert) params += routed * static_cast<double>(info->numel());
+    if (info->shape.size() == 2 && name.find("embed_tokens") == std::string::npos &&
+        name.find("_scale_inv") == std::string::npos)
+      params += (expert ? routed : 1.0) * static_cast<double>(info->numel());
   }
   return 2.0 * static_cast<double>(positions) * params;
 }
 
-// float32 GEMM throughput at the target's largest shape: [positions, hidden] x [hidden, MLP].
-double gemm_flops_per_s(std::int64_t positions, at::ScalarType dtype, int repeats = 3) {
-  const auto s = qwen36_27b();
+// GEMM throughput at the target's largest dense shape: [positions, hidden] x [hidden, width]
+// (the MLP; for a MoE target the gated query projection, its experts being narrower).
+double gemm_flops_per_s(const model::RandomTargetSpec& s, std::int64_t positions,
+                        at::ScalarType dtype, int repeats = 3) {
+  const std::int64_t width =
+      s.family == model::Family::kQwen3_5Moe ? 2 * s.heads * s.head_dim : s.intermediate;
   const at::Tensor x = at::randn({positions, s.hidden}).to(dtype);
-  const at::Tensor w = at::randn({s.intermediate, s.hidden}).to(dtype);
+  const at::Tensor w = at::randn({width, s.hidden}).to(dtype);
   at::matmul(x, w.t());
   const auto start = Clock::now();
   for (int i = 0; i < repeats; ++i) benchmark::DoNotOptimize(at::matmul(x, w.t()));
-  return 2.0 * positions * s.hidden * s.intermediate * repeats / seconds_since(start);
+  return 2.0 * positions * s.hidden * width * repeats / seconds_since(start);
 }
 
 // Cold sequential read rate of the checkpoint: `bytes` from its middle after eviction.
@@ -231,14 +272,14 @@ struct Measured {
 };
 
 // `draftgate check` on a record, under the peak_rss launcher, the checkpoint cold.
-Measured run_checks(const fs::path& record) {
-  const fs::path target = target_dir();
+Measured run_checks(const Shape& shape, const fs::path& record) {
+  const fs::path target = target_dir(shape);
   evict(target / "model.safetensors");
   const fs::path rss = work() / "peak_rss.txt", report = work() / "report.json";
   fs::remove(report);
   const std::string cmd = std::string(DRAFTGATE_PEAK_RSS) + " " + rss.string() + " " +
                           DRAFTGATE_BINARY + " check --target " + target.string() + " --drafter " +
-                          drafter_dir().string() + " --step-record " + record.string() +
+                          drafter_dir(shape).string() + " --step-record " + record.string() +
                           " --only loss_type,target_logits_noise_free,fc_excludes_target_layer"
                           " --report " +
                           report.string() + " --junit " + (work() / "report.xml").string() + " > " +
@@ -280,22 +321,23 @@ double load_average() {
 }
 
 // One run of the three checks on the reference record (all three must pass) or, with noisy = 1,
-// on the buggy one (target_logits_noise_free alone must fail).
+// on the buggy one (target_logits_noise_free alone must fail), on production shape `shape`.
 void BM_StepRecordChecks(benchmark::State& state) {
-  const std::int64_t positions = state.range(0);
-  const bool noisy = state.range(1) != 0;
-  const fs::path target = target_dir();
-  drafter_dir();
-  const Records recs = records(positions);
+  const Shape& shape = shapes().at(static_cast<std::size_t>(state.range(0)));
+  const std::int64_t positions = state.range(1);
+  const bool noisy = state.range(2) != 0;
+  const fs::path target = target_dir(shape);
+  drafter_dir(shape);
+  const Records recs = records(shape, positions);
   const io::Checkpoint ckpt = io::Checkpoint::open(target);
   const double bytes = static_cast<double>(fs::file_size(target / "model.safetensors"));
-  const double flops = forward_flops(ckpt, positions);
-  const double gemm = gemm_flops_per_s(positions, at::kFloat);
+  const double flops = forward_flops(ckpt, shape.target, positions);
+  const double gemm = gemm_flops_per_s(shape.target, positions, at::kFloat);
   const double read_rate = cold_read_bytes_per_s(target / "model.safetensors", 4ull << 30);
   const double load_before = load_average();
   Measured m;
   for (auto _ : state) {
-    m = run_checks(noisy ? recs.noisy : recs.reference);
+    m = run_checks(shape, noisy ? recs.noisy : recs.reference);
     state.SetIterationTime(m.wall_s);
   }
   const bool expected = noisy ? m.exit_code == 1 && m.report["summary"]["fail"] == 1
@@ -321,11 +363,11 @@ void BM_StepRecordChecks(benchmark::State& state) {
   state.counters["wall_per_bound"] = m.wall_s / std::max(flop_bound, io_bound);
   state.counters["load_before"] = load_before;
   state.counters["load_after"] = load_average();
-  state.SetLabel(v);
+  state.SetLabel(std::string(shape.name) + ": " + v);
 }
 BENCHMARK(BM_StepRecordChecks)
-    ->ArgsProduct({{128, 512}, {0, 1}})
-    ->ArgNames({"positions", "noisy"})
+    ->ArgsProduct({{0, 1, 2}, {128, 512}, {0, 1}})
+    ->ArgNames({"shape", "positions", "noisy"})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);
@@ -334,7 +376,7 @@ BENCHMARK(BM_StepRecordChecks)
 void BM_Gemm(benchmark::State& state) {
   const auto dtype = state.range(1) ? at::kBFloat16 : at::kFloat;
   double rate = 0;
-  for (auto _ : state) rate = gemm_flops_per_s(state.range(0), dtype, 1);
+  for (auto _ : state) rate = gemm_flops_per_s(qwen36_27b(), state.range(0), dtype, 1);
   state.counters["GFLOPs"] = rate / 1e9;
 }
 BENCHMARK(BM_Gemm)

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "draftgate/io/float8.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
 #include "draftgate/model/tensor_view.h"
@@ -132,6 +133,51 @@ TEST(RandomCheckpoint, RepeatedBlockIsPeriodicWithDistinctRowsAndFiniteLogits) {
   o.dtype = at::kFloat;
   const auto target = model::TargetModel::load(ckpt, o);
   const at::Tensor logits = target->forward({1, 2, 3, 4, 5, 6, 7, 8}, {}).logits;
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+  EXPECT_GT(std::get<0>(at::_unique(logits.argmax(-1))).size(0), 4) << "degenerate argmax";
+}
+
+// The same for block-FP8 (the production-shape FP8 target): codes repeat with the block's period,
+// every block's scale_inv is the one scale of the quantized block, the dequantized weights are the
+// stored-dtype values within half an e4m3 step, fused experts included, and the model's logits
+// are finite and varied.
+TEST(RandomCheckpoint, RepeatedBlockFp8HasOneScaleAndDequantizesNearTheValues) {
+  const fs::path dir = testing::fresh_dir("repeat_block_fp8");
+  model::RandomTargetSpec s;
+  s.family = model::Family::kQwen3_5Moe, s.layout = model::TargetLayout::kTextResave;
+  s.fused_experts = true;
+  s.repeat_block = 1009;
+  s.fp8 = model::random_target_fp8_scheme(s, 16, 32);
+  model::write_random_target(dir / "fp8", s);
+  s.fp8.reset();
+  model::write_random_target(dir / "bf16", s);
+  const auto fp8 = Checkpoint::open(dir / "fp8"), bf16 = Checkpoint::open(dir / "bf16");
+  for (const char* name : {"model.language_model.layers.0.linear_attn.in_proj_qkv.weight",
+                           "model.language_model.layers.1.mlp.experts.gate_up_proj"}) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(fp8.info(name)->dtype, DType::F8_E4M3);
+    const at::Tensor codes = load_tensor(fp8, name).flatten();
+    EXPECT_TRUE(at::equal(codes.narrow(0, 0, codes.numel() - 1009),
+                          codes.narrow(0, 1009, codes.numel() - 1009)));
+    const at::Tensor scales = load_tensor(fp8, std::string(name) + "_scale_inv");
+    EXPECT_EQ(scales.dim(), fp8.info(name)->shape.size());
+    EXPECT_TRUE(at::equal(scales, at::full_like(scales, scales.flatten()[0].item<float>())));
+    // e4m3 keeps 3 mantissa bits: each value within 2^-4 of itself, relative, above the
+    // subnormal range (values at most 448 x scale_inv / 2^6 in magnitude are coarser).
+    const at::Tensor original = load_tensor(bf16, name).to(at::kFloat).flatten();
+    const at::Tensor decoded =
+        at::tensor(std::vector<float>(e4m3fn_values().begin(), e4m3fn_values().end()))
+            .index_select(0, codes.to(at::kLong)) *
+        scales.flatten()[0];
+    const at::Tensor normal = original.abs() > kE4m3Max * scales.flatten()[0] / 64;
+    EXPECT_LE(
+        ((decoded - original).abs() / original.abs()).masked_select(normal).max().item<float>(),
+        1.0f / 16);
+  }
+  model::TargetOptions o;
+  o.dtype = at::kFloat;
+  const at::Tensor logits =
+      model::TargetModel::load(fp8, o)->forward({1, 2, 3, 4, 5, 6, 7, 8}, {}).logits;
   EXPECT_TRUE(logits.isfinite().all().item<bool>());
   EXPECT_GT(std::get<0>(at::_unique(logits.argmax(-1))).size(0), 4) << "degenerate argmax";
 }

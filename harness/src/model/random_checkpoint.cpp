@@ -8,10 +8,12 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/atomic_file.h"
+#include "draftgate/io/float8.h"
 #include "draftgate/io/safetensors.h"
 #include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/memory_budget.h"
@@ -52,6 +54,7 @@ class Maker {
   // A linear weight [out, in] with std 1/sqrt(in) so activations stay O(1) at any width.
   void linear(const std::string& name, std::int64_t out, std::int64_t in) {
     const double sd = 1.0 / std::sqrt(static_cast<double>(in));
+    if (fp8_ && mode_ == Mode::kRepeat && quantize_(name)) return repeated_fp8(name, {out, in}, sd);
     if (!fp8_ || mode_ != Mode::kGenerate || !quantize_(name))
       return normal(name, {out, in}, 0.0, sd);
     const Fp8Blocks q = quantize_fp8_blocks(at::normal(0.0, sd, {out, in}, gen_).to(dtype_), *fp8_);
@@ -66,8 +69,16 @@ class Maker {
   void fused_experts(const std::string& p, std::int64_t experts, std::int64_t hidden,
                      std::int64_t inter) {
     if (mode_ != Mode::kGenerate) {
-      normal(p + "gate_up_proj", {experts, 2 * inter, hidden}, 0.0, 1.0 / std::sqrt(hidden));
-      normal(p + "down_proj", {experts, hidden, inter}, 0.0, 1.0 / std::sqrt(inter));
+      for (const auto& [name, shape, sd] :
+           {std::tuple{p + "gate_up_proj", std::vector<std::int64_t>{experts, 2 * inter, hidden},
+                       1.0 / std::sqrt(static_cast<double>(hidden))},
+            std::tuple{p + "down_proj", std::vector<std::int64_t>{experts, hidden, inter},
+                       1.0 / std::sqrt(static_cast<double>(inter))}}) {
+        if (fp8_ && mode_ == Mode::kRepeat && quantize_(name))
+          repeated_fp8(name, shape, sd);
+        else
+          normal(name, shape, 0.0, sd);
+      }
       return;
     }
     std::vector<at::Tensor> gate_up, down;
@@ -95,7 +106,8 @@ class Maker {
         return;
       case Mode::kRepeat:
         elements_ += n;
-        repeated(name, shape, static_cast<std::uint64_t>(n), block_for(mean, std));
+        repeated(name, io::safetensors_dtype(dtype_), c10::elementSize(dtype_), shape,
+                 static_cast<std::uint64_t>(n), block_for(mean, std));
         return;
     }
   }
@@ -138,6 +150,32 @@ class Maker {
     raw(name + "_scale_inv", io::DType::F32, at::stack(scales));
   }
 
+  // A block-FP8 weight [..., out, in] for checkpoints larger than memory: its codes the cyclic
+  // sequence of one block of N(0, sd) values at the stored dtype, quantized with the one scale
+  // 448 / max|block| (what transformers' recipe gives every block of that sequence up to the
+  // blocks' own maxima), and every block's scale_inv its inverse.
+  void repeated_fp8(const std::string& name, const std::vector<std::int64_t>& shape, double sd) {
+    auto& codes = fp8_blocks_[sd];
+    if (!codes.first) {
+      const at::Tensor b = block_for(0.0, sd)->narrow(0, 0, block_).to(at::kFloat);
+      const float max_abs = b.abs().max().item<float>();
+      const float scale = max_abs > 0 ? io::kE4m3Max / max_abs : 1.0f;
+      at::Tensor c = at::empty({block_}, at::kByte);
+      const float* x = b.data_ptr<float>();
+      auto* out = c.data_ptr<std::uint8_t>();
+      for (std::int64_t i = 0; i < block_; ++i) out[i] = io::float_to_e4m3fn(x[i] * scale);
+      codes = {std::make_shared<const at::Tensor>(at::cat({c, c})), 1.0f / scale};
+    }
+    double n = 1;
+    for (std::int64_t d : shape) n *= static_cast<double>(d);
+    elements_ += n;
+    repeated(name, io::DType::F8_E4M3, 1, shape, static_cast<std::uint64_t>(n), codes.first);
+    std::vector<std::int64_t> grid(shape.begin(), shape.end() - 2);
+    grid.push_back((shape[shape.size() - 2] + fp8_->block_out - 1) / fp8_->block_out);
+    grid.push_back((shape.back() + fp8_->block_in - 1) / fp8_->block_in);
+    raw(name + "_scale_inv", io::DType::F32, at::full(grid, codes.second, at::kFloat));
+  }
+
   // The block of one distribution at the stored dtype, twice over so that any window of up to one
   // block is contiguous.
   std::shared_ptr<const at::Tensor> block_for(double mean, double std) {
@@ -148,21 +186,21 @@ class Maker {
     }
     return slot;
   }
-  void repeated(const std::string& name, const std::vector<std::int64_t>& shape, std::uint64_t n,
+  void repeated(const std::string& name, io::DType dtype, std::size_t item,
+                const std::vector<std::int64_t>& shape, std::uint64_t n,
                 std::shared_ptr<const at::Tensor> block) {
     const auto period = static_cast<std::uint64_t>(block_);
     const std::uint64_t start = std::hash<std::string>{}(name) % period;
-    const std::size_t item = c10::elementSize(dtype_);
-    writers_.push_back({name, io::safetensors_dtype(dtype_), shape, n * item,
-                        [block, start, n, period, item](std::ostream& out) {
-                          const char* base = static_cast<const char*>(block->data_ptr());
-                          for (std::uint64_t done = 0; done < n;) {
-                            const std::uint64_t count = std::min(n - done, period);
-                            out.write(base + ((start + done) % period) * item,
-                                      static_cast<std::streamsize>(count * item));
-                            done += count;
-                          }
-                        }});
+    writers_.push_back(
+        {name, dtype, shape, n * item, [block, start, n, period, item](std::ostream& out) {
+           const char* base = static_cast<const char*>(block->data_ptr());
+           for (std::uint64_t done = 0; done < n;) {
+             const std::uint64_t count = std::min(n - done, period);
+             out.write(base + ((start + done) % period) * item,
+                       static_cast<std::streamsize>(count * item));
+             done += count;
+           }
+         }});
   }
 
   at::ScalarType dtype_;
@@ -172,6 +210,9 @@ class Maker {
   double elements_ = 0;
   std::vector<io::TensorWriter> writers_;
   std::map<std::pair<double, double>, std::shared_ptr<const at::Tensor>> blocks_;
+  // By standard deviation: the FP8 codes of that distribution's block (twice over) and its
+  // scale_inv.
+  std::map<double, std::pair<std::shared_ptr<const at::Tensor>, float>> fp8_blocks_;
   std::optional<io::Fp8Scheme> fp8_;
   std::function<bool(const std::string&)> quantize_;
 };
@@ -491,10 +532,6 @@ void write_random_target(const fs::path& dir, const RandomTargetSpec& s) {
   }
   Maker m(s.dtype, s.seed, repeat ? Maker::Mode::kRepeat : Maker::Mode::kGenerate, s.repeat_block);
   if (s.fp8) {
-    if (repeat)
-      throw Error(dir.string(),
-                  "an FP8 random target is generated in memory, not from repeated "
-                  "blocks");
     // The decoder layers' linear weights, less the modules the scheme keeps (lm_head, and the
     // embeddings, norms, convolutions and visual/MTP weights, which are not decoder linears).
     const std::string layers =

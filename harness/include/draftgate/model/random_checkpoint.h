@@ -56,7 +56,8 @@ struct RandomTargetSpec {
   std::int64_t repeat_block = 0;
   // Set: the decoder layers' linear weights are written block-FP8 (io/fp8_scheme.h) from their
   // `dtype` values, except the modules scheme.not_converted names; the config gets the scheme's
-  // quantization_config. Generated in memory (repeat_block must be 0).
+  // quantization_config. With repeat_block, each weight's codes are the cyclic sequence of its
+  // distribution's quantized block, every block scaled alike.
   std::optional<io::Fp8Scheme> fp8;
 };
 
