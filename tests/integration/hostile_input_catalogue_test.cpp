@@ -2326,7 +2326,12 @@ INSTANTIATE_TEST_SUITE_P(
                   return "make-target --family qwen3_moe --experts 4 --experts-per-token 5 --out " +
                          (dir / "t").string();
                 },
-                "--experts-per-token: 5 exceeds --experts 4"}),
+                "--experts-per-token: 5 exceeds --experts 4"},
+        Hostile{"make_target_fused_experts_dense_family",
+                [](const fs::path& dir) {
+                  return "make-target --family qwen3 --fused-experts --out " + (dir / "t").string();
+                },
+                "--fused-experts: qwen3 has no routed experts to fuse"}),
     [](const auto& p) { return p.param.label; });
 
 // The engines' fields of every version (issue 32): SGLang's renamed drafts counts, vLLM's
