@@ -62,36 +62,38 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     failures, cases = [], 0
     ids = torch.tensor(TOKENS)
-    for family in target_families.FAMILIES:
-        for layout in family["layouts"]:
-            name = f"{family['name']}_{layout}"
-            target = os.path.join(a.work, name)
-            made = run([a.draftgate, "make-target", "--family", family["name"], "--layout", layout, "--dtype", "f32",
-                        "--layers", "4", "--seed", "3", "--out", target])
-            if made.returncode != 0:
-                failures.append(f"{name}: make-target exit {made.returncode}: {made.stderr.strip()}")
-                continue
-            dump = os.path.join(a.work, name + ".safetensors")
-            fwd = run([a.draftgate, "--threads", "1", "forward", "--model", target, "--dtype", "f32", "--tokens",
-                       ",".join(map(str, TOKENS)), "--out", dump])
-            if fwd.returncode != 0:
-                failures.append(f"{name}: forward exit {fwd.returncode}: {fwd.stderr.strip()}")
-                continue
-            engine = dumped_logits(dump)
-            cases += 1
-            with torch.no_grad():
-                refs = {"tiny_dflash": tiny_dflash.Target(target, "f32").forward(ids)[0],
-                        "peer_target": peer_target.Target(target).forward(ids, 0, None)[0]}
-            for ref_name, logits in refs.items():
-                err = rel_err(logits, engine)
-                print(f"{name}: {ref_name} vs draftgate forward: logits rel. error {err:.2e} (budget {BUDGET:g})")
-                if not err <= BUDGET:
-                    failures.append(f"{name}: {ref_name} logits differ from draftgate's by {err:.2e} "
-                                    f"(budget {BUDGET:g}); the reference or the engine computes this family wrongly")
-            # The comparison can fail: the same references on other tokens are far off.
-            shifted = tiny_dflash.Target(target, "f32").forward(torch.tensor(TOKENS[1:] + TOKENS[:1]))[0]
-            if rel_err(shifted, engine) <= BUDGET:
-                failures.append(f"{name}: logits of other tokens pass the comparison: it cannot fail")
+    variants = [(family, layout, fused) for family in target_families.FAMILIES for layout in family["layouts"]
+                for fused in ([False, True] if family["traits"]["mlp"] == "moe" else [False])]
+    for family, layout, fused in variants:
+        # Routed experts stored both ways: per expert (Qwen3-MoE releases) and fused (Qwen3.5 / 3.6 MoE).
+        name = f"{family['name']}_{layout}" + ("_fused" if fused else "")
+        target = os.path.join(a.work, name)
+        made = run([a.draftgate, "make-target", "--family", family["name"], "--layout", layout, "--dtype", "f32",
+                    "--layers", "4", "--seed", "3", "--out", target] + (["--fused-experts"] if fused else []))
+        if made.returncode != 0:
+            failures.append(f"{name}: make-target exit {made.returncode}: {made.stderr.strip()}")
+            continue
+        dump = os.path.join(a.work, name + ".safetensors")
+        fwd = run([a.draftgate, "--threads", "1", "forward", "--model", target, "--dtype", "f32", "--tokens",
+                   ",".join(map(str, TOKENS)), "--out", dump])
+        if fwd.returncode != 0:
+            failures.append(f"{name}: forward exit {fwd.returncode}: {fwd.stderr.strip()}")
+            continue
+        engine = dumped_logits(dump)
+        cases += 1
+        with torch.no_grad():
+            refs = {"tiny_dflash": tiny_dflash.Target(target, "f32").forward(ids)[0],
+                    "peer_target": peer_target.Target(target).forward(ids, 0, None)[0]}
+        for ref_name, logits in refs.items():
+            err = rel_err(logits, engine)
+            print(f"{name}: {ref_name} vs draftgate forward: logits rel. error {err:.2e} (budget {BUDGET:g})")
+            if not err <= BUDGET:
+                failures.append(f"{name}: {ref_name} logits differ from draftgate's by {err:.2e} "
+                                f"(budget {BUDGET:g}); the reference or the engine computes this family wrongly")
+        # The comparison can fail: the same references on other tokens are far off.
+        shifted = tiny_dflash.Target(target, "f32").forward(torch.tensor(TOKENS[1:] + TOKENS[:1]))[0]
+        if rel_err(shifted, engine) <= BUDGET:
+            failures.append(f"{name}: logits of other tokens pass the comparison: it cannot fail")
     if cases == 0:
         failures.append("no family of the table was compared")
 

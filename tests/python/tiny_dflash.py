@@ -142,6 +142,16 @@ def swiglu(w, p, x):
                     w[p + "down_proj.weight"])
 
 
+def routed_expert(w, p, e, x):
+    """Expert e of the block at p: per expert (Qwen3-MoE releases) or, stored fused as Qwen3.5 / 3.6 MoE releases
+    do, as transformers' Qwen3_5MoeExperts computes it: linear(x, gate_up_proj[e]).chunk(2, -1), then down_proj[e]."""
+    fused = w.get(p + "experts.gate_up_proj")
+    if fused is None:
+        return swiglu(w, f"{p}experts.{e}.", x)
+    gate, up = F.linear(x, fused[e]).chunk(2, dim=-1)
+    return F.linear(F.silu(gate) * up, w[p + "experts.down_proj"][e])
+
+
 def sparse_moe(w, c, p, x, shared=False):
     """Qwen3MoeSparseMoeBlock.forward: float32 softmax over the router logits, torch.topk, renormalised when
     norm_topk_prob, each chosen expert weighted and added in expert order. `shared`: Qwen3_5MoeSparseMoeBlock."""
@@ -154,7 +164,7 @@ def sparse_moe(w, c, p, x, shared=False):
     for e in range(c["num_experts"]):
         rows, slots = torch.where(chosen == e)
         if len(rows):
-            out.index_add_(0, rows, swiglu(w, f"{p}experts.{e}.", x[rows]) * top[rows, slots, None])
+            out.index_add_(0, rows, routed_expert(w, p, e, x[rows]) * top[rows, slots, None])
     if shared:
         gate = torch.sigmoid(F.linear(x, w[p + "shared_expert_gate.weight"]))
         out = out + gate * swiglu(w, p + "shared_expert.", x)

@@ -51,6 +51,19 @@ def load_safetensors(path):
     return out
 
 
+def split_fused_experts(w):
+    """Experts stored fused (Qwen3.5 / 3.6 MoE releases: experts.gate_up_proj [E, 2I, H], experts.down_proj
+    [E, H, I]) into the per-expert names, as vLLM's qwen3_5_moe loader splits them (chunk(2, dim=-2))."""
+    for name in [n for n in w if n.endswith("experts.gate_up_proj")]:
+        p = name[:-len("gate_up_proj")]
+        gate, up = w.pop(name).chunk(2, dim=-2)
+        down = w.pop(p + "down_proj")
+        for e in range(gate.shape[0]):
+            w[f"{p}{e}.gate_proj.weight"], w[f"{p}{e}.up_proj.weight"] = gate[e], up[e]
+            w[f"{p}{e}.down_proj.weight"] = down[e]
+    return w
+
+
 def rms(x, w, eps, one_plus):
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
@@ -117,7 +130,7 @@ class Target:
         formulas = FORMULAS[target_families.family_of(c)]
         self.hybrid, self.qk_norm = formulas["hybrid"], formulas["qk_norm"]
         self.moe, self.shared = formulas.get("moe", False), formulas.get("shared", False)
-        w = load_safetensors(f"{path}/model.safetensors")
+        w = split_fused_experts(load_safetensors(f"{path}/model.safetensors"))
         root = target_families.decoder_root(w)
         self.w, self.root = w, root
         self.embed = w[root + "embed_tokens.weight"]
