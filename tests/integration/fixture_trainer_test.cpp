@@ -1,6 +1,6 @@
-// The fixture trainer end to end, at a few steps: two runs from the same seed give the same bytes,
-// and what it writes loads — targets probe, drafters evaluate, step records read back with their
-// logged losses recomputing.
+// The fixture trainer end to end, at a few steps: two runs from the same seed give the same bytes
+// (so does one family trained alone), and what it writes loads — targets probe, drafters
+// evaluate, step records read back with their logged losses recomputing.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     EXPECT_EQ(testing::read_file(e.path()), testing::read_file(twin))
         << fs::relative(e.path(), dir / "a");
   }
-  EXPECT_EQ(files, 2 * 2 + 6 * 2 + 7 + 1 + 1) << "targets, drafters, records, prompts, report";
+  EXPECT_EQ(files, 3 * 2 + 9 * 2 + 10 + 1 + 1) << "targets, drafters, records, prompts, report";
 
   // --only-drafter beside an existing target gives the full run's bytes for that drafter.
   const fs::path c = dir / "c";
@@ -51,6 +51,23 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
     EXPECT_EQ(testing::read_file(c / file), testing::read_file(dir / "a" / file)) << file;
   EXPECT_EQ(run_trainer(c, " --only-drafter qwen3-drafter-nope"), 2 << 8) << "unknown name: exit 2";
 
+  // --only-family gives the full run's bytes for that family and touches no other fixture.
+  const fs::path d = dir / "d";
+  fs::create_directories(d);
+  fs::copy_file(dir / "a" / "training-report.json", d / "training-report.json");
+  ASSERT_EQ(run_trainer(d, " --only-family qwen35moe"), 0);
+  int family_files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d)) {
+    if (!e.is_regular_file()) continue;
+    ++family_files;
+    const fs::path rel = fs::relative(e.path(), d);
+    EXPECT_EQ(testing::read_file(e.path()), testing::read_file(dir / "a" / rel)) << rel;
+  }
+  EXPECT_EQ(family_files, 2 + 3 * 2 + 3 + 1 + 1) << "target, drafters, records, prompts, report";
+  EXPECT_EQ(run_trainer(d, " --only-family qwen9"), 2 << 8) << "unknown family: exit 2";
+  EXPECT_EQ(run_trainer(d, " --only-family qwen35moe --only-drafter qwen3-drafter-dflash2"), 2 << 8)
+      << "both selections: a usage error";
+
   const fs::path a = dir / "a";
   auto r = run_draftgate("probe " + (a / "qwen35-target").string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -59,10 +76,13 @@ TEST(FixtureTrainer, SameSeedSameBytesAndEverythingLoads) {
                     (a / "qwen35-drafter-final-layer-leak").string() + " --prompts " +
                     (a / "prompts/held-out.jsonl").string() + " --max-new 4");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = run_draftgate("eval --target " + (a / "qwen3-target").string() + " --drafter " +
-                    (a / "qwen3-drafter-dflash2").string() + " --prompts " +
-                    (a / "prompts/held-out.jsonl").string() + " --max-new 4");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* drafter : {"qwen3-drafter-dflash2", "qwen35moe-drafter-reference"}) {
+    const std::string family = std::string(drafter).substr(0, std::string(drafter).find('-'));
+    r = run_draftgate("eval --target " + (a / (family + "-target")).string() + " --drafter " +
+                      (a / drafter).string() + " --prompts " +
+                      (a / "prompts/held-out.jsonl").string() + " --max-new 4");
+    EXPECT_EQ(r.exit_code, 0) << drafter << ": " << r.err;
+  }
   for (const auto& e : fs::directory_iterator(a / "step-records")) {
     if (e.path().stem().string().find("kl-loss") != std::string::npos) continue;
     r = run_draftgate("check --only loss_type --step-record " + e.path().string());
