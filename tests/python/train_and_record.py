@@ -32,6 +32,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 FAMILIES = {
     "qwen3": ("fixtures/trained/qwen3-target", "fixtures/trained/qwen3-drafter-reference"),
     "qwen35": ("fixtures/trained/qwen35-target", "fixtures/trained/qwen35-drafter-reference"),
+    "qwen35moe": ("fixtures/trained/qwen35moe-target", "fixtures/trained/qwen35moe-drafter-reference"),
 }
 GAMMA = 4.0
 SEQUENCE_LENGTH = 128
