@@ -16,6 +16,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
+#include "huge_page_memory.h"
 
 namespace draftgate::bench {
 namespace {
@@ -51,9 +52,10 @@ double checkpoint_bytes(const io::Checkpoint& ckpt) {
   return bytes;
 }
 
-// Best of three sums of a 1 GiB buffer (what MemoryReadBandwidth times), bytes per second.
+// Best of three sums of the buffer MemoryReadBandwidth times, bytes per second.
 double read_bandwidth() {
-  const at::Tensor buffer = at::ones({256 * 1024 * 1024}, at::kFloat);
+  const bench::BandwidthBuffer held = bench::bandwidth_buffer();
+  const at::Tensor& buffer = held.values;
   double best = 0;
   for (int i = 0; i < 3; ++i) {
     const auto start = std::chrono::steady_clock::now();

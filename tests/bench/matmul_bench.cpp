@@ -2,7 +2,9 @@
 // real shapes, each kernel beside at::linear (oneDNN's bf16 path, what draftgate ran before) and
 // against the memory read bandwidth measured in the same run (MemoryReadBandwidth in
 // target_bench.cpp). The weights cycle through a stack larger than the last-level cache, as the
-// layers of a decode step do, so every weight byte comes from memory.
+// layers of a decode step do, so every weight byte comes from memory — on huge pages, as a mapped
+// checkpoint's are here (huge_page_memory.h; the counter huge_page_share says how much of the
+// stack the kernel gave them).
 //
 // Report: bytes_per_second of a matmul / bytes_per_second of MemoryReadBandwidth = share of the
 // bandwidth bound; `gflops` beside FewRowsInCache's says when many rows make a shape
@@ -11,34 +13,44 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "draftgate/model/few_row_matmul.h"
+#include "huge_page_memory.h"
 
 namespace draftgate::model {
 namespace {
 
 constexpr std::int64_t kStackBytes = std::int64_t{768} << 20;  // well past any L3 here
 
-std::vector<at::Tensor> weight_stack(std::int64_t n, std::int64_t k) {
+struct WeightStack {
+  bench::HugePageMemory memory;
+  std::vector<at::Tensor> weights;
+};
+
+WeightStack weight_stack(std::int64_t n, std::int64_t k) {
   const std::int64_t bytes = n * k * 2;
-  std::vector<at::Tensor> stack;
-  for (std::int64_t total = 0; total < kStackBytes || stack.size() < 2; total += bytes)
-    stack.push_back((at::randn({n, k}) / 32).to(at::kBFloat16));
-  return stack;
+  const std::int64_t count = std::max<std::int64_t>(2, (kStackBytes + bytes - 1) / bytes);
+  WeightStack s{bench::HugePageMemory(static_cast<std::size_t>(count * bytes)), {}};
+  for (std::int64_t i = 0; i < count; ++i)
+    s.weights.push_back(s.memory.tensor(static_cast<std::size_t>(i * bytes), {n, k}, at::kBFloat16)
+                            .copy_(at::randn({n, k}) / 32));
+  return s;
 }
 
 // kernel < 0: at::linear.
 void BM_FewRows(benchmark::State& state, std::int64_t n, std::int64_t k, int kernel) {
   const std::int64_t rows = state.range(0);
-  const auto stack = weight_stack(n, k);
+  const WeightStack stack = weight_stack(n, k);
+  state.counters["huge_page_share"] = stack.memory.huge_page_share();
   const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
   std::size_t next = 0;
   for (auto _ : state) {
-    const at::Tensor& w = stack[next];
-    next = (next + 1) % stack.size();
+    const at::Tensor& w = stack.weights[next];
+    next = (next + 1) % stack.weights.size();
     benchmark::DoNotOptimize(kernel < 0 ? at::linear(x, w)
                                         : few_row_matmul(x, w, static_cast<FewRowKernel>(kernel)));
   }
