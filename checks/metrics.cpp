@@ -8,13 +8,49 @@
 namespace draftgate::checks::metrics {
 namespace {
 at::Tensor f64(const at::Tensor& t) { return t.to(at::kCPU).to(at::kDouble); }
+
+// The checks' tensors are as large as [positions, vocabulary] (0.5 GB of float32 at 512 positions
+// of a 248k vocabulary), and a float64 copy of a whole one costs twice that again: the reductions
+// below convert a slice of this many elements at a time.
+constexpr std::int64_t kSliceElements = std::int64_t{1} << 21;  // 16 MB of float64
+
+// f(slice of a, slice of b) over aligned float64 slices of the two tensors broadcast together and
+// flattened.
+template <class F>
+void for_slices(const at::Tensor& a, const at::Tensor& b, F&& f) {
+  const std::vector<at::Tensor> both = at::broadcast_tensors({a.to(at::kCPU), b.to(at::kCPU)});
+  const at::Tensor fa = both[0].reshape({-1}), fb = both[1].reshape({-1});
+  for (std::int64_t begin = 0; begin < fa.numel(); begin += kSliceElements) {
+    const std::int64_t n = std::min(kSliceElements, fa.numel() - begin);
+    f(fa.narrow(0, begin, n).to(at::kDouble), fb.narrow(0, begin, n).to(at::kDouble));
+  }
+}
+
+// The largest of per-slice maxima, NaN when any is (as Tensor::max() gives).
+struct RunningMax {
+  double value = -INFINITY;
+  void add(double v) { value = std::isnan(v) || std::isnan(value) ? NAN : std::max(value, v); }
+};
 }  // namespace
 
-double rms(const at::Tensor& x) { return f64(x).pow(2).mean().sqrt().item<double>(); }
+double rms(const at::Tensor& x) {
+  double squares = 0;
+  const at::Tensor flat = x.to(at::kCPU).reshape({-1});
+  for (std::int64_t begin = 0; begin < flat.numel(); begin += kSliceElements)
+    squares += flat.narrow(0, begin, std::min(kSliceElements, flat.numel() - begin))
+                   .to(at::kDouble)
+                   .pow(2)
+                   .sum()
+                   .item<double>();
+  return std::sqrt(squares / static_cast<double>(x.numel()));  // NaN when empty, as mean() is
+}
 
 double nmse(const at::Tensor& got, const at::Tensor& ref) {
-  const at::Tensor g = f64(got), r = f64(ref);
-  const double err = (g - r).pow(2).sum().item<double>(), norm = r.pow(2).sum().item<double>();
+  double err = 0, norm = 0;
+  for_slices(got, ref, [&](const at::Tensor& g, const at::Tensor& r) {
+    err += (g - r).pow(2).sum().item<double>();
+    norm += r.pow(2).sum().item<double>();
+  });
   if (norm == 0) return err == 0 ? 0 : INFINITY;
   return err / norm;
 }
@@ -24,31 +60,62 @@ double cosine(const at::Tensor& a, const at::Tensor& b) {
 }
 
 double max_abs_diff(const at::Tensor& got, const at::Tensor& ref) {
-  return (f64(got) - f64(ref)).abs().max().item<double>();
+  RunningMax worst;
+  for_slices(got, ref, [&](const at::Tensor& g, const at::Tensor& r) {
+    worst.add((g - r).abs().max().item<double>());
+  });
+  return worst.value;
 }
 
 double max_rel_diff(const at::Tensor& got, const at::Tensor& ref) {
-  const double err = max_abs_diff(got, ref), scale = f64(ref).abs().max().item<double>();
-  if (scale == 0) return err == 0 ? 0 : INFINITY;
-  return err / scale;
+  RunningMax scale;
+  const double err = max_abs_diff(got, ref);
+  for_slices(ref, ref, [&](const at::Tensor& r, const at::Tensor&) {
+    scale.add(r.abs().max().item<double>());
+  });
+  if (scale.value == 0) return err == 0 ? 0 : INFINITY;
+  return err / scale.value;
 }
 
 double noise_ratio(const at::Tensor& got, const at::Tensor& ref) {
-  const at::Tensor r = f64(ref);
-  const double scale = r.pow(2).mean().sqrt().item<double>();
-  const double noise = (f64(got) - r).std().item<double>();
+  // std(got − ref) with the slices' means and squared deviations merged (Chan et al.), as stable
+  // as the two-pass std over the whole.
+  double count = 0, mean = 0, m2 = 0, squares = 0;
+  for_slices(got, ref, [&](const at::Tensor& g, const at::Tensor& r) {
+    const at::Tensor d = g - r;
+    const auto n = static_cast<double>(d.numel());
+    const double m = d.mean().item<double>(), dm = m - mean;
+    m2 += (d - m).pow(2).sum().item<double>() + dm * dm * count * n / (count + n);
+    mean += dm * n / (count + n);
+    count += n;
+    squares += r.pow(2).sum().item<double>();
+  });
+  const double scale = std::sqrt(squares / count);
+  const double noise = std::sqrt(m2 / (count - 1));  // unbiased, as Tensor::std(); NaN for one
   if (scale == 0) return noise == 0 ? 0 : INFINITY;
   return noise / scale;
 }
 
 double mean_kl(const at::Tensor& ref_logits, const at::Tensor& got_logits) {
-  const at::Tensor p = at::log_softmax(f64(ref_logits), -1);
-  const at::Tensor q = at::log_softmax(f64(got_logits), -1);
-  return (p.exp() * (p - q)).sum(-1).mean().item<double>();
+  const std::int64_t vocab = ref_logits.size(-1);
+  const at::Tensor ref = ref_logits.to(at::kCPU).reshape({-1, vocab});
+  const at::Tensor got = got_logits.to(at::kCPU).reshape({-1, vocab});
+  const std::int64_t rows =
+      std::max<std::int64_t>(1, kSliceElements / std::max<std::int64_t>(vocab, 1));
+  double total = 0;
+  for (std::int64_t begin = 0; begin < ref.size(0); begin += rows) {
+    const std::int64_t n = std::min(rows, ref.size(0) - begin);
+    const at::Tensor p = at::log_softmax(ref.narrow(0, begin, n).to(at::kDouble), -1);
+    const at::Tensor q = at::log_softmax(got.narrow(0, begin, n).to(at::kDouble), -1);
+    total += (p.exp() * (p - q)).sum().item<double>();
+  }
+  return total / static_cast<double>(ref.size(0));
 }
 
 at::Tensor top2_margin(const at::Tensor& logits) {
-  const at::Tensor top = std::get<0>(f64(logits).topk(2, -1));
+  // topk in the logits' own dtype: widening is exact and monotone, so the two largest are the
+  // same elements, and only they are widened.
+  const at::Tensor top = std::get<0>(logits.to(at::kCPU).topk(2, -1)).to(at::kDouble);
   return top.select(-1, 0) - top.select(-1, 1);
 }
 
