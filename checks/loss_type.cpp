@@ -36,16 +36,51 @@ std::optional<int> mantissa_bits(const std::string& stored_dtype) {
   return std::nullopt;  // F32 or wider: the values are what the trainer computed
 }
 
+// The recorded drafter logits [anchors, block, vocabulary] in float64, a few anchors at a time: the
+// per-element losses are row-wise, and a float64 copy of the whole is 1 GB at 512 positions of a
+// 248k vocabulary (several such temporaries made this check the peak of a 27B-target run).
+class DoubleLogits {
+ public:
+  explicit DoubleLogits(at::Tensor stored) : stored_(std::move(stored)) {}
+  // f(float64 logits of anchors [first, first + n), first, n) → per-element [n, block],
+  // concatenated.
+  template <class F>
+  at::Tensor per_element(F&& f) const {
+    const std::int64_t anchors = stored_.size(0);
+    const std::int64_t per_anchor =
+        std::max<std::int64_t>(1, stored_.numel() / std::max<std::int64_t>(1, anchors));
+    const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{1} << 21) / per_anchor);
+    std::vector<at::Tensor> parts;
+    for (std::int64_t first = 0; first < anchors || parts.empty(); first += step) {
+      const std::int64_t n = std::min(step, anchors - first);
+      parts.push_back(f(stored_.narrow(0, first, n).to(at::kDouble), first, n));
+    }
+    return at::cat(parts);
+  }
+  // Elementwise CE against `labels` [anchors, block].
+  at::Tensor cross_entropy(const at::Tensor& labels) const {
+    return per_element([&](const at::Tensor& x, std::int64_t first, std::int64_t n) {
+      return train::elementwise_cross_entropy(x, labels.narrow(0, first, n));
+    });
+  }
+
+ private:
+  at::Tensor stored_;
+};
+
 // First-order standard deviation of the weighted CE when every logit carries an independent
 // rounding error, uniform within half an ulp of a `bits`-bit format: ΔCE_j = Σ_v (p_v − [v = y])
 // δ_v.
-double ce_rounding_std(const at::Tensor& logits, const train::BlockTargets& t, int bits) {
-  at::Tensor coefficient = at::softmax(logits, -1);
-  coefficient.scatter_add_(-1, t.labels.unsqueeze(-1),
-                           -at::ones(t.labels.unsqueeze(-1).sizes(), logits.options()));
-  const at::Tensor ulp =
-      at::exp2(at::floor(at::log2(logits.abs().clamp_min(1e-30))) - static_cast<double>(bits - 1));
-  const at::Tensor variance = (coefficient.pow(2) * ulp.pow(2) / 12).sum(-1);
+double ce_rounding_std(const DoubleLogits& logits, const train::BlockTargets& t, int bits) {
+  const at::Tensor variance =
+      logits.per_element([&](const at::Tensor& x, std::int64_t first, std::int64_t n) {
+        const at::Tensor labels = t.labels.narrow(0, first, n).unsqueeze(-1);
+        at::Tensor coefficient = at::softmax(x, -1);
+        coefficient.scatter_add_(-1, labels, -at::ones(labels.sizes(), x.options()));
+        const at::Tensor ulp =
+            at::exp2(at::floor(at::log2(x.abs().clamp_min(1e-30))) - static_cast<double>(bits - 1));
+        return (coefficient.pow(2) * ulp.pow(2) / 12).sum(-1);
+      });
   const at::Tensor w = t.weight.to(at::kDouble);
   return (w.pow(2) * variance).sum().sqrt().item<double>() / w.sum().item<double>();
 }
@@ -67,7 +102,7 @@ struct Candidate {
 // weightings (uniform, decay γ of the record and the trainers' defaults 4 and 7, D-PACE), the
 // other normalisations, the other loss, and labels shifted by one position either way.
 Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_loss,
-                           const at::Tensor& logits, const train::BlockTargets& targets,
+                           const DoubleLogits& logits, const train::BlockTargets& targets,
                            const at::Tensor& ce_elements, const at::Tensor& kl_elements) {
   train::LossRecipe configured = rec.recipe();
   configured.loss = judged_loss;
@@ -105,8 +140,7 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
     const at::Tensor inside = (pos >= 0) & (pos < s);
     const at::Tensor shifted = ids.index({pos.clamp(0, s - 1)});
     labels.push_back({", labels shifted to input_ids[a+k" + std::string(d > 0 ? "+1" : "-1") + "]",
-                      train::elementwise_cross_entropy(logits, shifted),
-                      mask * inside.to(at::kDouble)});
+                      logits.cross_entropy(shifted), mask * inside.to(at::kDouble)});
   }
   Candidate best;
   double best_distance = 0;
@@ -170,10 +204,10 @@ class LossTypeCheck : public Check {
         if (auto bad = metrics::non_finite_problem(tensor, value))
           problems.push_back(*bad + "; the loss cannot be recomputed from non-finite logits");
     if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
-    const at::Tensor logits = rec.drafter_logits.to(at::kDouble);
+    const DoubleLogits logits(rec.drafter_logits);
     const train::LossRecipe configured = rec.recipe();
     const at::Tensor mask = (targets.weight > 0).to(at::kDouble);  // the 0/1 supervision
-    const at::Tensor ce_elements = train::elementwise_cross_entropy(logits, targets.labels);
+    const at::Tensor ce_elements = logits.cross_entropy(targets.labels);
     const double ce = recipe_value(rec, configured, ce_elements, mask);
     // A trainer computing in bf16 or f16 may log its loss as a scalar of that dtype: allow its
     // rounding, half an ulp (reductions accumulate in float32, so the final rounding dominates).
@@ -203,7 +237,10 @@ class LossTypeCheck : public Check {
     std::string no_kl = "no teacher_logits";  // why the KL is n/a
     if (rec.teacher_logits.defined()) {
       if (const auto teacher = train::recorded_block_teacher_logits(rec, targets)) {
-        kl_elements = train::elementwise_kl(logits, *teacher);
+        kl_elements =
+            logits.per_element([&](const at::Tensor& x, std::int64_t first, std::int64_t n) {
+              return train::elementwise_kl(x, teacher->narrow(0, first, n));
+            });
         kl = recipe_value(rec, configured, kl_elements, mask);
         r.measured["recomputed_kl"] = *kl;
       } else {
