@@ -36,9 +36,10 @@ std::optional<int> mantissa_bits(const std::string& stored_dtype) {
   return std::nullopt;  // F32 or wider: the values are what the trainer computed
 }
 
-// The recorded drafter logits [anchors, block, vocabulary] in float64, a few anchors at a time: the
-// per-element losses are row-wise, and a float64 copy of the whole is 1 GB at 512 positions of a
-// 248k vocabulary (several such temporaries made this check the peak of a 27B-target run).
+// The recorded drafter logits [anchors, block, vocabulary] in float64, a few anchors at a time
+// (metrics::per_row_slice): the per-element losses are row-wise, and a float64 copy of the whole is
+// 1 GB at 512 positions of a 248k vocabulary (several such temporaries made this check the peak of
+// a 27B-target run).
 class DoubleLogits {
  public:
   explicit DoubleLogits(at::Tensor stored) : stored_(std::move(stored)) {}
@@ -46,16 +47,7 @@ class DoubleLogits {
   // concatenated.
   template <class F>
   at::Tensor per_element(F&& f) const {
-    const std::int64_t anchors = stored_.size(0);
-    const std::int64_t per_anchor =
-        std::max<std::int64_t>(1, stored_.numel() / std::max<std::int64_t>(1, anchors));
-    const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{1} << 21) / per_anchor);
-    std::vector<at::Tensor> parts;
-    for (std::int64_t first = 0; first < anchors || parts.empty(); first += step) {
-      const std::int64_t n = std::min(step, anchors - first);
-      parts.push_back(f(stored_.narrow(0, first, n).to(at::kDouble), first, n));
-    }
-    return at::cat(parts);
+    return metrics::per_row_slice(stored_, std::forward<F>(f));
   }
   // Elementwise CE against `labels` [anchors, block].
   at::Tensor cross_entropy(const at::Tensor& labels) const {

@@ -9,11 +9,6 @@ namespace draftgate::checks::metrics {
 namespace {
 at::Tensor f64(const at::Tensor& t) { return t.to(at::kCPU).to(at::kDouble); }
 
-// The checks' tensors are as large as [positions, vocabulary] (0.5 GB of float32 at 512 positions
-// of a 248k vocabulary), and a float64 copy of a whole one costs twice that again: the reductions
-// below convert a slice of this many elements at a time.
-constexpr std::int64_t kSliceElements = std::int64_t{1} << 21;  // 16 MB of float64
-
 // f(slice of a, slice of b) over aligned float64 slices of the two tensors broadcast together and
 // flattened.
 template <class F>
@@ -34,15 +29,10 @@ struct RunningMax {
 }  // namespace
 
 double rms(const at::Tensor& x) {
-  double squares = 0;
-  const at::Tensor flat = x.to(at::kCPU).reshape({-1});
-  for (std::int64_t begin = 0; begin < flat.numel(); begin += kSliceElements)
-    squares += flat.narrow(0, begin, std::min(kSliceElements, flat.numel() - begin))
-                   .to(at::kDouble)
-                   .pow(2)
-                   .sum()
-                   .item<double>();
-  return std::sqrt(squares / static_cast<double>(x.numel()));  // NaN when empty, as mean() is
+  const at::Tensor squares = per_row_slice(
+      x.reshape({-1}), [](const at::Tensor& s, auto, auto) { return s.pow(2).sum().unsqueeze(0); });
+  return std::sqrt(squares.sum().item<double>() /
+                   static_cast<double>(x.numel()));  // NaN when empty, as mean() is
 }
 
 double nmse(const at::Tensor& got, const at::Tensor& ref) {
@@ -98,18 +88,15 @@ double noise_ratio(const at::Tensor& got, const at::Tensor& ref) {
 
 double mean_kl(const at::Tensor& ref_logits, const at::Tensor& got_logits) {
   const std::int64_t vocab = ref_logits.size(-1);
-  const at::Tensor ref = ref_logits.to(at::kCPU).reshape({-1, vocab});
-  const at::Tensor got = got_logits.to(at::kCPU).reshape({-1, vocab});
-  const std::int64_t rows =
-      std::max<std::int64_t>(1, kSliceElements / std::max<std::int64_t>(vocab, 1));
-  double total = 0;
-  for (std::int64_t begin = 0; begin < ref.size(0); begin += rows) {
-    const std::int64_t n = std::min(rows, ref.size(0) - begin);
-    const at::Tensor p = at::log_softmax(ref.narrow(0, begin, n).to(at::kDouble), -1);
-    const at::Tensor q = at::log_softmax(got.narrow(0, begin, n).to(at::kDouble), -1);
-    total += (p.exp() * (p - q)).sum().item<double>();
-  }
-  return total / static_cast<double>(ref.size(0));
+  const at::Tensor got = got_logits.reshape({-1, vocab});
+  return per_row_slice(ref_logits.reshape({-1, vocab}),
+                       [&](const at::Tensor& ref, std::int64_t first, std::int64_t n) {
+                         const at::Tensor p = at::log_softmax(ref, -1);
+                         const at::Tensor q = at::log_softmax(f64(got.narrow(0, first, n)), -1);
+                         return (p.exp() * (p - q)).sum(-1);
+                       })
+      .mean()
+      .item<double>();
 }
 
 at::Tensor top2_margin(const at::Tensor& logits) {

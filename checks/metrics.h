@@ -4,12 +4,35 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace draftgate::checks::metrics {
+
+// The checks' tensors are as large as [positions, vocabulary] (0.5 GB of float32 at 512 positions
+// of a 248k vocabulary), and a float64 copy of a whole one costs twice that again: reductions over
+// them convert about this many elements at a time.
+inline constexpr std::int64_t kSliceElements = std::int64_t{1} << 21;  // 16 MB of float64
+
+// f(float64 copy of t's rows [first, first + n) along dim 0, first, n) for slices of about
+// kSliceElements, the results concatenated along dim 0 (one call on zero rows when t has none).
+template <class F>
+at::Tensor per_row_slice(const at::Tensor& t, F&& f) {
+  const std::int64_t rows = t.size(0);
+  const std::int64_t per_row = rows == 0 ? 1 : std::max<std::int64_t>(1, t.numel() / rows);
+  const std::int64_t step = std::max<std::int64_t>(1, kSliceElements / per_row);
+  std::vector<at::Tensor> parts;
+  std::int64_t first = 0;
+  do {
+    const std::int64_t n = std::min(step, rows - first);
+    parts.push_back(f(t.narrow(0, first, n).to(at::kCPU).to(at::kDouble), first, n));
+    first += n;
+  } while (first < rows);
+  return at::cat(parts);
+}
 
 double rms(const at::Tensor& x);
 // Σ(got − ref)² / Σ ref² (0 when both are zero).

@@ -28,19 +28,14 @@ namespace draftgate::checks {
 namespace {
 
 // Per row of [rows, vocabulary] logits: std(got − ref) / RMS(ref over the whole tensor), a few
-// rows at a time (float64 copies of whole logits are 1 GB each at 512 positions of 248k).
+// rows at a time (metrics::per_row_slice).
 at::Tensor row_noise_ratio(const at::Tensor& got, const at::Tensor& ref) {
   const double scale = std::max(metrics::rms(ref), 1e-30);
-  const std::int64_t step =
-      std::max<std::int64_t>(1, (std::int64_t{1} << 21) / std::max<std::int64_t>(1, ref.size(-1)));
-  std::vector<at::Tensor> rows = {at::empty({0}, at::kDouble)};
-  for (std::int64_t begin = 0; begin < ref.size(0); begin += step) {
-    const std::int64_t n = std::min(step, ref.size(0) - begin);
-    rows.push_back(
-        (got.narrow(0, begin, n).to(at::kDouble) - ref.narrow(0, begin, n).to(at::kDouble))
-            .std(-1));
-  }
-  return at::cat(rows) / scale;
+  return metrics::per_row_slice(ref,
+                                [&](const at::Tensor& r, std::int64_t first, std::int64_t n) {
+                                  return (got.narrow(0, first, n).to(at::kDouble) - r).std(-1);
+                                }) /
+         scale;
 }
 
 class TargetLogitsNoiseFree : public Check {

@@ -116,6 +116,14 @@ TEST(FixtureTrainer, BadInputExitsTwoWithOneLineAndWritesNothing) {
   fs::create_directories(empty);
   EXPECT_EQ(run(empty, " --only-drafter ''"), 2 << 8);
   expect_one_line("empty --only-drafter", "usage error");
+  EXPECT_EQ(run(empty, " --only-family ''"), 2 << 8);
+  expect_one_line("empty --only-family", "usage error");
+  EXPECT_EQ(run(empty, " --only-family qwen9"), 2 << 8);
+  expect_one_line(
+      "unknown family",
+      "--only-family: no family named \"qwen9\" (hint: one of: qwen3, qwen35, qwen35moe)");
+  EXPECT_EQ(run(empty, " --only-family qwen35moe --only-drafter qwen3-drafter-dflash2"), 2 << 8);
+  expect_one_line("both selections", "usage error");
   EXPECT_EQ(run(empty, " --target-steps 0"), 2 << 8);
   expect_one_line("zero steps", "usage error");
   EXPECT_EQ(run(empty, " --drafter-steps 1000001"), 2 << 8);
@@ -129,7 +137,11 @@ TEST(FixtureTrainer, BadInputExitsTwoWithOneLineAndWritesNothing) {
   std::ofstream(array_report / "training-report.json") << "[1,2]";
   EXPECT_EQ(run(array_report, " --drafter-steps 2 --only-drafter qwen3-drafter-dflash2"), 2 << 8);
   expect_one_line("an array as training report", "training-report.json: is not a training report");
+  EXPECT_EQ(run(array_report, " --target-steps 2 --only-family qwen35moe"), 2 << 8);
+  expect_one_line("an array as training report, one family",
+                  "training-report.json: is not a training report");
   EXPECT_EQ(testing::read_file(array_report / "training-report.json"), "[1,2]");
+  EXPECT_FALSE(fs::exists(array_report / "qwen35moe-target")) << "refused before training";
 }
 
 }  // namespace

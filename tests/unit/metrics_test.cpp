@@ -73,5 +73,23 @@ TEST(Metrics, NanAnywhereAndBroadcastingBehaveAsTheWholeTensor) {
   EXPECT_TRUE(std::isnan(metrics::rms(at::empty({0}))));
 }
 
+TEST(Metrics, RowSlicesCoverEveryRowOnceInOrder) {
+  const at::Tensor rows =
+      at::zeros({300, 20011});  // 104 rows a slice: three slices, the last short
+  int calls = 0;
+  const at::Tensor seen =
+      metrics::per_row_slice(rows, [&](const at::Tensor& x, std::int64_t first, std::int64_t n) {
+        ++calls;
+        EXPECT_EQ(x.scalar_type(), at::kDouble);
+        EXPECT_EQ(x.size(0), n);
+        return at::arange(first, first + n, at::kLong);
+      });
+  EXPECT_TRUE(at::equal(seen, at::arange(300, at::kLong)));
+  EXPECT_EQ(calls, 3);
+  const at::Tensor none = metrics::per_row_slice(
+      at::zeros({0, 7}), [](const at::Tensor& x, std::int64_t, std::int64_t) { return x.sum(-1); });
+  EXPECT_EQ(none.numel(), 0);
+}
+
 }  // namespace
 }  // namespace draftgate::checks
