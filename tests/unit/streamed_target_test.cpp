@@ -83,36 +83,41 @@ void expect_identical(const at::Tensor& a, const at::Tensor& b, const std::strin
       << (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
+// Both ways of reading a layer (into memory ahead of use, or through the mapping) at both dtypes.
 TEST_P(StreamedTargetTest, GivesTheInMemoryForwardBitForBitAtEitherDtype) {
   const std::vector<std::int64_t> taps = {0, 1, 2, 3};
   for (at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
     for (GdnAlgorithm gdn : {GdnAlgorithm::kChunked, GdnAlgorithm::kRecurrent}) {
-      TargetOptions o;
-      o.dtype = dtype;
-      o.gdn = gdn;
-      const auto in_memory = open_sequence_target(checkpoint(), o, TargetPath::kInMemory);
-      // bf16: 100-row vocabulary blocks, lm_head in three pieces, the last one short. f32: the
-      // default blocks (one here) — OpenBLAS multiplies tiny f32 blocks with its small-matrix
-      // kernels, whose sums differ from the whole product's by an ulp (measured 1e-6).
-      const StreamedTarget streamed(checkpoint(), o,
-                                    dtype == at::kBFloat16 ? 100 : StreamedTarget::kVocabChunkRows);
-      ASSERT_FALSE(in_memory->streamed());
-      ASSERT_TRUE(streamed.streamed());
-      const std::string label = dtype == at::kFloat ? "f32" : "bf16";
-      std::int64_t layers_reported = 0;
-      const ForwardResult want = in_memory->forward(tokens(), taps);
-      const ForwardResult got = streamed.forward(tokens(), taps, true, [&](auto done, auto total) {
-        EXPECT_EQ(done, ++layers_reported);
-        EXPECT_EQ(total, 4);
-      });
-      EXPECT_EQ(layers_reported, 4);
-      expect_identical(got.logits, want.logits, label + " logits");
-      for (auto l : taps)
-        expect_identical(got.taps.at(l), want.taps.at(l), label + " tap " + std::to_string(l));
-      const at::Tensor h = want.taps.at(3);
-      expect_identical(streamed.final_norm(h), in_memory->final_norm(h), label + " final norm");
-      expect_identical(streamed.lm_head(h), in_memory->lm_head(h), label + " lm_head");
-      expect_identical(streamed.embed(tokens()), in_memory->embed(tokens()), label + " embed");
+      for (LayerReads reads : {LayerReads::kStaged, LayerReads::kMapped}) {
+        TargetOptions o;
+        o.dtype = dtype;
+        o.gdn = gdn;
+        const auto in_memory = open_sequence_target(checkpoint(), o, TargetPath::kInMemory);
+        // bf16: 100-row vocabulary blocks, lm_head in three pieces, the last one short. f32: the
+        // default blocks (one here) — OpenBLAS multiplies tiny f32 blocks with its small-matrix
+        // kernels, whose sums differ from the whole product's by an ulp (measured 1e-6).
+        const StreamedTarget streamed(
+            checkpoint(), o, dtype == at::kBFloat16 ? 100 : StreamedTarget::kVocabChunkRows, reads);
+        ASSERT_FALSE(in_memory->streamed());
+        ASSERT_TRUE(streamed.streamed());
+        const std::string label = std::string(dtype == at::kFloat ? "f32" : "bf16") +
+                                  (reads == LayerReads::kStaged ? " staged" : " mapped");
+        std::int64_t layers_reported = 0;
+        const ForwardResult want = in_memory->forward(tokens(), taps);
+        const ForwardResult got =
+            streamed.forward(tokens(), taps, true, [&](auto done, auto total) {
+              EXPECT_EQ(done, ++layers_reported);
+              EXPECT_EQ(total, 4);
+            });
+        EXPECT_EQ(layers_reported, 4);
+        expect_identical(got.logits, want.logits, label + " logits");
+        for (auto l : taps)
+          expect_identical(got.taps.at(l), want.taps.at(l), label + " tap " + std::to_string(l));
+        const at::Tensor h = want.taps.at(3);
+        expect_identical(streamed.final_norm(h), in_memory->final_norm(h), label + " final norm");
+        expect_identical(streamed.lm_head(h), in_memory->lm_head(h), label + " lm_head");
+        expect_identical(streamed.embed(tokens()), in_memory->embed(tokens()), label + " embed");
+      }
     }
   }
 }

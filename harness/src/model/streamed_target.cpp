@@ -3,27 +3,31 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <future>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "draftgate/error.h"
+#include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/sequence_target.h"
+#include "draftgate/model/staged_tensors.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {
 
 StreamedTarget::StreamedTarget(const io::Checkpoint& checkpoint, const TargetOptions& options,
-                               std::int64_t vocab_chunk_rows)
+                               std::int64_t vocab_chunk_rows, LayerReads layer_reads)
     : checkpoint_(checkpoint),
       stack_(layout::resolve_decoder_stack(checkpoint)),
       config_(TargetConfig::from(checkpoint.config(), stack_)),
       dtype_(compute_dtype(checkpoint, stack_, options)),
       device_(options.device),
       gdn_(options.gdn),
-      vocab_chunk_rows_(std::max<std::int64_t>(1, vocab_chunk_rows)) {
+      vocab_chunk_rows_(std::max<std::int64_t>(1, vocab_chunk_rows)),
+      layer_reads_(layer_reads) {
   if (checkpoint.metadata_only())
     throw Error(checkpoint.dir().string(),
                 "metadata-only checkpoint (index without shards) has no weights",
@@ -39,13 +43,20 @@ StreamedTarget::StreamedTarget(const io::Checkpoint& checkpoint, const TargetOpt
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
 }
 
-void StreamedTarget::advise_layer(std::int64_t index, bool release) const {
+std::vector<std::string> StreamedTarget::layer_tensors(std::int64_t index) const {
   const std::string prefix = stack_.layer_path(index) + ".";
   const auto& names = checkpoint_.names();
+  std::vector<std::string> layer;
   for (auto it = std::lower_bound(names.begin(), names.end(), prefix);
-       it != names.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
-    const io::TensorInfo* info = checkpoint_.info(*it);
-    const auto& file = checkpoint_.file_of(*it);
+       it != names.end() && it->compare(0, prefix.size(), prefix) == 0; ++it)
+    layer.push_back(*it);
+  return layer;
+}
+
+void StreamedTarget::advise_layer(std::int64_t index, bool release) const {
+  for (const std::string& name : layer_tensors(index)) {
+    const io::TensorInfo* info = checkpoint_.info(name);
+    const auto& file = checkpoint_.file_of(name);
     release ? file->release(*info) : file->prefetch(*info);
   }
 }
@@ -63,10 +74,14 @@ namespace {
 struct Stream {
   RopeTables rope;
   WeightBuffers buffers;
-  std::optional<WeightLoader> weights;
   at::Tensor h;
   ForwardResult result;
 };
+
+// Layers up to this share of the memory budget are read into memory ahead of use (two at a time);
+// a bigger one (a MoE layer of a few hundred experts on a small machine) is read through the
+// mapping, a tensor or an expert at a time as it is used.
+constexpr std::uint64_t kStagedShareOfBudget = 8;
 
 }  // namespace
 
@@ -88,21 +103,37 @@ std::vector<ForwardResult> StreamedTarget::forward_together(
     const StreamedTarget& t = *targets[k];
     Stream& s = streams[k];
     s.rope = rope_tables(at::tensor(positions, at::kLong).to(t.device_), t.inv_freq_, t.dtype_);
-    // Each layer converts into the buffers the one before let go.
-    s.weights.emplace(t.checkpoint_, t.dtype_, t.device_, nullptr, &s.buffers);
     s.h = t.embed(tokens);
   }
   const std::int64_t layers = first.config_.num_layers;
-  first.advise_layer(0, false);
+  const std::uint64_t budget = available_memory_bytes();
+  TensorStager stager(first.checkpoint_);
+  // Layer i's read, started while layer i - 1 computes; invalid when it is read through the
+  // mapping.
+  const auto read_ahead = [&](std::int64_t i) {
+    const std::vector<std::string> names = first.layer_tensors(i);
+    const bool staged =
+        first.layer_reads_ == LayerReads::kAuto
+            ? budget == 0 || stager.staged_bytes(names) <= budget / kStagedShareOfBudget
+            : first.layer_reads_ == LayerReads::kStaged;
+    if (staged) return stager.stage(names);
+    first.advise_layer(i, false);
+    return std::future<StagedTensors>();
+  };
+  std::future<StagedTensors> next = read_ahead(0);
   for (std::int64_t i = 0; i < layers; ++i) {
-    if (i + 1 < layers) first.advise_layer(i + 1, false);  // read ahead while this layer computes
-    // Layer i's pages stay resident until every target has run it: read from storage once.
+    const bool mapped = !next.valid();
+    const StagedTensors staged = mapped ? StagedTensors() : next.get();
+    if (i + 1 < layers) next = read_ahead(i + 1);
+    // Layer i is read from storage once and run by every target.
     for (std::size_t k = 0; k < targets.size(); ++k) {
       const StreamedTarget& t = *targets[k];
       Stream& s = streams[k];
       {
-        const TargetLayer layer = TargetLayer::load(
-            t.config_, *s.weights, t.stack_.layer_path(i) + ".", i, ExpertLoading::kOnUse);
+        // Each layer converts into the buffers the one before let go.
+        const WeightLoader w(t.checkpoint_, t.dtype_, t.device_, nullptr, &s.buffers, &staged);
+        const TargetLayer layer =
+            TargetLayer::load(t.config_, w, t.stack_.layer_path(i) + ".", i, ExpertLoading::kOnUse);
         KVCache kv;  // one pass over the whole sequence: nothing outlives the layer
         LinearState linear;
         if (layer.linear)
@@ -112,7 +143,7 @@ std::vector<ForwardResult> StreamedTarget::forward_together(
       if (std::find(taps.begin(), taps.end(), i) != taps.end())
         s.result.taps[i] = s.h.to(at::kFloat);
     }
-    first.advise_layer(i, true);
+    if (mapped) first.advise_layer(i, true);
     if (on_layer) on_layer(i + 1, layers);
   }
   std::vector<ForwardResult> results;

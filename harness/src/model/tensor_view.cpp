@@ -42,7 +42,11 @@ DType safetensors_dtype(at::ScalarType type) {
 }
 
 at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info) {
-  const std::string_view bytes = file->bytes(info);
+  return tensor_view(file->bytes(info), info, file);
+}
+
+at::Tensor tensor_view(std::string_view bytes, const TensorInfo& info,
+                       std::shared_ptr<const void> owner) {
   std::vector<int64_t> shape = info.shape;
   const auto native = aten_dtype(info.dtype);
   const at::ScalarType type = native.value_or(at::kByte);
@@ -50,9 +54,9 @@ at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const
     shape.push_back(static_cast<int64_t>(dtype_size(info.dtype)));
 
   void* data = const_cast<char*>(bytes.data());  // read-only mapping: views must never be written
-  auto keep_alive = file;
   at::Tensor view = at::from_blob(
-      data, shape, [keep_alive](void*) {}, at::TensorOptions().dtype(type).device(at::kCPU));
+      data, shape, [owner = std::move(owner)](void*) {},
+      at::TensorOptions().dtype(type).device(at::kCPU));
   const auto element = static_cast<std::uintptr_t>(c10::elementSize(type));
   if (reinterpret_cast<std::uintptr_t>(data) % element != 0) return view.clone();
   return view;

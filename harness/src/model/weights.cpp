@@ -19,13 +19,21 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
-                           at::Device device, ParameterMap* owned, WeightBuffers* reuse)
+                           at::Device device, ParameterMap* owned, WeightBuffers* reuse,
+                           const StagedTensors* staged)
     : checkpoint_(checkpoint),
       fp8_(io::read_fp8_scheme(checkpoint.config())),
       dtype_(dtype),
       device_(device),
       owned_(owned),
-      reuse_(reuse) {}
+      reuse_(reuse),
+      staged_(staged) {}
+
+at::Tensor WeightLoader::stored_tensor(const std::string& name) const {
+  if (staged_ != nullptr)
+    if (at::Tensor t = staged_->find(name); t.defined()) return t;
+  return io::load_tensor(checkpoint_, name);
+}
 
 at::Tensor WeightLoader::mapped(const std::string& name,
                                 const std::vector<std::int64_t>& shape) const {
@@ -50,7 +58,7 @@ at::Tensor WeightLoader::mapped(const std::string& name,
                     "and lm_head in bf16)",
                 "list its module in quantization_config.modules_to_not_convert and store it "
                 "unquantised");
-  const at::Tensor t = io::load_tensor(checkpoint_, name);
+  const at::Tensor t = stored_tensor(name);
   if (!t.is_floating_point())
     throw Error(where, "tensor \"" + name + "\" has non-float dtype " +
                            std::string(io::dtype_name(info->dtype)));
@@ -133,11 +141,11 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
                     format_shape(shape) + " in " + std::to_string(fp8_->block_out) + "x" +
                     std::to_string(fp8_->block_in) + " blocks needs " + format_shape(blocks),
                 "weight_block_size must be the block size the checkpoint was quantized with");
-  const at::Tensor scale_inv = io::load_tensor(checkpoint_, scale_name).to(at::kFloat);
+  const at::Tensor scale_inv = stored_tensor(scale_name).to(at::kFloat);
   if (!(at::isfinite(scale_inv).all().item<bool>() && (scale_inv > 0).all().item<bool>()))
     throw Error(scale_file, "tensor \"" + scale_name + "\" holds a scale that is NaN, Inf or <= 0",
                 "the checkpoint is corrupt: every FP8 block scale is a positive finite number");
-  const at::Tensor codes = io::load_tensor(checkpoint_, name);
+  const at::Tensor codes = stored_tensor(name);
   if (index) return dequantize_fp8_blocks(codes[*index], scale_inv[*index], *fp8_);
   return dequantize_fp8_blocks(codes, scale_inv, *fp8_);
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "draftgate/io/checkpoint.h"
@@ -56,17 +57,24 @@ class InMemoryTarget final : public SequenceTarget {
   std::unique_ptr<TargetModel> model_;
 };
 
-// Streams the weights through memory: each decoder layer is loaded from the mapping (converted to
-// the compute dtype when stored otherwise), run over every position, and released
-// (MADV_DONTNEED, POSIX_FADV_DONTNEED) while the next one is prefetched (MADV_WILLNEED). The
-// embedding is read row by row and lm_head a block of vocabulary rows at a time, so resident
-// memory is about two layers plus the activations and taps, whatever the depth.
+// Streams the weights through memory: each decoder layer is read into memory with direct reads
+// while the one before computes (staged_tensors.h; a layer over an eighth of the memory budget is
+// read through the mapping instead, prefetched with MADV_WILLNEED and released with
+// MADV_DONTNEED + POSIX_FADV_DONTNEED), converted to the compute dtype when stored otherwise, and
+// run over every position. The embedding is read row by row and lm_head a block of vocabulary rows
+// at a time, so resident memory is about two layers plus the activations and taps, whatever the
+// depth.
+// How a streamed walk reads its decoder layers; kAuto: staged unless a layer is over an eighth of
+// the memory budget.
+enum class LayerReads { kAuto, kStaged, kMapped };
+
 class StreamedTarget final : public SequenceTarget {
  public:
   static constexpr std::int64_t kVocabChunkRows = 16384;
   // `vocab_chunk_rows`: lm_head rows projected (and converted) at once.
   StreamedTarget(const io::Checkpoint& checkpoint, const TargetOptions& options,
-                 std::int64_t vocab_chunk_rows = kVocabChunkRows);
+                 std::int64_t vocab_chunk_rows = kVocabChunkRows,
+                 LayerReads layer_reads = LayerReads::kAuto);
   const TargetConfig& config() const override { return config_; }
   at::ScalarType dtype() const override { return dtype_; }
   bool streamed() const override { return true; }
@@ -86,7 +94,9 @@ class StreamedTarget final : public SequenceTarget {
       const LayerCallback& on_layer = {});
 
  private:
-  // Prefetches (release = false) or releases every tensor of decoder layer `index`.
+  // The names of decoder layer `index`'s tensors.
+  std::vector<std::string> layer_tensors(std::int64_t index) const;
+  // Prefetches (release = false) or releases every tensor of decoder layer `index` in the mapping.
   void advise_layer(std::int64_t index, bool release) const;
 
   io::Checkpoint checkpoint_;
@@ -96,6 +106,7 @@ class StreamedTarget final : public SequenceTarget {
   at::Device device_;
   GdnAlgorithm gdn_;
   std::int64_t vocab_chunk_rows_;
+  LayerReads layer_reads_;
   at::Tensor final_norm_, inv_freq_;
 };
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,10 @@ DType safetensors_dtype(at::ScalarType type);
 // dimension (F8 has element size 1, so F8 keeps its shape). Misaligned data is copied instead of
 // viewed. Never write into a view.
 at::Tensor tensor_view(const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info);
+// The same view of `info`'s stored `bytes` held elsewhere (a tensor read into memory), keeping
+// `owner` alive while the view lives.
+at::Tensor tensor_view(std::string_view bytes, const TensorInfo& info,
+                       std::shared_ptr<const void> owner);
 
 // Zero-copy view of a checkpoint tensor by name (draftgate::Error when absent or metadata-only).
 at::Tensor load_tensor(const Checkpoint& checkpoint, std::string_view name);

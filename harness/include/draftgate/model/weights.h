@@ -2,7 +2,8 @@
 // Loads named weights from a checkpoint with their shapes checked, as zero-copy views when the
 // stored dtype and device already match, converted otherwise. For training, a loader given a
 // ParameterMap hands out owned, writable copies instead and records each under its checkpoint name;
-// a loader given WeightBuffers converts into reused buffers (a streamed forward's layers).
+// a loader given WeightBuffers converts into reused buffers (a streamed forward's layers), and one
+// given StagedTensors reads the tensors staged there from memory instead of the mapping.
 // An F8_E4M3 weight of a fine-grained FP8 checkpoint (io/fp8_scheme.h) — a linear's 2-D weight or
 // a fused experts tensor [experts, out, in] with blocks per expert — is dequantized to float32
 // when it is read — one tensor at a time, so a streamed forward holds one layer's copy only — and
@@ -18,6 +19,7 @@
 
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/fp8_scheme.h"
+#include "draftgate/model/staged_tensors.h"
 #include "draftgate/model/weight_buffers.h"
 
 namespace draftgate::model {
@@ -28,7 +30,8 @@ using ParameterMap = std::map<std::string, at::Tensor>;
 class WeightLoader {
  public:
   WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype, at::Device device,
-               ParameterMap* owned = nullptr, WeightBuffers* reuse = nullptr);
+               ParameterMap* owned = nullptr, WeightBuffers* reuse = nullptr,
+               const StagedTensors* staged = nullptr);
 
   // The tensor `name` with exactly `shape`, in the loader's dtype and device. Throws
   // draftgate::Error naming the checkpoint and tensor when it is missing, quantised by another
@@ -58,6 +61,8 @@ class WeightLoader {
 
  private:
   at::Tensor checked(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // The stored tensor: staged, else a view of the mapping.
+  at::Tensor stored_tensor(const std::string& name) const;
   at::Tensor hand_out(const std::string& name, at::Tensor converted) const;
   [[noreturn]] void throw_non_finite(const std::string& name) const;
   // The float32 weight of an FP8 tensor, its scheme, dtype, module and scales checked.
@@ -72,6 +77,7 @@ class WeightLoader {
   at::Device device_;
   ParameterMap* owned_;
   WeightBuffers* reuse_;
+  const StagedTensors* staged_;
 };
 
 }  // namespace draftgate::model
