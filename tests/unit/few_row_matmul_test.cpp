@@ -89,6 +89,20 @@ TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
     }
 }
 
+// Each output is summed in one order whatever the number of rows: a row of a verify pass has the
+// bits of the same row decoded alone (K across the steps, the widened chunks and a tail).
+TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
+  at::manual_seed(13);
+  for (std::int64_t k : {15, 100, 1040, 1500}) {
+    const at::Tensor w = random_w(37, k), x = random_x(16, k);
+    const at::Tensor all = few_row_matmul(x, w, GetParam().kernel);
+    for (std::int64_t rows : {1, 2, 3, 5, 8, 9, 16}) {
+      const at::Tensor some = few_row_matmul(x.narrow(0, 0, rows), w, GetParam().kernel);
+      ASSERT_TRUE(at::equal(some, all.narrow(0, 0, rows))) << "K " << k << ", rows " << rows;
+    }
+  }
+}
+
 TEST_P(FewRowMatmul, ReadsAWeightWhoseRowsAreStridedAndXOfAnyLeadingShape) {
   at::manual_seed(3);
   const at::Tensor wide = random_w(37, 70);

@@ -19,58 +19,99 @@ DRAFTGATE_INLINE float widen(std::uint16_t bits) {
   return f;
 }
 
-// The float32 kernel in portable vector types: 16 lanes per output, compiled for the instruction
-// set of each clone of float32_fma_rows that inlines it (one zmm, two ymm or four xmm registers).
-typedef float F32x16 __attribute__((vector_size(64)));
-typedef std::uint32_t U32x16 __attribute__((vector_size(64)));
-typedef std::uint16_t U16x16 __attribute__((vector_size(32)));
+// The float32 kernel in portable vector types of 8 lanes (one ymm register on x86-64-v3/v4, two
+// xmm on the baseline), compiled for the instruction set of each clone of float32_fma_rows.
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef std::uint32_t U32x8 __attribute__((vector_size(32)));
+typedef std::uint16_t U16x8 __attribute__((vector_size(16)));
 
-// By reference: a 64-byte vector passed by value has another ABI in each clone.
-DRAFTGATE_INLINE void widen16(F32x16& out, const std::uint16_t* p) {
-  U16x16 bits;
+// By reference: a vector passed or returned by value has another ABI in each clone.
+DRAFTGATE_INLINE void widen8(F32x8& out, const std::uint16_t* p) {
+  U16x8 bits;
   std::memcpy(&bits, p, sizeof bits);
-  out = reinterpret_cast<F32x16>(__builtin_convertvector(bits, U32x16) << 16);
+  out = reinterpret_cast<F32x8>(__builtin_convertvector(bits, U32x8) << 16);
 }
 
+DRAFTGATE_INLINE void load8(F32x8& out, const float* p) { std::memcpy(&out, p, sizeof out); }
+
+constexpr int kChains = 4;  // independent sums per output: k in steps of 32
+constexpr std::int64_t kStep = 8 * kChains;
+constexpr int kGroup = 2;               // rows of x whose sums stay in registers at once
+constexpr std::int64_t kScratch = 512;  // weights widened once per chunk for bigger groups
+
+// Every output's sum is formed in one order whatever the number of rows of x (a verify row has
+// the bits of the same row decoded alone): chain c takes k = 32i + 8c ... 32i + 8c + 7, the four
+// chains are added pairwise, the 8 lanes as a tree, then the k tail in order.
+DRAFTGATE_INLINE float finish(const F32x8* chains, const std::uint16_t* w, const float* x,
+                              std::int64_t from, std::int64_t k) {
+  const F32x8 v = (chains[0] + chains[1]) + (chains[2] + chains[3]);
+  float sum = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+  for (std::int64_t t = from; t < k; ++t) sum += widen(w[t]) * x[t];
+  return sum;
+}
+
+// One weight row times BT rows of x. The row is read once, front to back: sequential rows are
+// what the hardware prefetcher streams at the full bandwidth (a tile of rows read side by side,
+// each a stream of a few KB, reached half of it on an AVX2 machine).
 template <int R, int BT>
 struct Float32FmaTile {
-  static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t ldw, const void* xv,
+  static_assert(R == 1, "the float32 kernel reads one weight row at a time");
+  static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t, const void* xv,
                                    std::int64_t k, float* out, std::int64_t ldo) {
     const auto* x = static_cast<const float*>(xv);
-    F32x16 acc[R][BT];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) acc[r][b] = F32x16{};
-    std::int64_t at = 0;
-    for (; at + 16 <= k; at += 16) {
-      F32x16 wf[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        widen16(wf[r], w + r * ldw + at);
-        __builtin_prefetch(w + (R + r) * ldw + at);  // the next tile (see few_row_bf16.cpp)
-      }
-#pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) {
-        F32x16 xb;
-        std::memcpy(&xb, x + b * k + at, sizeof xb);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][b] += wf[r] * xb;
+    const std::int64_t whole = k / kStep * kStep;
+    F32x8 acc[BT][kChains] = {};
+    if constexpr (BT <= kGroup) {
+      for (std::int64_t at = 0; at < whole; at += kStep)
+#pragma GCC unroll 4
+        for (int c = 0; c < kChains; ++c) {
+          F32x8 wc, xc;
+          widen8(wc, w + at + 8 * c);
+#pragma GCC unroll 2
+          for (int b = 0; b < BT; ++b) {
+            load8(xc, x + b * k + at + 8 * c);
+            acc[b][c] += wc * xc;
+          }
+        }
+    } else {
+      // The row widened a chunk at a time into L1, then each pair of x rows runs over the chunk
+      // with its sums in registers (all BT rows at once would spill them every step).
+      alignas(32) float wide[kScratch];
+      for (std::int64_t from = 0; from < whole; from += kScratch) {
+        const std::int64_t to = lesser(whole, from + kScratch);
+        for (std::int64_t at = from; at < to; at += 8) {
+          F32x8 v;
+          widen8(v, w + at);
+          std::memcpy(wide + (at - from), &v, sizeof v);
+        }
+        for (int b0 = 0; b0 < BT; b0 += kGroup) {
+          const int group = static_cast<int>(lesser(kGroup, BT - b0));
+          F32x8 sums[kGroup][kChains];
+#pragma GCC unroll 2
+          for (int g = 0; g < kGroup; ++g)
+#pragma GCC unroll 4
+            for (int c = 0; c < kChains; ++c) sums[g][c] = g < group ? acc[b0 + g][c] : F32x8{};
+          for (std::int64_t at = from; at < to; at += kStep)
+#pragma GCC unroll 4
+            for (int c = 0; c < kChains; ++c) {
+              F32x8 wc, xc;
+              load8(wc, wide + (at - from) + 8 * c);
+#pragma GCC unroll 2
+              for (int g = 0; g < kGroup; ++g) {
+                load8(xc, x + (b0 + lesser(g, group - 1)) * k + at + 8 * c);
+                sums[g][c] += wc * xc;
+              }
+            }
+#pragma GCC unroll 2
+          for (int g = 0; g < kGroup; ++g)
+#pragma GCC unroll 4
+            for (int c = 0; c < kChains; ++c)
+              if (g < group) acc[b0 + g][c] = sums[g][c];
+        }
       }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) {
-        // Lanes summed as a tree: 8 + 8, 4 + 4, 2 + 2, 1 + 1.
-        F32x16 v = acc[r][b];
-        v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
-        v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-        v += __builtin_shufflevector(v, v, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-        float sum = v[0] + v[1];
-        for (std::int64_t t = at; t < k; ++t) sum += widen(w[r * ldw + t]) * x[b * k + t];
-        out[b * ldo + r] = sum;
-      }
+    for (int b = 0; b < BT; ++b) out[b * ldo] = finish(acc[b], w, x + b * k, whole, k);
   }
 };
 
@@ -81,7 +122,7 @@ struct Float32FmaTile {
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end) {
-  rows<Float32FmaTile, 4>(all, begin, end);
+  rows_with<Float32FmaTile, 1, 4>(all, begin, end);
 }
 
 }  // namespace few_row

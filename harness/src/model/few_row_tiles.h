@@ -27,8 +27,8 @@ void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end);
 
 constexpr int kGroupRows = 8;  // rows of x per tile
 
-// Weight rows per tile for a group of `bt` rows of x: enough accumulators to hide the FMA latency,
-// few enough to stay in 32 vector registers.
+// The bf16 kernel's weight rows per tile for a group of `bt` rows of x: enough accumulators to
+// hide the latency of its dot products, few enough to stay in 32 vector registers.
 constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 2; }
 
 DRAFTGATE_INLINE std::int64_t lesser(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
