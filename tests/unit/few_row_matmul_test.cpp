@@ -159,12 +159,26 @@ TEST(FewRowMatmulScope, TakesFewRowsOfABf16WeightWithContiguousRowsOnly) {
   EXPECT_THROW(few_row_matmul(at::zeros({20, 32}, at::kBFloat16), w), std::invalid_argument);
 }
 
-TEST(FewRowMatmulScope, DenseTakesTheKernelForFewRowsAndOneDnnForMany) {
+// Many bf16 rows: oneDNN's GEMM where the CPU has bf16 dot products; elsewhere (its bf16 path is
+// ~100x slower there) the weight widened to float32 a block at a time, the result rounded to bf16.
+TEST(FewRowMatmulScope, DenseTakesTheKernelForFewRowsAndAFloat32GemmWhereBf16DotsAreMissing) {
   at::manual_seed(9);
   const at::Tensor w = random_w(48, 96), few = at::randn({4, 96}).to(at::kBFloat16);
   EXPECT_TRUE(at::equal(dense(few, w), few_row_matmul(few, w)));
-  const at::Tensor many = at::randn({40, 96}).to(at::kBFloat16);
-  EXPECT_TRUE(at::equal(dense(many, w), at::linear(many, w)));
+  const at::Tensor many = at::randn({2, 20, 96}).to(at::kBFloat16);
+  const bool bf16_dot = few_row_kernel_available(FewRowKernel::kBf16Dot);
+  EXPECT_TRUE(at::equal(dense(many, w),
+                        bf16_dot
+                            ? at::linear(many, w)
+                            : at::linear(many.to(at::kFloat), w.to(at::kFloat)).to(at::kBFloat16)));
+  // Rows of K = 2^18: the widened weight goes in blocks of 32 rows, the last one short.
+  const at::Tensor long_w = random_w(70, std::int64_t{1} << 18);
+  const at::Tensor x = at::randn({20, std::int64_t{1} << 18}).to(at::kBFloat16);
+  const at::Tensor y = dense(x, long_w);
+  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+  const at::Tensor err =
+      (y.to(at::kDouble) - at::matmul(x.to(at::kDouble), long_w.to(at::kDouble).t())).abs();
+  EXPECT_LE((err / allowed_error(x, long_w, at::kBFloat16)).max().item<double>(), 1.0);
 }
 
 }  // namespace

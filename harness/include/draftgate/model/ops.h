@@ -33,8 +33,9 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 
 // x · wᵀ. A few rows of x (decode, verify blocks, the drafter's block) against a bf16 weight take
 // the few-row kernels, which read the weight at the memory bandwidth (few_row_matmul.h); many rows
-// (prefill, where oneDNN's GEMM wins) and other dtypes go to at::linear. Both accumulate in
-// float32.
+// (prefill, where oneDNN's GEMM wins) and other dtypes go to at::linear — except bf16 on a CPU
+// without bf16 dot products, where oneDNN's bf16 path is ~100x slower than float32 and the
+// weight is widened to float32 a block at a time instead. All accumulate in float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
