@@ -83,6 +83,7 @@ class File {
  private:
   bool direct_reads_work() const {
     void* block = std::aligned_alloc(kDirectReadAlignment, kDirectReadAlignment);
+    if (block == nullptr) return false;  // the buffered reads then
     const bool works = ::pread(fd_, block, kDirectReadAlignment, 0) >= 0 || errno != EINVAL;
     std::free(block);
     return works;

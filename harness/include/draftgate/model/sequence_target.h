@@ -57,6 +57,10 @@ class InMemoryTarget final : public SequenceTarget {
   std::unique_ptr<TargetModel> model_;
 };
 
+// How a streamed walk reads its decoder layers; kAuto: staged unless a layer is over an eighth of
+// the memory budget.
+enum class LayerReads { kAuto, kStaged, kMapped };
+
 // Streams the weights through memory: each decoder layer is read into memory with direct reads
 // while the one before computes (staged_tensors.h; a layer over an eighth of the memory budget is
 // read through the mapping instead, prefetched with MADV_WILLNEED and released with
@@ -64,10 +68,6 @@ class InMemoryTarget final : public SequenceTarget {
 // run over every position. The embedding is read row by row and lm_head a block of vocabulary rows
 // at a time, so resident memory is about two layers plus the activations and taps, whatever the
 // depth.
-// How a streamed walk reads its decoder layers; kAuto: staged unless a layer is over an eighth of
-// the memory budget.
-enum class LayerReads { kAuto, kStaged, kMapped };
-
 class StreamedTarget final : public SequenceTarget {
  public:
   static constexpr std::int64_t kVocabChunkRows = 16384;
