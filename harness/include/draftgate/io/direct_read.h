@@ -2,8 +2,8 @@
 // Reads byte ranges of a file straight into the caller's memory (O_DIRECT) with several requests
 // in flight: how a streamed forward reads a checkpoint larger than RAM. Through the page cache
 // every byte of a 54 GB walk is allocated, mapped and dropped again by the kernel; a direct read
-// lands in the buffer. One request at a
-// time reads this machine's virtual disk at ~0.4 GB/s, four at ~1 GB/s (its readahead's rate).
+// lands in the buffer. One request at a time reads this machine's virtual disk at ~0.4 GB/s, four
+// at ~1 GB/s (its readahead's rate).
 // Where the file system refuses O_DIRECT (tmpfs), the same reads go through the page cache and
 // the pages read are dropped from it after.
 
