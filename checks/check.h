@@ -76,6 +76,12 @@ class Engine {
   // record of another target of the same shapes); nullopt when it may have been.
   virtual std::optional<std::string> foreign_record(
       const io::Checkpoint& target, const std::filesystem::path& step_record) const = 0;
+  // Before any check runs: whether the run will ask for the target's bf16 forward over
+  // `step_record`'s sequence — a check that reproduces the record's precision is selected
+  // (`reproduces_precision`) and the record declares, or leaves undeclared, a precision below
+  // float32. A streamed float32 walk computes that forward beside its own only then.
+  virtual void plan_record_forwards(const std::filesystem::path& step_record,
+                                    bool reproduces_precision) const = 0;
 };
 
 // One declared parameter of a check. `name` may be dotted: "f32.max_noise_ratio" is the
@@ -131,6 +137,10 @@ class Check {
   // identity is then first matched against the target (record_provenance.h), whose forward the
   // check needs anyway.
   virtual bool judges_record_against_target() const { return false; }
+  // True for a check that measures what a step record's declared precision explains by running
+  // the target at that precision (recorded_precision.h): the run plans that forward
+  // (Engine::plan_record_forwards).
+  virtual bool reproduces_record_precision() const { return false; }
 };
 
 // Registry: each check's file registers itself, so adding a check is one file.

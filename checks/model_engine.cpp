@@ -5,6 +5,7 @@
 
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
+#include "checks/recorded_precision.h"
 #include "checks/target_cache.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
@@ -64,6 +65,8 @@ class ModelEngine final : public Engine {
                                  std::vector<std::string>& problems) const override;
   std::optional<std::string> foreign_record(
       const io::Checkpoint& target, const std::filesystem::path& step_record) const override;
+  void plan_record_forwards(const std::filesystem::path& step_record,
+                            bool reproduces_precision) const override;
 
  private:
   void match_sequence_features(const io::Checkpoint& ckpt, const train::StepRecord& rec,
@@ -201,6 +204,26 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   return "no target layer matches this record (closest NMSE " + format_number(closest) +
          " over the first " + std::to_string(length) + " positions of its fc_input; " +
          format_number(kNoMatchNmse) + " or more is no match)";
+}
+
+// target_logits_noise_free models the teacher's precision (teacher_dtype) and the capture's
+// (hidden_dtype, through captured_hidden_states.h); undeclared is bf16 (recorded_precision.h).
+void ModelEngine::plan_record_forwards(const std::filesystem::path& record,
+                                       bool reproduces_precision) const {
+  bool wanted = false;
+  if (reproduces_precision) {
+    try {
+      const train::StepRecord meta = train::read_step_metadata(record);
+      for (const auto& [tensor, declared, key] :
+           {std::tuple{"teacher_logits", meta.teacher_dtype, "teacher_dtype"},
+            {"fc_input", meta.hidden_dtype, "hidden_dtype"}})
+        wanted =
+            wanted || recorded_precision(meta, tensor, declared, key).engine_dtype() != at::kFloat;
+    } catch (const Error&) {
+      wanted = true;  // a bad record is each check's error to report, with its check's name
+    }
+  }
+  expect_bf16_forwards(wanted);
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ struct Cache {
   };
   std::vector<StoredForward> last;
   std::optional<io::Checkpoint> opened;
+  bool bf16_expected = true;
 
   // Drops what belongs to another checkpoint.
   void select(const io::Checkpoint& ckpt) {
@@ -98,12 +99,12 @@ bool streamed_at(const io::Checkpoint& checkpoint, at::ScalarType dtype) {
 }
 
 // The bf16 target whose forward a float32 streamed walk of `target` computes beside its own, or
-// nullptr: where the checks would stream it too (they ask for it by the precision models of bf16
-// records, the common case) and both results fit an eighth of the memory budget each. Unasked, it
-// costs the bf16 arithmetic of one forward; asked, it saves a second read of the checkpoint.
+// nullptr: where the run expects the checks to ask for it (the precision models of bf16 and
+// undeclared records), they would stream it too, and both results fit an eighth of the memory
+// budget each.
 const model::StreamedTarget* bf16_companion(Cache& c, const model::SequenceTarget& target,
                                             std::size_t positions, std::size_t taps) {
-  if (!target.streamed() || target.dtype() != at::kFloat) return nullptr;
+  if (!c.bf16_expected || !target.streamed() || target.dtype() != at::kFloat) return nullptr;
   const auto held = std::find_if(c.sequence.begin(), c.sequence.end(),
                                  [&](const auto& entry) { return entry.second.get() == &target; });
   if (held == c.sequence.end() || !streamed_at(*c.opened, at::kBFloat16)) return nullptr;
@@ -143,6 +144,18 @@ const model::TargetModel& target_head(const io::Checkpoint& checkpoint, at::Scal
     slot = model::TargetModel::load(checkpoint, options);
   }
   return *slot;
+}
+
+void expect_bf16_forwards(bool expected) {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.bf16_expected = expected;
+}
+
+bool bf16_forwards_expected() {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.bf16_expected;
 }
 
 model::ForwardResult forward_with_progress(const std::string& check,

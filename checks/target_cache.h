@@ -26,6 +26,13 @@ const model::SequenceTarget& sequence_target(
 // held at that dtype, otherwise a head-only load (no decoder layers).
 const model::TargetModel& target_head(const io::Checkpoint& checkpoint, at::ScalarType dtype);
 
+// Whether the run's checks will ask for bf16 forwards (Engine::plan_record_forwards decides, before
+// any check runs). Where they will, a float32 streamed walk computes the bf16 forward beside its
+// own: one read of the checkpoint, not two. Where they will not, it computes float32 alone — the
+// bf16 arithmetic of a whole forward saved. Until a run says, they are expected.
+void expect_bf16_forwards(bool expected);
+bool bf16_forwards_expected();
+
 // target.forward(...) with a progress line "check <check>: layer i/N, …" on a terminal.
 model::ForwardResult forward_with_progress(const std::string& check,
                                            const model::SequenceTarget& target,

@@ -42,6 +42,7 @@ class TargetLogitsNoiseFree : public Check {
  public:
   std::string name() const override { return "target_logits_noise_free"; }
   bool judges_record_against_target() const override { return true; }
+  bool reproduces_record_precision() const override { return true; }
   std::string summary() const override {
     return "the recorded teacher logits / labels are the target's own, without noise";
   }

@@ -11,6 +11,7 @@
 
 #include "checks/check.h"
 #include "checks/drafter_provenance.h"
+#include "checks/forward_plan.h"
 #include "checks/html_report.h"
 #include "checks/record_provenance.h"
 #include "checks/report.h"
@@ -155,6 +156,7 @@ std::vector<PlannedSuite> plan(const CheckOptions& opt, const checks::Engine* en
     auto instances = select(suite.checks, opt, params);
     std::vector<const checks::Check*> selected;
     for (const auto& in : instances) selected.push_back(in.check);
+    checks::plan_target_forwards(artifacts, selected);  // before the record probe's walk
     checks::refuse_foreign_record(artifacts, selected);
     checks::recorded_target_note(artifacts);  // refuses a drafter made for another target
     // Every instance's parameters (the golden's check_params included) are valid before any

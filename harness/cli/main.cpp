@@ -5,6 +5,7 @@
 // libtorch: beside this binary in the build tree, in the library directory of an installed prefix.
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -38,6 +39,11 @@ std::filesystem::path engine_path() {
 }
 
 int run_engine(int argc, char** argv) {
+  // OpenBLAS's idle threads spin on sched_yield for up to 2^28 cycles after each GEMM (its default
+  // thread timeout), taking the cores from ATen's OpenMP threads: most of the kernel time of a
+  // streamed check run (docs/performance.md). 2^4 cycles puts them to sleep at once. OpenBLAS
+  // reads the variable when the engine loads it; a value the user set is kept.
+  ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", /*overwrite=*/0);
   const std::string engine = engine_path().string();
   void* lib = ::dlopen(engine.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {

@@ -19,6 +19,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/direct_read.h"
 #include "draftgate/model/tensor_view.h"
+#include "draftgate/model/weights.h"
 #include "test_files.h"
 
 namespace draftgate::model {
@@ -71,6 +72,31 @@ TEST(StagedTensors, ViewsHoldTheStoredTensors) {
   expect_as_mapped(ckpt, stager.stage(kStaged).get());
 }
 
+// Each float tensor is scanned for NaN and Inf as it is read; a loader of the staged tensors then
+// skips its own pass, and still names a tensor that holds one.
+TEST(StagedTensors, FloatTensorsAreVerifiedFiniteAsTheyAreRead) {
+  const fs::path dir = write_checkpoint(testing::fresh_dir("staged_finite") / "ckpt");
+  io::write_tensors(dir / "b.safetensors", {{"layer.0.d", at::full({1'001}, NAN, at::kBFloat16)},
+                                            {"layer.1.a", at::zeros({999}, at::kFloat)}});
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  TensorStager stager(ckpt);
+  const StagedTensors staged = stager.stage(kStaged).get();
+  EXPECT_TRUE(staged.verified_finite("layer.0.a"));
+  EXPECT_TRUE(staged.verified_finite("layer.0.b"));
+  EXPECT_FALSE(staged.verified_finite("layer.0.c")) << "an integer tensor";
+  EXPECT_FALSE(staged.verified_finite("layer.0.d")) << "holds NaN";
+  EXPECT_FALSE(staged.verified_finite("layer.0.gap")) << "not staged";
+  const WeightLoader w(ckpt, at::kFloat, at::kCPU, nullptr, nullptr, &staged);
+  EXPECT_TRUE(
+      at::equal(w.get("layer.0.a", {777}), io::load_tensor(ckpt, "layer.0.a").to(at::kFloat)));
+  try {
+    w.get("layer.0.d", {1'001});
+    ADD_FAILURE() << "a NaN weight was loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("tensor \"layer.0.d\" holds NaN or Inf"));
+  }
+}
+
 // Ranges of a file read into aligned memory, on disk (O_DIRECT) and on tmpfs (which refuses
 // O_DIRECT: the same reads through the page cache), one range ending past the file's end.
 TEST(DirectRead, ReadsEveryRangeOnDiskAndOnTmpfs) {
@@ -105,16 +131,30 @@ TEST(StagedTensors, AViewOutlivesLaterReadsAndAFreedBufferIsReused) {
   const io::Checkpoint ckpt =
       io::Checkpoint::open(write_checkpoint(testing::fresh_dir("staged_reuse") / "ckpt"));
   TensorStager stager(ckpt);
-  const at::Tensor held = stager.stage({"layer.0.b"}).get().find("layer.0.b");
+  // layer.0.a starts its file, so its view is of the buffer itself (a misaligned one is a copy).
+  const at::Tensor held = stager.stage({"layer.0.a"}).get().find("layer.0.a");
   // Another read of the same size while `held` lives does not land in its buffer.
-  at::Tensor second = stager.stage({"layer.0.b"}).get().find("layer.0.b");
+  at::Tensor second = stager.stage({"layer.0.a"}).get().find("layer.0.a");
   EXPECT_NE(second.data_ptr(), held.data_ptr());
   const void* freed = second.data_ptr();
   second = at::Tensor();  // its last holder
-  const at::Tensor third = stager.stage({"layer.0.b"}).get().find("layer.0.b");
+  const at::Tensor third = stager.stage({"layer.0.a"}).get().find("layer.0.a");
   EXPECT_EQ(third.data_ptr(), freed) << "a buffer nobody holds is read into again";
-  EXPECT_TRUE(at::equal(held, io::load_tensor(ckpt, "layer.0.b")));
+  EXPECT_TRUE(at::equal(held, io::load_tensor(ckpt, "layer.0.a")));
   EXPECT_TRUE(at::equal(third, held));
+}
+
+// A walk over layers of two sizes: with the largest reserved, a small read's buffer serves the
+// big read after it (no fresh memory to fault in at each change of size).
+TEST(StagedTensors, AReservedBufferServesReadsOfAnySize) {
+  const io::Checkpoint ckpt =
+      io::Checkpoint::open(write_checkpoint(testing::fresh_dir("staged_reserve") / "ckpt"));
+  TensorStager stager(ckpt);
+  stager.reserve(stager.staged_bytes(kStaged));
+  const void* small = stager.stage({"layer.0.a"}).get().find("layer.0.a").data_ptr();
+  const StagedTensors big = stager.stage(kStaged).get();
+  EXPECT_EQ(big.find("layer.0.a").data_ptr(), small) << "a bigger buffer was made";
+  expect_as_mapped(ckpt, big);
 }
 
 TEST(StagedTensors, AFileCutShortAfterOpeningIsNamed) {

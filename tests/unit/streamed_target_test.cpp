@@ -271,5 +271,30 @@ TEST(MemoryBudget, TheFloat32WalkServesTheBf16ForwardOfThePrecisionModels) {
   EXPECT_FALSE(at::equal(precision.logits, first.logits));
 }
 
+// Where the run expects no bf16 forward (records declared float32: checks::plan_target_forwards),
+// the walk computes float32 alone: a bf16 request is then a walk of its own, which replaces the
+// stored float32 result.
+TEST(MemoryBudget, AFloat32WalkComputesNoBf16ForwardTheRunDoesNotExpect) {
+  RandomTargetSpec spec;
+  spec.hidden = 128, spec.intermediate = 256, spec.head_dim = 32;
+  const fs::path dir = testing::fresh_dir("streamed_alone");
+  write_random_target(dir, spec);
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  const ScopedBudget budget("1");
+  checks::expect_bf16_forwards(false);
+  const SequenceTarget& f32 = checks::sequence_target(ckpt, at::kFloat);
+  const SequenceTarget& bf16 = checks::sequence_target(ckpt, at::kBFloat16);
+  const std::int64_t last = f32.config().num_layers - 1;
+  const std::vector<std::int64_t> ids = {4, 8, 15, 16, 23, 42};
+  const ForwardResult first = checks::forward_with_progress("fc", f32, ids, {0, last});
+  const ForwardResult precision = checks::forward_with_progress("noise", bf16, ids, {last});
+  const ForwardResult again = checks::forward_with_progress("fc", f32, ids, {last});
+  checks::expect_bf16_forwards(true);
+  EXPECT_NE(again.taps.at(last).data_ptr(), first.taps.at(last).data_ptr())
+      << "the float32 walk kept a bf16 forward beside it";
+  EXPECT_TRUE(at::equal(again.taps.at(last), first.taps.at(last)));
+  EXPECT_TRUE(at::equal(precision.logits, bf16.forward(ids, {last}).logits));
+}
+
 }  // namespace
 }  // namespace draftgate::model

@@ -43,7 +43,13 @@ TEST(WeightBuffers, FiniteChecksAgreeWithIsfiniteForEveryDtypeAndPosition) {
         t[at_index] = bad;
         EXPECT_FALSE(all_finite(t)) << dtype << " at " << at_index;
         EXPECT_FALSE(all_finite(t.view({-1, 1}).t())) << "strided";
+        if (dtype != at::kDouble) {
+          EXPECT_FALSE(values_finite(t.data_ptr(), n, dtype)) << dtype << " at " << at_index;
+          EXPECT_TRUE(values_finite(t.data_ptr(), at_index, dtype)) << "the values before it";
+        }
       }
+    EXPECT_EQ(values_finite(clean.data_ptr(), n, dtype), dtype != at::kDouble)
+        << "no other dtype is claimed finite";
   }
   // The largest finite values are finite.
   EXPECT_TRUE(all_finite(at::full({4}, 3.38e38, at::kBFloat16)));

@@ -8,6 +8,7 @@
 
 #include "draftgate/io/direct_read.h"
 #include "draftgate/model/tensor_view.h"
+#include "draftgate/model/weight_buffers.h"
 
 namespace draftgate::model {
 namespace {
@@ -24,6 +25,10 @@ std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) 
 at::Tensor StagedTensors::find(std::string_view name) const {
   const auto it = views_.find(name);
   return it == views_.end() ? at::Tensor() : it->second;
+}
+
+bool StagedTensors::verified_finite(std::string_view name) const {
+  return finite_.find(name) != finite_.end();
 }
 
 // Memory on huge pages where the kernel gives them: fewer faults, and the kernels stream it as
@@ -109,7 +114,7 @@ std::shared_ptr<TensorStager::Buffer> TensorStager::take(std::uint64_t bytes) {
       std::remove_if(buffers_.begin(), buffers_.end(),
                      [](const std::shared_ptr<Buffer>& b) { return b.use_count() == 1; }),
       buffers_.end());
-  buffers_.push_back(std::make_shared<Buffer>(std::max<std::uint64_t>(bytes, 1)));
+  buffers_.push_back(std::make_shared<Buffer>(std::max<std::uint64_t>({bytes, reserved_, 1})));
   return buffers_.back();
 }
 
@@ -118,7 +123,7 @@ std::future<StagedTensors> TensorStager::stage(const std::vector<std::string>& n
   std::shared_ptr<Buffer> buffer = take(p.bytes);
   // Nothing of this stager is touched by the read; the views are made once the bytes are there
   // (a view of misaligned data is a copy).
-  return std::async(std::launch::async, [p = std::move(p), buffer = std::move(buffer)] {
+  return std::async(std::launch::async, [p = std::move(p), buffer = std::move(buffer)]() mutable {
     for (const auto& [path, ranges] : p.ranges) {
       std::vector<io::ReadRequest> requests;
       for (const Plan::Range& r : ranges)
@@ -126,10 +131,18 @@ std::future<StagedTensors> TensorStager::stage(const std::vector<std::string>& n
       io::read_direct(path, requests);
     }
     StagedTensors staged;
-    for (const Plan::Placed& t : p.tensors)
-      staged.views_[t.name] = io::tensor_view(
+    for (const Plan::Placed& t : p.tensors) {
+      const at::Tensor view = io::tensor_view(
           std::string_view(buffer->data + t.at, static_cast<std::size_t>(t.info->nbytes())),
           *t.info, buffer);
+      // A value that is not finite is the loader's to name, with the tensor, when it is used.
+      if (view.is_contiguous() && values_finite(view.data_ptr(), view.numel(), view.scalar_type()))
+        staged.finite_.insert(t.name);
+      staged.views_[t.name] = view;
+    }
+    // Only the views hold the buffer now: the task's own state may outlive get() for a moment,
+    // and a buffer it still held would not be free for the next read.
+    buffer.reset();
     return staged;
   });
 }

@@ -108,15 +108,21 @@ std::vector<ForwardResult> StreamedTarget::forward_together(
   const std::int64_t layers = first.config_.num_layers;
   const std::uint64_t budget = available_memory_bytes();
   TensorStager stager(first.checkpoint_);
+  // Which layers are staged; the buffers are sized for the largest, so that a walk over layers of
+  // different sizes (Gated DeltaNet and attention) reuses two buffers instead of faulting in a
+  // fresh one at each change of size.
+  std::vector<bool> staged_layer(static_cast<std::size_t>(layers));
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::uint64_t bytes = stager.staged_bytes(first.layer_tensors(i));
+    staged_layer[i] = first.layer_reads_ == LayerReads::kAuto
+                          ? budget == 0 || bytes <= budget / kStagedShareOfBudget
+                          : first.layer_reads_ == LayerReads::kStaged;
+    if (staged_layer[i]) stager.reserve(bytes);
+  }
   // Layer i's read, started while layer i - 1 computes; invalid when it is read through the
   // mapping.
   const auto read_ahead = [&](std::int64_t i) {
-    const std::vector<std::string> names = first.layer_tensors(i);
-    const bool staged =
-        first.layer_reads_ == LayerReads::kAuto
-            ? budget == 0 || stager.staged_bytes(names) <= budget / kStagedShareOfBudget
-            : first.layer_reads_ == LayerReads::kStaged;
-    if (staged) return stager.stage(names);
+    if (staged_layer[i]) return stager.stage(first.layer_tensors(i));
     first.advise_layer(i, false);
     return std::future<StagedTensors>();
   };

@@ -662,6 +662,10 @@ StepBatch read_step_batch(const std::filesystem::path& path) {
   return single_sequence(r, meta);
 }
 
+StepRecord read_step_metadata(const std::filesystem::path& path) {
+  return read_metadata(Reader(path));
+}
+
 StepRecord read_step_record(const std::filesystem::path& path) {
   StepBatch batch = read_step_batch(path);
   if (batch.batched)

@@ -3,15 +3,18 @@
 // (io/direct_read.h) instead of through the mapping, in the background while the layer before
 // computes: views of the stored bytes, as io::load_tensor gives them. Each read lands in a buffer
 // whose views are all gone, so a walk over the layers faults its memory in once (two buffers),
-// and the kernel neither fills nor drops the page cache for it.
+// and the kernel neither fills nor drops the page cache for it. Each float tensor is checked for
+// NaN and Inf on the read's thread, beside the compute.
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,10 +28,14 @@ class StagedTensors {
   // Tensor `name` as stored (its checkpoint dtype and shape), or an undefined tensor when it was
   // not staged. Valid after its StagedTensors is gone, as long as it is held.
   at::Tensor find(std::string_view name) const;
+  // Whether staged tensor `name` was read, a float dtype, and found to hold no NaN or Inf: the
+  // read's thread scans each tensor as it arrives, so the loaders of the walk's targets need not.
+  bool verified_finite(std::string_view name) const;
 
  private:
   friend class TensorStager;
   std::map<std::string, at::Tensor, std::less<>> views_;
+  std::set<std::string, std::less<>> finite_;
 };
 
 class TensorStager {
@@ -41,6 +48,9 @@ class TensorStager {
   // Starts reading tensors `names` of the checkpoint; get() waits for them (and rethrows the
   // draftgate::Error of a failed read, naming the file).
   std::future<StagedTensors> stage(const std::vector<std::string>& names);
+  // Makes every buffer at least `bytes` (the largest read to come), so one buffer serves reads
+  // of any size.
+  void reserve(std::uint64_t bytes) { reserved_ = std::max(reserved_, bytes); }
 
  private:
   struct Buffer;
@@ -51,6 +61,7 @@ class TensorStager {
 
   const io::Checkpoint& checkpoint_;
   std::vector<std::shared_ptr<Buffer>> buffers_;
+  std::uint64_t reserved_ = 0;
 };
 
 }  // namespace draftgate::model

@@ -26,6 +26,10 @@ class WeightBuffers {
 // size of a 17408 x 5120 weight is 89 MB of fresh pages).
 bool all_finite(const at::Tensor& t);
 
+// Whether n values of `dtype` (bf16, f16 or float32; false for any other) at `data` are all finite,
+// on the calling thread alone.
+bool values_finite(const void* data, std::int64_t n, at::ScalarType dtype);
+
 // dst.copy_(src), returning whether every value of src is finite: one pass over both for a
 // contiguous bf16 src and float32 dst (the streamed float32 forward's case), else copy then check.
 bool copy_checking_finite(at::Tensor& dst, const at::Tensor& src);

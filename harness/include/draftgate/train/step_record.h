@@ -148,6 +148,9 @@ struct StepBatch {
 // Validates everything listed above; draftgate::Error naming the file and the problem (and the
 // sequence, in a batch).
 StepBatch read_step_batch(const std::filesystem::path& path);
+// The metadata alone (what read_step_batch validates of it; no tensor read), for a plan made before
+// any check runs.
+StepRecord read_step_metadata(const std::filesystem::path& path);
 // read_step_batch for a single-sequence record; a batch record is an Error saying so.
 StepRecord read_step_record(const std::filesystem::path& path);
 // Writes a record atomically (tensors stored as given; undefined optional tensors are omitted).
