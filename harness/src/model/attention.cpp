@@ -27,10 +27,10 @@ std::int64_t attention_query_chunk(std::int64_t heads, std::int64_t keys,
 
 Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::string& p) : c_(c) {
   const std::int64_t q_width = c.num_heads * c.head_dim * (c.attn_output_gate ? 2 : 1);
-  q_proj_ = w.get(p + "q_proj.weight", {q_width, c.hidden});
-  k_proj_ = w.get(p + "k_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
-  v_proj_ = w.get(p + "v_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
-  o_proj_ = w.get(p + "o_proj.weight", {c.hidden, c.num_heads * c.head_dim});
+  q_proj_ = w.get_linear(p + "q_proj.weight", {q_width, c.hidden});
+  k_proj_ = w.get_linear(p + "k_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
+  v_proj_ = w.get_linear(p + "v_proj.weight", {c.num_kv_heads * c.head_dim, c.hidden});
+  o_proj_ = w.get_linear(p + "o_proj.weight", {c.hidden, c.num_heads * c.head_dim});
   if (c.traits.qk_norm) {
     q_norm_ = w.get(p + "q_norm.weight", {c.head_dim});
     k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});

@@ -4,9 +4,9 @@ namespace draftgate::model {
 
 SwiGluMlp::SwiGluMlp(const WeightLoader& w, const std::string& p, std::int64_t hidden,
                      std::int64_t intermediate)
-    : gate_proj(w.get(p + "gate_proj.weight", {intermediate, hidden})),
-      up_proj(w.get(p + "up_proj.weight", {intermediate, hidden})),
-      down_proj(w.get(p + "down_proj.weight", {hidden, intermediate})) {}
+    : gate_proj(w.get_linear(p + "gate_proj.weight", {intermediate, hidden})),
+      up_proj(w.get_linear(p + "up_proj.weight", {intermediate, hidden})),
+      down_proj(w.get_linear(p + "down_proj.weight", {hidden, intermediate})) {}
 
 at::Tensor SwiGluMlp::operator()(const at::Tensor& x) const {
   return swiglu(x, gate_proj, up_proj, down_proj);

@@ -80,15 +80,15 @@ DeltaOutputs delta_rule_chunked(const DeltaInputs& in, const at::Tensor& state,
 GatedDeltaNet::GatedDeltaNet(const TargetConfig& c, const WeightLoader& w, const std::string& p)
     : c_(c) {
   const std::int64_t h = c.hidden, nv = c.linear_v_heads;
-  in_proj_qkv_ = w.get(p + "in_proj_qkv.weight", {c.conv_width(), h});
-  in_proj_z_ = w.get(p + "in_proj_z.weight", {c.linear_value_width(), h});
-  in_proj_a_ = w.get(p + "in_proj_a.weight", {nv, h});
-  in_proj_b_ = w.get(p + "in_proj_b.weight", {nv, h});
+  in_proj_qkv_ = w.get_linear(p + "in_proj_qkv.weight", {c.conv_width(), h});
+  in_proj_z_ = w.get_linear(p + "in_proj_z.weight", {c.linear_value_width(), h});
+  in_proj_a_ = w.get_linear(p + "in_proj_a.weight", {nv, h});
+  in_proj_b_ = w.get_linear(p + "in_proj_b.weight", {nv, h});
   conv_w_ = w.get(p + "conv1d.weight", {c.conv_width(), 1, c.conv_kernel});
   neg_a_ = -w.get_f32(p + "A_log", {nv}).exp();
   dt_bias_ = w.get_f32(p + "dt_bias", {nv});
   norm_ = w.get(p + "norm.weight", {c.linear_v_dim});
-  out_proj_ = w.get(p + "out_proj.weight", {h, c.linear_value_width()});
+  out_proj_ = w.get_linear(p + "out_proj.weight", {h, c.linear_value_width()});
 }
 
 LinearState GatedDeltaNet::new_state(const at::TensorOptions& options) const {

@@ -48,7 +48,10 @@ std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                       name == stack.lm_head;
     const io::TensorInfo* info = checkpoint.info(name);
     if (!used || info == nullptr) continue;
-    if (copy_all || io::dtype_size(info->dtype) != element_bytes)
+    const bool kept_as_stored = element_bytes == 4 && info->dtype == io::DType::BF16 &&
+                                name.size() > 12 &&
+                                name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+    if (copy_all || (io::dtype_size(info->dtype) != element_bytes && !kept_as_stored))
       total += info->numel() * element_bytes;
   }
   return total;

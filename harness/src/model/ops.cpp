@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "draftgate/model/amx_matmul.h"
 #include "draftgate/model/few_row_matmul.h"
 
 namespace draftgate::model {
@@ -85,11 +86,16 @@ namespace {
 // [128, 5120] x [5120, 4096]). There a bf16 product widens the weight to float32 a block of rows at
 // a time (exact), multiplies in float32 and rounds the result once to bf16 — the precision of a
 // bf16 GEMM with float32 accumulation, which is what oneDNN's is.
+// A float32 x with a bf16 weight (a float32 forward over a bf16 checkpoint keeps its linear
+// weights as stored, WeightLoader::get_linear) takes the same path: the weight widened a block at a
+// time, not held widened.
 bool widened_gemm_applies(const at::Tensor& x, const at::Tensor& w) {
-  return x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16 && w.dim() == 2 &&
-         x.dim() >= 1 && x.size(-1) == w.size(1) && x.device().is_cpu() && w.device().is_cpu() &&
-         !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())) &&
-         !few_row_kernel_available(FewRowKernel::kBf16Dot);
+  const bool bf16_without_dot =
+      x.scalar_type() == at::kBFloat16 && !few_row_kernel_available(FewRowKernel::kBf16Dot);
+  return (bf16_without_dot || x.scalar_type() == at::kFloat) && w.scalar_type() == at::kBFloat16 &&
+         w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1) && x.device().is_cpu() &&
+         w.device().is_cpu() &&
+         !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
 }
 
 at::Tensor widened_linear(const at::Tensor& x, const at::Tensor& w) {
@@ -123,7 +129,12 @@ at::Tensor widened_linear(const at::Tensor& x, const at::Tensor& w) {
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
   if (few_row_matmul_applies(x, w)) return few_row_matmul(x, w);
+  // Many rows (prefill, a forward over a record's sequence): AMX tiles where the CPU has them,
+  // 5-10x oneDNN's bf16 dot products and OpenBLAS's float32 GEMM on the same cores.
+  if (amx_available() && amx_matmul_applies(x, w)) return amx_matmul(x, w);
   if (widened_gemm_applies(x, w)) return widened_linear(x, w);
+  if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kBFloat16)
+    return at::linear(x, w.to(at::kFloat));  // under autograd
   return at::linear(x, w);
 }
 

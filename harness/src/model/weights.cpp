@@ -171,6 +171,17 @@ at::Tensor WeightLoader::get(const std::string& name,
   return hand_out(name, checked(name, shape).to(device_, dtype_));
 }
 
+at::Tensor WeightLoader::get_linear(const std::string& name,
+                                    const std::vector<std::int64_t>& shape) const {
+  const io::TensorInfo* info = checkpoint_.info(name);
+  if (owned_ != nullptr || info == nullptr || info->dtype != io::DType::BF16 ||
+      dtype_ != at::kFloat || !device_.is_cpu())
+    return get(name, shape);
+  const at::Tensor stored = mapped(name, shape);
+  require_finite(name, stored);
+  return stored;
+}
+
 at::Tensor WeightLoader::converted(const std::string& name, const at::Tensor& values) const {
   if (values.scalar_type() == dtype_ && values.device() == device_) {
     require_finite(name, values);

@@ -18,8 +18,10 @@ inline constexpr const char* kMemoryBudgetVariable = "DRAFTGATE_MEMORY_BUDGET_MI
 std::uint64_t available_memory_bytes();
 
 // Bytes the text stack's weights need beyond the mapping when loaded as `element_bytes`-byte
-// elements: every tensor stored at another width is converted into new memory; `copy_all`
-// (training) copies every one. Without `with_layers`: the embedding, final norm and lm_head only.
+// elements: every tensor stored at another width is converted into new memory, except the bf16
+// linear weights a float32 load keeps as stored (WeightLoader::get_linear: the decoder layers'
+// `*_proj.weight`); `copy_all` (training) copies every one. Without `with_layers`: the embedding,
+// final norm and lm_head only.
 std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                                         const layout::DecoderStack& stack,
                                         std::size_t element_bytes, bool copy_all,

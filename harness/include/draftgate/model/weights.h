@@ -37,6 +37,11 @@ class WeightLoader {
   // draftgate::Error naming the checkpoint and tensor when it is missing, quantised by another
   // method, shaped differently, or FP8 without valid block scales.
   at::Tensor get(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // A linear weight, multiplied only by dense(): as get(), except that a float32 loader over a
+  // bf16 checkpoint keeps it bf16 as stored (checked finite) — dense() multiplies float32 by bf16
+  // with exact products — so a float32 forward holds and reads half the bytes. A training loader
+  // (owned copies) converts as get() does.
+  at::Tensor get_linear(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // Whether the checkpoint stores a tensor `name` (a layer that reads one of two layouts).
   bool contains(const std::string& name) const { return checkpoint_.contains(name); }
   // The checkpoint's directory, for errors about how its tensors fit together.

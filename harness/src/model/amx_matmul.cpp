@@ -1,0 +1,136 @@
+#include "draftgate/model/amx_matmul.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "amx_tiles.h"
+
+namespace draftgate::model {
+namespace {
+
+// CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
+bool cpu_has_amx_bf16() {
+#if DRAFTGATE_AMX_KERNEL
+  unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
+  __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+  return ((edx >> 22) & 1) != 0 && ((edx >> 24) & 1) != 0;
+#else
+  return false;
+#endif
+}
+
+std::uint16_t bf16_bits(float v) {
+  const c10::BFloat16 b(v);  // rounded to nearest even
+  return b.x;
+}
+
+float widened(std::uint16_t bits) {
+  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+// x [rows, k] as `terms` bf16 terms in the tile layout of amx_tiles.h, rows padded with zeros. The
+// threads take ranges of k pairs, so each writes a contiguous part of the layout (ranges of rows
+// would write every cache line from both threads).
+void pack_terms(const at::Tensor& x, int terms, std::int64_t mp, std::uint16_t* xp) {
+  const std::int64_t rows = x.size(0), k = x.size(1);
+  const std::int64_t term_stride = k / 2 * mp * 2;
+  const bool f32 = x.scalar_type() == at::kFloat;
+  const void* data = x.data_ptr();
+  at::parallel_for(0, k / 2, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t pair = begin; pair < end; ++pair)
+      for (std::int64_t m = 0; m < mp; ++m)
+        for (std::int64_t j = 2 * pair; j < 2 * pair + 2; ++j) {
+          std::uint16_t bits[3] = {0, 0, 0};
+          if (m < rows) {
+            if (f32) {
+              // x = x1 + x2 + x3 exactly: each residual is exact in float32, 8 bits shorter.
+              float rest = static_cast<const float*>(data)[m * k + j];
+              for (int t = 0; t < terms; ++t) {
+                bits[t] = bf16_bits(rest);
+                rest -= widened(bits[t]);
+              }
+            } else {
+              bits[0] = static_cast<const std::uint16_t*>(data)[m * k + j];
+            }
+          }
+          for (int t = 0; t < terms; ++t)
+            xp[t * term_stride + (pair * mp + m) * 2 + j % 2] = bits[t];
+        }
+  });
+}
+
+// Reused per thread across calls: fresh buffers of tens of MB would be pages to fault in each time.
+at::Tensor& scratch(std::int64_t elements, at::ScalarType dtype, int slot) {
+  thread_local at::Tensor held[2];
+  at::Tensor& t = held[slot];
+  if (!t.defined() || t.numel() < elements) {
+    c10::InferenceMode inference;
+    t = at::empty({elements}, dtype);
+  }
+  return t;
+}
+
+}  // namespace
+
+bool amx_available() {
+#if DRAFTGATE_AMX_KERNEL
+  static const bool available = cpu_has_amx_bf16() && amx::request_tiles();
+  return available;
+#else
+  return false;
+#endif
+}
+
+bool amx_matmul_applies(const at::Tensor& x, const at::Tensor& w) {
+  return w.dim() == 2 && w.scalar_type() == at::kBFloat16 && w.device().is_cpu() &&
+         w.stride(1) == 1 && w.size(0) % 32 == 0 && w.size(1) % 32 == 0 && w.size(1) > 0 &&
+         x.dim() >= 1 && x.device().is_cpu() && x.size(-1) == w.size(1) &&
+         (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16) &&
+         !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
+}
+
+at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
+  if (!amx_available() || !amx_matmul_applies(x, w))
+    throw std::invalid_argument("amx_matmul: no AMX here, or not a product it takes");
+  c10::InferenceMode inference;
+  const std::int64_t n = w.size(0), k = w.size(1);
+  const at::Tensor xs = x.reshape({-1, k}).contiguous();
+  const std::int64_t rows = xs.size(0), mp = (rows + 31) / 32 * 32;
+  const int terms = x.scalar_type() == at::kFloat ? 3 : 1;
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape.back() = n;
+  if (rows == 0) return at::empty(shape, x.options());
+  at::Tensor& packed = scratch(terms * k * mp, at::kBFloat16, 0);
+  auto* xp = reinterpret_cast<std::uint16_t*>(packed.data_ptr());
+  pack_terms(xs, terms, mp, xp);
+  at::Tensor& c = scratch(n * mp, at::kFloat, 1);
+  // Half of a 2 MB L2 for the x tiles of a chunk of k: all of k for a verify block (one term, 32
+  // rows: 16 K values), ~1300 for 128 rows of a float32 x in three terms.
+  constexpr std::int64_t kXTileBytes = std::int64_t{1} << 20;
+  const std::int64_t chunk = std::max<std::int64_t>(32, kXTileBytes / (terms * mp * 2) / 32 * 32);
+  const amx::Operands operands{static_cast<const std::uint16_t*>(w.data_ptr()),
+                               w.stride(0),
+                               xp,
+                               terms,
+                               mp,
+                               k,
+                               chunk,
+                               c.data_ptr<float>()};
+  // Threads take blocks of 32 weight rows.
+  at::parallel_for(0, n / 32, 1, [&](std::int64_t begin, std::int64_t end) {
+#if DRAFTGATE_AMX_KERNEL
+    amx::multiply_rows(operands, begin * 32, end * 32);
+#endif
+  });
+  const at::Tensor ct = c.narrow(0, 0, n * mp).view({n, mp}).narrow(1, 0, rows);
+  return ct.t().to(x.scalar_type()).contiguous().view(shape);
+}
+
+}  // namespace draftgate::model

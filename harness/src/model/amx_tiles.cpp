@@ -1,0 +1,87 @@
+// The AMX BF16 tile kernel (tdpbf16ps: a 16 x 16 float32 tile += a 16 x 32 bf16 tile times a
+// 32 x 16 one, each product exact, accumulated in float32). Compiled with -mamx-tile -mamx-bf16
+// and run only where the CPU has them; it includes nothing but the intrinsics.
+
+#include "amx_tiles.h"
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace draftgate::model::amx {
+namespace {
+
+constexpr long kArchRequestXcompPerm = 0x1023;  // arch_prctl(ARCH_REQ_XCOMP_PERM, ...)
+constexpr long kXfeatureTileData = 18;
+
+// Every tile 16 rows of 64 bytes: C tiles 0-3 (2 weight row blocks x 2 x row blocks), the weight
+// tiles 4-5, the x tiles 6-7.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// Weight lines asked for this many k steps (of 32) ahead: DRAM's latency is a few steps' work.
+constexpr std::int64_t kAhead = 8;
+
+}  // namespace
+
+bool request_tiles() {
+  return ::syscall(SYS_arch_prctl, kArchRequestXcompPerm, kXfeatureTileData) == 0;
+}
+
+void multiply_rows(const Operands& a, std::int64_t begin, std::int64_t end) {
+  const TileConfig config;
+  _tile_loadconfig(&config);
+  const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
+  const std::int64_t term_stride = a.k / 2 * a.mp * 2;
+  for (std::int64_t from = 0; from < a.k; from += a.chunk) {
+    const std::int64_t to = from + a.chunk < a.k ? from + a.chunk : a.k;
+    for (std::int64_t n = begin; n < end; n += 32)
+      for (std::int64_t m = 0; m < a.mp; m += 32) {
+        float* c0 = a.c + n * a.mp + m;
+        float* c1 = a.c + (n + 16) * a.mp + m;
+        if (from == 0) {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        } else {
+          _tile_loadd(0, c0, ldc_bytes);
+          _tile_loadd(1, c0 + 16, ldc_bytes);
+          _tile_loadd(2, c1, ldc_bytes);
+          _tile_loadd(3, c1 + 16, ldc_bytes);
+        }
+        for (std::int64_t at = from; at < to; at += 32) {
+          // A tile is one 64-byte line of each of 16 weight rows, 10 KB apart: a stride the
+          // hardware prefetcher does not follow. The first pass over the rows asks for the lines
+          // kAhead steps on.
+          if (m == 0 && at + 32 * kAhead < to)
+            for (int r = 0; r < 32; ++r)
+              _mm_prefetch(reinterpret_cast<const char*>(a.w + (n + r) * a.ldw + at + 32 * kAhead),
+                           _MM_HINT_T0);
+          _tile_loadd(4, a.w + n * a.ldw + at, ldw_bytes);
+          _tile_loadd(5, a.w + (n + 16) * a.ldw + at, ldw_bytes);
+          for (int t = 0; t < a.terms; ++t) {
+            const std::uint16_t* x = a.xp + t * term_stride + (at / 2 * a.mp + m) * 2;
+            _tile_loadd(6, x, ldx_bytes);
+            _tile_loadd(7, x + 32, ldx_bytes);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+          }
+        }
+        _tile_stored(0, c0, ldc_bytes);
+        _tile_stored(1, c0 + 16, ldc_bytes);
+        _tile_stored(2, c1, ldc_bytes);
+        _tile_stored(3, c1 + 16, ldc_bytes);
+      }
+  }
+  _tile_release();
+}
+
+}  // namespace draftgate::model::amx

@@ -1,0 +1,32 @@
+#pragma once
+// The AMX tile kernel's entry points (amx_tiles.cpp, compiled for AMX alone and run only where
+// the CPU has it and the kernel lets this process use it; amx_matmul.cpp asks). Plain types only:
+// nothing inline is shared with the AMX translation unit.
+
+#include <cstdint>
+
+namespace draftgate::model::amx {
+
+// The operands of C[n][m] += Σ_t Σ_k w[n][k] · x_t[m][k] for weight rows [begin, end).
+struct Operands {
+  const std::uint16_t* w;  // bf16 bits [N, K], row stride ldw elements
+  std::int64_t ldw;
+  // The terms of x, bf16 bits in pairs of k: x_t[m][k] at xp[((t · K/2 + k/2) · mp + m) · 2 + k %
+  // 2] (the layout a tile multiply takes its second operand in).
+  const std::uint16_t* xp;
+  int terms;
+  std::int64_t mp;  // rows of x, padded to a multiple of 32
+  std::int64_t k;   // a multiple of 32
+  // k in chunks of this (a multiple of 32) whose x tiles (terms x chunk x mp bf16) stay in L2
+  // while the weight rows pass.
+  std::int64_t chunk;
+  float* c;  // [N, mp] float32, C[n][m] at c[n · mp + m]; overwritten
+};
+
+// Whether this process may use the tile registers (Linux asks a process to request them once).
+bool request_tiles();
+
+// C for weight rows [begin, end), both multiples of 32.
+void multiply_rows(const Operands& a, std::int64_t begin, std::int64_t end);
+
+}  // namespace draftgate::model::amx

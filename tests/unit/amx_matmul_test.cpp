@@ -1,0 +1,135 @@
+// A float32 x times a bf16 weight (the checks' float32 forward over a bf16 checkpoint), and the AMX
+// tile kernel that takes it where the CPU has AMX (model/amx_matmul.h), each against a float64
+// product of the same values on the error bound the header states: 3K exact products accumulated
+// in float32. dense() is checked on whichever path this CPU takes (AMX tiles, else the weight
+// widened a block at a time); amx_matmul itself is skipped, saying so, on a CPU without AMX.
+
+#include "draftgate/model/amx_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "draftgate/model/ops.h"
+
+namespace draftgate::model {
+namespace {
+
+// |y - y64| <= (terms · K + 32) · 2^-24 · Σ|w||x|, plus half an ulp of the output dtype.
+double error_ratio(const at::Tensor& y, const at::Tensor& x, const at::Tensor& w, int terms) {
+  const at::Tensor x64 = x.reshape({-1, x.size(-1)}).to(at::kDouble), w64 = w.to(at::kDouble);
+  const at::Tensor exact = at::matmul(x64, w64.t());
+  const double k = static_cast<double>(w.size(1));
+  const at::Tensor accumulation =
+      at::matmul(x64.abs(), w64.abs().t()) * ((terms * k + 32) * std::ldexp(1.0, -24));
+  const double half_ulp =
+      y.scalar_type() == at::kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -24);
+  const at::Tensor allowed = accumulation + (exact.abs() + accumulation) * half_ulp + 1e-30;
+  const at::Tensor err = (y.reshape({-1, w.size(0)}).to(at::kDouble) - exact).abs();
+  return (err / allowed).max().item<double>();
+}
+
+// Values over many binades (a hidden state's outliers beside small entries): every term of the
+// split matters.
+at::Tensor spread(std::vector<std::int64_t> shape, std::uint64_t seed) {
+  at::manual_seed(seed);
+  return at::randn(shape) * at::pow(2.0, at::randint(-12, 12, shape).to(at::kFloat));
+}
+
+using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // rows, K, N
+
+const Shape kShapes[] = {{17, 64, 32},  {24, 96, 64},    {32, 128, 96}, {33, 544, 160},
+                         {100, 64, 32}, {130, 1056, 64}, {64, 5120, 32}};
+
+TEST(Float32TimesBf16, DenseIsAFloat32GemmOfTheExactProducts) {
+  for (const auto& [rows, k, n] : kShapes) {
+    const at::Tensor x = spread({rows, k}, 1 + k), w = spread({n, k}, 2 + n).to(at::kBFloat16);
+    const at::Tensor y = dense(x, w);
+    EXPECT_EQ(y.scalar_type(), at::kFloat);
+    EXPECT_LE(error_ratio(y, x, w, 3), 1.0) << rows << " x " << k << " x " << n;
+  }
+  // Shapes the tiles do not take (N not a multiple of 32) and a 3-D x.
+  const at::Tensor x = spread({2, 20, 64}, 5), w = spread({48, 64}, 6).to(at::kBFloat16);
+  EXPECT_LE(error_ratio(dense(x, w), x, w, 3), 1.0);
+  EXPECT_EQ(dense(x, w).sizes(), (std::vector<std::int64_t>{2, 20, 48}));
+}
+
+class AmxMatmul : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!amx_available())
+      GTEST_SKIP() << "this CPU (or its kernel) offers no AMX-BF16 tiles; dense() widens instead";
+  }
+};
+
+TEST_F(AmxMatmul, AFloat32XIsSplitIntoExactTermsAndAccumulatedInFloat32) {
+  for (const auto& [rows, k, n] : kShapes) {
+    const at::Tensor x = spread({rows, k}, 3 + k), w = spread({n, k}, 4 + n).to(at::kBFloat16);
+    ASSERT_TRUE(amx_matmul_applies(x, w));
+    const at::Tensor y = amx_matmul(x, w);
+    const double ratio = error_ratio(y, x, w, 3);
+    EXPECT_LE(ratio, 1.0) << rows << " x " << k << " x " << n;
+    // One bf16 term would be off by ~2^-9 of |x|: far outside the float32 bound where K is small
+    // (the bound grows with K, a random error with √K).
+    if (k <= 128) {
+      EXPECT_GT(error_ratio(at::matmul(x.to(at::kBFloat16).to(at::kDouble), w.to(at::kDouble).t()),
+                            x, w, 3),
+                10.0)
+          << "the test cannot tell one term from three";
+    }
+  }
+}
+
+// Beside the worst-case bound, the typical error: within 2x of a float32 GEMM of the widened
+// weight (OpenBLAS here), the reference any float32 trainer's numbers are judged against.
+TEST_F(AmxMatmul, ItsTypicalErrorIsAFloat32GemmsAtARealShape) {
+  const at::Tensor x = spread({128, 5120}, 9), w = (at::randn({256, 5120}) / 70).to(at::kBFloat16);
+  const at::Tensor exact = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+  const auto rms_error = [&](const at::Tensor& y) {
+    return (y.to(at::kDouble) - exact).pow(2).mean().sqrt().item<double>();
+  };
+  const double amx = rms_error(amx_matmul(x, w));
+  const double gemm = rms_error(at::linear(x, w.to(at::kFloat)));
+  EXPECT_LE(amx, 2 * gemm) << "AMX " << amx << " vs float32 GEMM " << gemm;
+  EXPECT_GT(amx, 0.0);
+}
+
+TEST_F(AmxMatmul, ABf16XIsOneTermRoundedOnce) {
+  for (const auto& [rows, k, n] : kShapes) {
+    const at::Tensor x = spread({rows, k}, 5 + k).to(at::kBFloat16);
+    const at::Tensor w = spread({n, k}, 6 + n).to(at::kBFloat16);
+    const at::Tensor y = amx_matmul(x, w);
+    EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+    EXPECT_LE(error_ratio(y, x, w, 1), 1.0) << rows << " x " << k << " x " << n;
+  }
+}
+
+// Each output is summed in one order whatever the number of rows: a row has the bits of the same
+// row multiplied alone (padded to a tile); a NaN stays in its row.
+TEST_F(AmxMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRowsAndNaNStaysInItsRow) {
+  const at::Tensor x = spread({70, 256}, 7), w = spread({64, 256}, 8).to(at::kBFloat16);
+  const at::Tensor all = amx_matmul(x, w);
+  for (std::int64_t r : {0, 31, 32, 69})
+    EXPECT_TRUE(at::equal(amx_matmul(x.narrow(0, r, 1), w), all.narrow(0, r, 1))) << "row " << r;
+  at::Tensor bad = x.clone();
+  bad[5][17] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor y = amx_matmul(bad, w);
+  EXPECT_TRUE(at::isnan(y[5]).all().item<bool>());
+  EXPECT_TRUE(at::equal(y.narrow(0, 0, 5), all.narrow(0, 0, 5)));
+  EXPECT_TRUE(at::equal(y.narrow(0, 6, 64), all.narrow(0, 6, 64)));
+}
+
+TEST(AmxMatmulApplies, TakesTileShapedBf16WeightsOnly) {
+  const at::Tensor x = at::randn({40, 64});
+  EXPECT_TRUE(amx_matmul_applies(x, at::zeros({32, 64}, at::kBFloat16)));
+  EXPECT_FALSE(amx_matmul_applies(x, at::zeros({48, 64}, at::kBFloat16))) << "N % 32";
+  EXPECT_FALSE(amx_matmul_applies(at::randn({40, 48}), at::zeros({32, 48}, at::kBFloat16)))
+      << "K % 32";
+  EXPECT_FALSE(amx_matmul_applies(x, at::zeros({32, 64}))) << "a float32 weight";
+  EXPECT_FALSE(amx_matmul_applies(x.to(at::kDouble), at::zeros({32, 64}, at::kBFloat16)));
+}
+
+}  // namespace
+}  // namespace draftgate::model
