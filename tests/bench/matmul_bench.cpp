@@ -1,10 +1,10 @@
 // The few-row bf16 matmuls of decode (1 row), verify (8, 16 rows) and the drafter's block pass at
-// real shapes, each kernel beside at::linear (oneDNN's bf16 path, what draftgate ran before) and
-// against the memory read bandwidth measured in the same run (MemoryReadBandwidth in
-// target_bench.cpp). The weights cycle through a stack larger than the last-level cache, as the
-// layers of a decode step do, so every weight byte comes from memory — on huge pages, as a mapped
-// checkpoint's are here (huge_page_memory.h; the counter huge_page_share says how much of the
-// stack the kernel gave them).
+// real shapes, each kernel (and the AMX tiles, where the CPU has them) beside at::linear (oneDNN's
+// bf16 path, what draftgate ran before) and against the memory read bandwidth measured in the same
+// run (MemoryReadBandwidth in target_bench.cpp). The weights cycle through a stack larger than the
+// last-level cache, as the layers of a decode step do, so every weight byte comes from memory — on
+// huge pages, as a mapped checkpoint's are here (huge_page_memory.h; the counter huge_page_share
+// says how much of the stack the kernel gave them).
 //
 // Report: bytes_per_second of a matmul / bytes_per_second of MemoryReadBandwidth = share of the
 // bandwidth bound; `gflops` beside FewRowsInCache's says when many rows make a shape
@@ -18,13 +18,14 @@
 #include <tuple>
 #include <vector>
 
+#include "draftgate/model/amx_matmul.h"
 #include "draftgate/model/few_row_matmul.h"
 #include "huge_page_memory.h"
 
 namespace draftgate::model {
 namespace {
 
-constexpr std::int64_t kStackBytes = std::int64_t{768} << 20;  // well past any L3 here
+constexpr std::int64_t kStackBytes = std::int64_t{2} << 30;  // past any L3 here (480 MB seen)
 
 struct WeightStack {
   bench::HugePageMemory memory;
@@ -41,7 +42,14 @@ WeightStack weight_stack(std::int64_t n, std::int64_t k) {
   return s;
 }
 
-// kernel < 0: at::linear.
+constexpr int kAtLinear = -1, kAmx = -2;
+
+at::Tensor product(const at::Tensor& x, const at::Tensor& w, int kernel) {
+  if (kernel == kAtLinear) return at::linear(x, w);
+  if (kernel == kAmx) return amx_matmul(x, w);
+  return few_row_matmul(x, w, static_cast<FewRowKernel>(kernel));
+}
+
 void BM_FewRows(benchmark::State& state, std::int64_t n, std::int64_t k, int kernel) {
   const std::int64_t rows = state.range(0);
   const WeightStack stack = weight_stack(n, k);
@@ -51,8 +59,7 @@ void BM_FewRows(benchmark::State& state, std::int64_t n, std::int64_t k, int ker
   for (auto _ : state) {
     const at::Tensor& w = stack.weights[next];
     next = (next + 1) % stack.weights.size();
-    benchmark::DoNotOptimize(kernel < 0 ? at::linear(x, w)
-                                        : few_row_matmul(x, w, static_cast<FewRowKernel>(kernel)));
+    benchmark::DoNotOptimize(product(x, w, kernel));
   }
   state.SetBytesProcessed(state.iterations() * n * k * 2);
   state.counters["gflops"] = benchmark::Counter(static_cast<double>(2 * rows * n * k) * 1e-9,
@@ -67,9 +74,7 @@ void BM_FewRowsInCache(benchmark::State& state, int kernel) {
   const std::int64_t rows = state.range(0), n = 256, k = 1024;
   const at::Tensor w = (at::randn({n, k}) / 32).to(at::kBFloat16);
   const at::Tensor x = at::randn({rows, k}).to(at::kBFloat16);
-  for (auto _ : state)
-    benchmark::DoNotOptimize(kernel < 0 ? at::linear(x, w)
-                                        : few_row_matmul(x, w, static_cast<FewRowKernel>(kernel)));
+  for (auto _ : state) benchmark::DoNotOptimize(product(x, w, kernel));
   state.counters["gflops"] = benchmark::Counter(static_cast<double>(2 * rows * n * k) * 1e-9,
                                                 benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = at::get_num_threads();
@@ -84,10 +89,11 @@ bool register_all() {
       {"qwen3-0.6b/lm_head", 151936, 1024},
       {"qwen3-8b/gate_up", 12288, 4096},
       {"qwen3-8b/down", 4096, 12288}};
-  std::vector<std::pair<std::string, int>> kernels = {{"at_linear", -1}};
+  std::vector<std::pair<std::string, int>> kernels = {{"at_linear", kAtLinear}};
   for (FewRowKernel kernel : {FewRowKernel::kBf16Dot, FewRowKernel::kFloat32Fma})
     if (few_row_kernel_available(kernel))
       kernels.emplace_back(few_row_kernel_name(kernel), static_cast<int>(kernel));
+  if (amx_available()) kernels.emplace_back("amx", kAmx);
   for (const auto& [shape, n, k] : shapes)
     for (const auto& [kernel_name, kernel] : kernels)
       benchmark::RegisterBenchmark(("FewRows/" + std::string(shape) + "/" + kernel_name).c_str(),

@@ -102,7 +102,7 @@ at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
   c10::InferenceMode inference;
   const std::int64_t n = w.size(0), k = w.size(1);
   const at::Tensor xs = x.reshape({-1, k}).contiguous();
-  const std::int64_t rows = xs.size(0), mp = (rows + 31) / 32 * 32;
+  const std::int64_t rows = xs.size(0), mp = (rows + 15) / 16 * 16;
   const int terms = x.scalar_type() == at::kFloat ? 3 : 1;
   std::vector<std::int64_t> shape = x.sizes().vec();
   shape.back() = n;

@@ -33,53 +33,74 @@ bool request_tiles() {
   return ::syscall(SYS_arch_prctl, kArchRequestXcompPerm, kXfeatureTileData) == 0;
 }
 
+namespace {
+
+// C for weight rows [n, n + 32) and x rows [m, m + 16 · kBlocks) over k in [from, to): two weight
+// row blocks by one or two x row blocks (a verify block of up to 16 rows takes one, and reads
+// and multiplies no padding).
+template <int kBlocks>
+inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t n, std::int64_t m,
+                                                 std::int64_t from, std::int64_t to) {
+  const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
+  const std::int64_t term_stride = a.k / 2 * a.mp * 2;
+  float* c0 = a.c + n * a.mp + m;
+  float* c1 = a.c + (n + 16) * a.mp + m;
+  if (from == 0) {
+    _tile_zero(0);
+    _tile_zero(2);
+    if constexpr (kBlocks == 2) {
+      _tile_zero(1);
+      _tile_zero(3);
+    }
+  } else {
+    _tile_loadd(0, c0, ldc_bytes);
+    _tile_loadd(2, c1, ldc_bytes);
+    if constexpr (kBlocks == 2) {
+      _tile_loadd(1, c0 + 16, ldc_bytes);
+      _tile_loadd(3, c1 + 16, ldc_bytes);
+    }
+  }
+  for (std::int64_t at = from; at < to; at += 32) {
+    // A tile is one 64-byte line of each of 16 weight rows, a row apart: a stride the hardware
+    // prefetcher does not follow. The first pass over the rows asks for the lines kAhead steps on.
+    if (m == 0 && at + 32 * kAhead < to)
+      for (int r = 0; r < 32; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(a.w + (n + r) * a.ldw + at + 32 * kAhead),
+                     _MM_HINT_T0);
+    _tile_loadd(4, a.w + n * a.ldw + at, ldw_bytes);
+    _tile_loadd(5, a.w + (n + 16) * a.ldw + at, ldw_bytes);
+    for (int t = 0; t < a.terms; ++t) {
+      const std::uint16_t* x = a.xp + t * term_stride + (at / 2 * a.mp + m) * 2;
+      _tile_loadd(6, x, ldx_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (kBlocks == 2) {
+        _tile_loadd(7, x + 32, ldx_bytes);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+  }
+  _tile_stored(0, c0, ldc_bytes);
+  _tile_stored(2, c1, ldc_bytes);
+  if constexpr (kBlocks == 2) {
+    _tile_stored(1, c0 + 16, ldc_bytes);
+    _tile_stored(3, c1 + 16, ldc_bytes);
+  }
+}
+
+}  // namespace
+
 void multiply_rows(const Operands& a, std::int64_t begin, std::int64_t end) {
   const TileConfig config;
   _tile_loadconfig(&config);
-  const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
-  const std::int64_t term_stride = a.k / 2 * a.mp * 2;
   for (std::int64_t from = 0; from < a.k; from += a.chunk) {
     const std::int64_t to = from + a.chunk < a.k ? from + a.chunk : a.k;
-    for (std::int64_t n = begin; n < end; n += 32)
-      for (std::int64_t m = 0; m < a.mp; m += 32) {
-        float* c0 = a.c + n * a.mp + m;
-        float* c1 = a.c + (n + 16) * a.mp + m;
-        if (from == 0) {
-          _tile_zero(0);
-          _tile_zero(1);
-          _tile_zero(2);
-          _tile_zero(3);
-        } else {
-          _tile_loadd(0, c0, ldc_bytes);
-          _tile_loadd(1, c0 + 16, ldc_bytes);
-          _tile_loadd(2, c1, ldc_bytes);
-          _tile_loadd(3, c1 + 16, ldc_bytes);
-        }
-        for (std::int64_t at = from; at < to; at += 32) {
-          // A tile is one 64-byte line of each of 16 weight rows, 10 KB apart: a stride the
-          // hardware prefetcher does not follow. The first pass over the rows asks for the lines
-          // kAhead steps on.
-          if (m == 0 && at + 32 * kAhead < to)
-            for (int r = 0; r < 32; ++r)
-              _mm_prefetch(reinterpret_cast<const char*>(a.w + (n + r) * a.ldw + at + 32 * kAhead),
-                           _MM_HINT_T0);
-          _tile_loadd(4, a.w + n * a.ldw + at, ldw_bytes);
-          _tile_loadd(5, a.w + (n + 16) * a.ldw + at, ldw_bytes);
-          for (int t = 0; t < a.terms; ++t) {
-            const std::uint16_t* x = a.xp + t * term_stride + (at / 2 * a.mp + m) * 2;
-            _tile_loadd(6, x, ldx_bytes);
-            _tile_loadd(7, x + 32, ldx_bytes);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-        }
-        _tile_stored(0, c0, ldc_bytes);
-        _tile_stored(1, c0 + 16, ldc_bytes);
-        _tile_stored(2, c1, ldc_bytes);
-        _tile_stored(3, c1 + 16, ldc_bytes);
-      }
+    for (std::int64_t n = begin; n < end; n += 32) {
+      std::int64_t m = 0;
+      for (; m + 32 <= a.mp; m += 32) block<2>(a, n, m, from, to);
+      if (m < a.mp) block<1>(a, n, m, from, to);
+    }
   }
   _tile_release();
 }

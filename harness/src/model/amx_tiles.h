@@ -15,7 +15,7 @@ struct Operands {
   // 2] (the layout a tile multiply takes its second operand in).
   const std::uint16_t* xp;
   int terms;
-  std::int64_t mp;  // rows of x, padded to a multiple of 32
+  std::int64_t mp;  // rows of x, padded to a multiple of 16
   std::int64_t k;   // a multiple of 32
   // k in chunks of this (a multiple of 32) whose x tiles (terms x chunk x mp bf16) stay in L2
   // while the weight rows pass.
