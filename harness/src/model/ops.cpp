@@ -128,17 +128,19 @@ at::Tensor widened_linear(const at::Tensor& x, const at::Tensor& w) {
 }  // namespace
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
-  // AMX tiles where the CPU has them: for a bf16 x at any number of rows (a verify block reads
-  // the weight at 1.7-2.3x the bf16 dot-product kernel's rate there, and a row has the same bits
-  // whatever the rows beside it), for a float32 x beyond the few-row kernels (a forward over a
-  // record's sequence: its float32 arithmetic at several times OpenBLAS's rate on the same cores).
-  // Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the output's
-  // transposition) outweighs the tiles: the few-row kernels keep those, at any number of rows.
+  // AMX tiles where the CPU has them: for a bf16 x of up to 16 rows (a verify block reads the
+  // weight at 1.7-2.3x the bf16 dot-product kernel's rate there, and a row has the same bits
+  // however many rows of a decode or verify pass are beside it), for a float32 x beyond the
+  // few-row kernels (a forward over a record's sequence: its float32 arithmetic at ~2.8x
+  // OpenBLAS's rate on the same cores). bf16 prefill stays on oneDNN's GEMM, measured faster on
+  // the 0.6B shapes. Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the
+  // output's transposition) outweighs the tiles: the few-row kernels keep those.
   constexpr std::int64_t kAmxMinWeight = std::int64_t{1} << 18;
   const bool amx = amx_available() && amx_matmul_applies(x, w) && w.numel() >= kAmxMinWeight;
-  if (amx && x.scalar_type() == at::kBFloat16) return amx_matmul(x, w);
-  if (few_row_matmul_applies(x, w)) return few_row_matmul(x, w);
-  if (amx) return amx_matmul(x, w);
+  const bool few_rows = few_row_matmul_applies(x, w);
+  if (amx && x.scalar_type() == at::kBFloat16 && few_rows) return amx_matmul(x, w);
+  if (few_rows) return few_row_matmul(x, w);
+  if (amx && x.scalar_type() == at::kFloat) return amx_matmul(x, w);
   if (widened_gemm_applies(x, w)) return widened_linear(x, w);
   if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kBFloat16)
     return at::linear(x, w.to(at::kFloat));  // under autograd

@@ -2,8 +2,8 @@
 // x · wᵀ for a bf16 weight on AMX tiles (Intel AMX-BF16: a 16 x 32 by 32 x 16 bf16 tile product
 // accumulated in float32): the float32 forwards of the checks over a bf16 checkpoint (a streamed
 // 27B target's arithmetic: ~1 TFLOP/s of bf16 products per core measured here, so a float32 x in
-// three terms runs ~2.8x OpenBLAS's float32 GEMM), bf16 prefill, and verify blocks, which it reads
-// at 1.7-2.3x the bf16 dot-product kernel's rate (docs/performance.md).
+// three terms runs ~2.8x OpenBLAS's float32 GEMM), and decode and verify passes, whose weights a
+// verify block reads at 1.7-2.3x the bf16 dot-product kernel's rate (docs/performance.md).
 //
 // Precision: a float32 x is split exactly into three bf16 terms (x = x₁ + x₂ + x₃: each takes the
 // next 8 bits of the 24-bit significand), so every product w·xₜ is exact and the result is a

@@ -35,9 +35,10 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 // the few-row kernels, which read the weight at the memory bandwidth (few_row_matmul.h); many rows
 // (prefill, where oneDNN's GEMM wins) and other dtypes go to at::linear — except bf16 on a CPU
 // without bf16 dot products, where oneDNN's bf16 path is ~100x slower than float32 and the
-// weight is widened to float32 a block at a time instead. A float32 x with a bf16 weight (the
-// checks' float32 forward over a bf16 checkpoint) runs on AMX tiles where the CPU has them
-// (amx_matmul.h: exact products), else widens the weight a block at a time. All accumulate in
+// weight is widened to float32 a block at a time instead. Where the CPU has AMX tiles
+// (amx_matmul.h: exact products), a few bf16 rows against a weight of 512 KB or more and a float32
+// x of many rows against a bf16 weight (the checks' float32 forward over a bf16 checkpoint) run on
+// them; elsewhere that float32 product widens the weight a block at a time. All accumulate in
 // float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
 
