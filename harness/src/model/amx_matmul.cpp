@@ -4,7 +4,6 @@
 #include <c10/util/BFloat16.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 
 #include "amx_tiles.h"
@@ -21,18 +20,6 @@ bool cpu_has_amx_bf16() {
 #else
   return false;
 #endif
-}
-
-std::uint16_t bf16_bits(float v) {
-  const c10::BFloat16 b(v);  // rounded to nearest even
-  return b.x;
-}
-
-float widened(std::uint16_t bits) {
-  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, sizeof f);
-  return f;
 }
 
 // x [rows, k] as `terms` bf16 terms in the tile layout of amx_tiles.h, rows padded with zeros. The
@@ -53,8 +40,9 @@ void pack_terms(const at::Tensor& x, int terms, std::int64_t mp, std::uint16_t* 
               // x = x1 + x2 + x3 exactly: each residual is exact in float32, 8 bits shorter.
               float rest = static_cast<const float*>(data)[m * k + j];
               for (int t = 0; t < terms; ++t) {
-                bits[t] = bf16_bits(rest);
-                rest -= widened(bits[t]);
+                const c10::BFloat16 term(rest);  // rounded to nearest even
+                bits[t] = term.x;
+                rest -= static_cast<float>(term);
               }
             } else {
               bits[0] = static_cast<const std::uint16_t*>(data)[m * k + j];

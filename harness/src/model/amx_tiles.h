@@ -11,8 +11,8 @@ namespace draftgate::model::amx {
 struct Operands {
   const std::uint16_t* w;  // bf16 bits [N, K], row stride ldw elements
   std::int64_t ldw;
-  // The terms of x, bf16 bits in pairs of k: x_t[m][k] at xp[((t · K/2 + k/2) · mp + m) · 2 + k %
-  // 2] (the layout a tile multiply takes its second operand in).
+  // The terms of x, bf16 bits in pairs of k (the layout a tile multiply takes its second operand
+  // in): x_t[m][k] at xp[((t · K/2 + k/2) · mp + m) · 2 + k % 2].
   const std::uint16_t* xp;
   int terms;
   std::int64_t mp;  // rows of x, padded to a multiple of 16
