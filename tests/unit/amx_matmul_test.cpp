@@ -106,6 +106,27 @@ TEST_F(AmxMatmul, ABf16XIsOneTermRoundedOnce) {
   }
 }
 
+// The tiles write a bf16 product as c10::BFloat16 rounds the float32 sum (nearest even, NaN as a
+// NaN, a sum past bf16's largest value to infinity): a bf16 x is the float32 x it widens to, split
+// into one nonzero term, so the float32 product rounded by torch must have the same bits.
+TEST_F(AmxMatmul, ABf16ProductIsTheFloat32SumRoundedAsTorchRoundsIt) {
+  const std::int64_t rows = 16, k = 64, n = 4096;  // 64 K outputs: a rounding off by 16 ulp shows
+  at::Tensor x = spread({rows, k}, 11).to(at::kBFloat16);
+  at::Tensor w = spread({n, k}, 12);
+  w.narrow(0, 32, 32).mul_(std::ldexp(1.0, 110));  // sums past float32's and bf16's range
+  w = w.to(at::kBFloat16);
+  x[3][9] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor y = amx_matmul(x, w);
+  const at::Tensor reference = amx_matmul(x.to(at::kFloat), w).to(at::kBFloat16);
+  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::isnan(y[3]).all().item<bool>());
+  EXPECT_GT(at::isinf(y).sum().item<std::int64_t>(), 0) << "no sum overflowed: a weak test";
+  const at::Tensor same =
+      (y.view(at::kShort) == reference.view(at::kShort)) | (at::isnan(y) & at::isnan(reference));
+  EXPECT_TRUE(same.all().item<bool>())
+      << (~same).sum().item<std::int64_t>() << " of " << y.numel() << " outputs differ";
+}
+
 // Each output is summed in one order whatever the number of rows: a row has the bits of the same
 // row multiplied alone (padded to a tile); a NaN stays in its row.
 TEST_F(AmxMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRowsAndNaNStaysInItsRow) {

@@ -11,12 +11,13 @@
 namespace draftgate::model {
 namespace {
 
-// CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
+// CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE; and AVX-512F with its state saved by the
+// OS (the tiles' write-out).
 bool cpu_has_amx_bf16() {
 #if DRAFTGATE_AMX_KERNEL
   unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
   __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
-  return ((edx >> 22) & 1) != 0 && ((edx >> 24) & 1) != 0;
+  return ((edx >> 22) & 1) != 0 && ((edx >> 24) & 1) != 0 && __builtin_cpu_supports("avx512f");
 #else
   return false;
 #endif
@@ -24,32 +25,36 @@ bool cpu_has_amx_bf16() {
 
 // x [rows, k] as `terms` bf16 terms in the tile layout of amx_tiles.h, rows padded with zeros. The
 // threads take ranges of k pairs, so each writes a contiguous part of the layout (ranges of rows
-// would write every cache line from both threads).
+// would write every cache line from both threads); a verify block's x (16 rows, tens of KB) is
+// packed on the calling thread, where a parallel region would cost more than the copy.
 void pack_terms(const at::Tensor& x, int terms, std::int64_t mp, std::uint16_t* xp) {
   const std::int64_t rows = x.size(0), k = x.size(1);
   const std::int64_t term_stride = k / 2 * mp * 2;
-  const bool f32 = x.scalar_type() == at::kFloat;
-  const void* data = x.data_ptr();
-  at::parallel_for(0, k / 2, 16, [&](std::int64_t begin, std::int64_t end) {
+  constexpr std::int64_t kSerialValues = std::int64_t{1} << 17;
+  const std::int64_t grain = std::max<std::int64_t>(16, kSerialValues / (terms * mp));
+  if (x.scalar_type() == at::kBFloat16) {
+    // One term: a pair of bf16 values is one 32-bit word, copied whole.
+    const auto* pairs = static_cast<const std::uint32_t*>(x.data_ptr());
+    auto* out = reinterpret_cast<std::uint32_t*>(xp);
+    at::parallel_for(0, k / 2, grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t pair = begin; pair < end; ++pair)
+        for (std::int64_t m = 0; m < mp; ++m)
+          out[pair * mp + m] = m < rows ? pairs[m * (k / 2) + pair] : 0;
+    });
+    return;
+  }
+  const float* data = x.data_ptr<float>();
+  at::parallel_for(0, k / 2, grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t pair = begin; pair < end; ++pair)
       for (std::int64_t m = 0; m < mp; ++m)
         for (std::int64_t j = 2 * pair; j < 2 * pair + 2; ++j) {
-          std::uint16_t bits[3] = {0, 0, 0};
-          if (m < rows) {
-            if (f32) {
-              // x = x1 + x2 + x3 exactly: each residual is exact in float32, 8 bits shorter.
-              float rest = static_cast<const float*>(data)[m * k + j];
-              for (int t = 0; t < terms; ++t) {
-                const c10::BFloat16 term(rest);  // rounded to nearest even
-                bits[t] = term.x;
-                rest -= static_cast<float>(term);
-              }
-            } else {
-              bits[0] = static_cast<const std::uint16_t*>(data)[m * k + j];
-            }
+          // x = x1 + x2 + x3 exactly: each residual is exact in float32, 8 bits shorter.
+          float rest = m < rows ? data[m * k + j] : 0.0f;
+          for (int t = 0; t < terms; ++t) {
+            const c10::BFloat16 term(rest);  // rounded to nearest even
+            xp[t * term_stride + (pair * mp + m) * 2 + j % 2] = term.x;
+            rest -= static_cast<float>(term);
           }
-          for (int t = 0; t < terms; ++t)
-            xp[t * term_stride + (pair * mp + m) * 2 + j % 2] = bits[t];
         }
   });
 }
@@ -98,9 +103,11 @@ at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
   at::Tensor& packed = scratch(terms * k * mp, at::kBFloat16, 0);
   auto* xp = reinterpret_cast<std::uint16_t*>(packed.data_ptr());
   pack_terms(xs, terms, mp, xp);
+  // Partial sums between chunks of k: untouched (and never faulted in) where one chunk is all of k.
   at::Tensor& c = scratch(n * mp, at::kFloat, 1);
-  // Half of a 2 MB L2 for the x tiles of a chunk of k: all of k for a verify block (one term, 32
-  // rows: 16 K values), ~1300 for 128 rows of a float32 x in three terms.
+  at::Tensor y = at::empty(shape, x.options());
+  // Half of a 2 MB L2 for the x tiles of a chunk of k: all of k for a verify block (one term, 16
+  // rows: 32 K values), ~1300 for 128 rows of a float32 x in three terms.
   constexpr std::int64_t kXTileBytes = std::int64_t{1} << 20;
   const std::int64_t chunk = std::max<std::int64_t>(32, kXTileBytes / (terms * mp * 2) / 32 * 32);
   const amx::Operands operands{static_cast<const std::uint16_t*>(w.data_ptr()),
@@ -110,15 +117,18 @@ at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
                                mp,
                                k,
                                chunk,
-                               c.data_ptr<float>()};
+                               c.data_ptr<float>(),
+                               y.data_ptr(),
+                               y.scalar_type() == at::kBFloat16,
+                               rows,
+                               n};
   // Threads take blocks of 32 weight rows.
   at::parallel_for(0, n / 32, 1, [&](std::int64_t begin, std::int64_t end) {
 #if DRAFTGATE_AMX_KERNEL
     amx::multiply_rows(operands, begin * 32, end * 32);
 #endif
   });
-  const at::Tensor ct = c.narrow(0, 0, n * mp).view({n, mp}).narrow(1, 0, rows);
-  return ct.t().to(x.scalar_type()).contiguous().view(shape);
+  return y;
 }
 
 }  // namespace draftgate::model

@@ -1,6 +1,6 @@
 // The AMX BF16 tile kernel (tdpbf16ps: a 16 x 16 float32 tile += a 16 x 32 bf16 tile times a
 // 32 x 16 one, each product exact, accumulated in float32). Compiled with -mamx-tile -mamx-bf16
-// and run only where the CPU has them; it includes nothing but the intrinsics.
+// -mavx512f and run only where the CPU has them; it includes nothing but the intrinsics.
 
 #include "amx_tiles.h"
 
@@ -35,12 +35,45 @@ bool request_tiles() {
 
 namespace {
 
+// A finished C tile (16 weight rows by 16 x rows, row-major) into y[m + j][n + i] for the x rows
+// that exist: column j of the tile is row m + j of y.
+inline __attribute__((always_inline)) void write_y(const Operands& a, const float* tile,
+                                                   std::int64_t n, std::int64_t m) {
+  const std::int64_t valid = a.rows - m < 16 ? a.rows - m : 16;
+  // The masked forms with all lanes on: the unmasked ones start from GCC 12's "undefined"
+  // vectors, which -Wmaybe-uninitialized reports.
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __m512i column =
+      _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
+  for (std::int64_t j = 0; j < valid; ++j) {
+    const __m512 v = _mm512_mask_i32gather_ps(
+        _mm512_setzero_ps(), kAll, _mm512_add_epi32(column, _mm512_set1_epi32(j)), tile, 4);
+    if (!a.y_bf16) {
+      _mm512_storeu_ps(static_cast<float*>(a.y) + (m + j) * a.n + n, v);
+      continue;
+    }
+    // Round to nearest even as c10::BFloat16 does (bits + 0x7FFF + lsb, NaN as 0x7FC0), not
+    // vcvtneps2bf16, which flushes denormals: the same bits as every other bf16 path.
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i lsb =
+        _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, bits, 16), _mm512_set1_epi32(1));
+    __m512i rounded = _mm512_maskz_srli_epi32(
+        kAll, _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                                    _mm512_set1_epi32(0x7FC0));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(a.y) + (m + j) * a.n + n),
+        _mm512_maskz_cvtepi32_epi16(kAll, rounded));
+  }
+}
+
 // C for weight rows [n, n + 32) and x rows [m, m + 16 · kBlocks) over k in [from, to): two weight
 // row blocks by one or two x row blocks (a verify block of up to 16 rows takes one, and reads
 // and multiplies no padding).
 template <int kBlocks>
 inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t n, std::int64_t m,
-                                                 std::int64_t from, std::int64_t to) {
+                                                 std::int64_t from, std::int64_t to,
+                                                 std::int64_t last) {
   const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
   const std::int64_t term_stride = a.k / 2 * a.mp * 2;
   float* c0 = a.c + n * a.mp + m;
@@ -63,10 +96,13 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
   for (std::int64_t at = from; at < to; at += 32) {
     // A tile is one 64-byte line of each of 16 weight rows, a row apart: a stride the hardware
     // prefetcher does not follow. The first pass over the rows asks for the lines kAhead steps on.
-    if (m == 0 && at + 32 * kAhead < to)
-      for (int r = 0; r < 32; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(a.w + (n + r) * a.ldw + at + 32 * kAhead),
-                     _MM_HINT_T0);
+    if (m == 0) {
+      std::int64_t rows = n, line = at + 32 * kAhead;
+      if (line >= to) rows += 32, line += from - to;
+      if (rows < last && line < to)
+        for (int r = 0; r < 32; ++r)
+          _mm_prefetch(reinterpret_cast<const char*>(a.w + (rows + r) * a.ldw + line), _MM_HINT_T0);
+    }
     _tile_loadd(4, a.w + n * a.ldw + at, ldw_bytes);
     _tile_loadd(5, a.w + (n + 16) * a.ldw + at, ldw_bytes);
     for (int t = 0; t < a.terms; ++t) {
@@ -81,11 +117,25 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
       }
     }
   }
-  _tile_stored(0, c0, ldc_bytes);
-  _tile_stored(2, c1, ldc_bytes);
+  if (to < a.k) {
+    _tile_stored(0, c0, ldc_bytes);
+    _tile_stored(2, c1, ldc_bytes);
+    if constexpr (kBlocks == 2) {
+      _tile_stored(1, c0 + 16, ldc_bytes);
+      _tile_stored(3, c1 + 16, ldc_bytes);
+    }
+    return;
+  }
+  alignas(64) float tile[16 * 16];
+  _tile_stored(0, tile, 64);
+  write_y(a, tile, n, m);
+  _tile_stored(2, tile, 64);
+  write_y(a, tile, n + 16, m);
   if constexpr (kBlocks == 2) {
-    _tile_stored(1, c0 + 16, ldc_bytes);
-    _tile_stored(3, c1 + 16, ldc_bytes);
+    _tile_stored(1, tile, 64);
+    write_y(a, tile, n, m + 16);
+    _tile_stored(3, tile, 64);
+    write_y(a, tile, n + 16, m + 16);
   }
 }
 
@@ -98,8 +148,8 @@ void multiply_rows(const Operands& a, std::int64_t begin, std::int64_t end) {
     const std::int64_t to = from + a.chunk < a.k ? from + a.chunk : a.k;
     for (std::int64_t n = begin; n < end; n += 32) {
       std::int64_t m = 0;
-      for (; m + 32 <= a.mp; m += 32) block<2>(a, n, m, from, to);
-      if (m < a.mp) block<1>(a, n, m, from, to);
+      for (; m + 32 <= a.mp; m += 32) block<2>(a, n, m, from, to, end);
+      if (m < a.mp) block<1>(a, n, m, from, to, end);
     }
   }
   _tile_release();

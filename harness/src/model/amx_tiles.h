@@ -1,7 +1,7 @@
 #pragma once
-// The AMX tile kernel's entry points (amx_tiles.cpp, compiled for AMX alone and run only where
-// the CPU has it and the kernel lets this process use it; amx_matmul.cpp asks). Plain types only:
-// nothing inline is shared with the AMX translation unit.
+// The AMX tile kernel's entry points (amx_tiles.cpp, compiled for AMX and AVX-512F alone and run
+// only where the CPU has them and the kernel lets this process use it; amx_matmul.cpp asks). Plain
+// types only: nothing inline is shared with the AMX translation unit.
 
 #include <cstdint>
 
@@ -20,7 +20,15 @@ struct Operands {
   // k in chunks of this (a multiple of 32) whose x tiles (terms x chunk x mp bf16) stay in L2
   // while the weight rows pass.
   std::int64_t chunk;
-  float* c;  // [N, mp] float32, C[n][m] at c[n · mp + m]; overwritten
+  // Partial sums between chunks of k, [N, mp] float32, C[n][m] at c[n · mp + m]; only read or
+  // written where chunk < k.
+  float* c;
+  // The product, [rows, N] row-major: float32, or bf16 bits rounded to nearest even (as
+  // c10::BFloat16 rounds, NaN as 0x7FC0).
+  void* y;
+  bool y_bf16;
+  std::int64_t rows;  // rows of x (<= mp) written to y
+  std::int64_t n;     // weight rows N: y's row stride
 };
 
 // Whether this process may use the tile registers (Linux asks a process to request them once).
