@@ -40,7 +40,21 @@ RandomTargetSpec qwen3_5_0_8b() {  // Qwen3.5-0.8B shapes with the Qwen3 vocabul
   return s;
 }
 
+RandomTargetSpec qwen3_8b() {  // Qwen3-8B shapes: 8.19B parameters
+  RandomTargetSpec s;
+  s.hidden = 4096, s.intermediate = 12288, s.layers = 36, s.heads = 32, s.kv_heads = 8,
+  s.head_dim = 128;
+  s.vocab = 151936;
+  s.repeat_block = 1048573;  // prime, above every row length: generated while written
+  return s;
+}
+
 }  // namespace
+
+const std::map<std::string, RandomTargetSpec>& large_target_models() {
+  static const std::map<std::string, RandomTargetSpec> m = {{"qwen3-8b", qwen3_8b()}};
+  return m;
+}
 
 const std::map<std::string, RandomTargetSpec>& target_models() {
   static const std::map<std::string, RandomTargetSpec> m = {
@@ -53,8 +67,10 @@ const std::map<std::string, RandomTargetSpec>& target_models() {
 
 fs::path target_dir(const std::string& name) {
   const fs::path dir = root() / name;
-  if (!fs::exists(dir / "model.safetensors"))
-    model::write_random_target(dir, target_models().at(name));
+  if (fs::exists(dir / "model.safetensors")) return dir;
+  const auto large = large_target_models().find(name);
+  model::write_random_target(
+      dir, large != large_target_models().end() ? large->second : target_models().at(name));
   return dir;
 }
 
@@ -63,12 +79,16 @@ fs::path drafter_dir(const std::string& target) {
   if (fs::exists(dir / "model.safetensors")) return dir;
   model::RandomDrafterSpec d;
   d.block_size = 16;
-  if (target == "qwen3-0.6b") {
-    const RandomTargetSpec& t = target_models().at(target);
+  if (target == "qwen3-0.6b" || target == "qwen3-8b") {
+    const bool large = target == "qwen3-8b";
+    const RandomTargetSpec& t =
+        large ? large_target_models().at(target) : target_models().at(target);
     d.target_hidden = t.hidden, d.target_layers = t.layers, d.vocab = t.vocab;
     d.intermediate = t.intermediate, d.heads = t.heads, d.kv_heads = t.kv_heads;
     d.head_dim = t.head_dim, d.mask_token_id = t.vocab - 1;
-    d.target_layer_ids = {1, 13, 25};
+    d.layers = large ? 5 : 2;
+    d.target_layer_ids =
+        large ? std::vector<std::int64_t>{1, 9, 17, 25, 33} : std::vector<std::int64_t>{1, 13, 25};
   } else if (target != "tiny-qwen3_5") {
     throw std::invalid_argument("no benchmark drafter for " + target);
   }

@@ -2,6 +2,10 @@
 """Runs draftgate's target benchmark beside the Python peer and prints the ratios reported in docs/performance.md.
 
     /usr/bin/python3 tests/bench/compare_with_peer.py [--build build] [--models DIR] [--threads N] [--rounds 3]
+        [--loop qwen3-0.6b[,qwen3-8b]]
+
+--loop also times the speculative loop (eval_bench.cpp's BM_SpeculativeLoop beside peer/peer_speculative.py) on
+those targets with their drafters; qwen3-8b writes 18.5 GB of random checkpoints on first use.
 
 Needs Debian's python3-torch for the peer (never a draftgate dependency). Before timing anything it checks
 that the peer computes the same logits as draftgate on every model, so the comparison is like for like.
@@ -15,6 +19,8 @@ import sys
 MODELS = ["tiny-qwen3", "tiny-qwen3_5", "qwen3-0.6b", "qwen3_5-0.8b"]
 VERIFY_ROWS = (8, 16)
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer", "peer_target.py")
+PEER_LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer", "peer_speculative.py")
+LOOP_BENCH = {"qwen3-0.6b": "qwen3_0_6b", "qwen3-8b": "qwen3_8b"}
 
 
 def run(cmd, env=None):
@@ -29,6 +35,9 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--min-time", type=float, default=2.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--loop-only", action="store_true", help="only the speculative loop (with --loop)")
+    ap.add_argument("--loop", default="", help="comma-separated targets for the speculative loop: "
+                    + ", ".join(LOOP_BENCH))
     a = ap.parse_args()
     env = dict(os.environ, DRAFTGATE_BENCH_MODELS=a.models)
     bench = os.path.join(a.build, "target_bench")
@@ -57,7 +66,7 @@ def main():
     bandwidth = max(ours("MemoryReadBandwidth")["MemoryReadBandwidth"]["bytes_per_second"]
                     for _ in range(a.rounds))
     rows = []
-    for name in MODELS:
+    for name in [] if a.loop_only else MODELS:
         best = {}
         for _ in range(a.rounds):
             mine = ours(name)  # one process per model, so each peak RSS is that model's alone
@@ -78,19 +87,48 @@ def main():
 
     print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; prefill 128 tokens; "
           f"decode one token after 64; best of {a.rounds} alternating rounds")
-    print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
-          "| decode bound ms (% of bound) | peak RSS MB draftgate / peer |")
-    print("|---|---|---|---|---|---|")
-    for (name, w, pre, ppre, dec, pdec, bound, rss, prss, _) in rows:
-        print(f"| {name} | {w:.0f} | {pre:.0f} / {ppre:.0f} ({pre / ppre:.2f}x) | {dec:.2f} / {pdec:.2f} "
-              f"({pdec / dec:.2f}x) | {bound:.2f} ({100 * bound / dec:.0f}%) | {rss:.0f} / {prss:.0f} |")
-    print()
-    print("| model | " + " | ".join(f"verify {b} rows ms draftgate / peer (speed-up, % of bound)" for b in VERIFY_ROWS)
-          + " |")
-    print("|---|" + "---|" * len(VERIFY_ROWS))
-    for (name, w, pre, ppre, dec, pdec, bound, rss, prss, verify) in rows:
-        print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%)"
-                                          for v, pv in verify) + " |")
+    if rows:
+        print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
+              "| decode bound ms (% of bound) | peak RSS MB draftgate / peer |")
+        print("|---|---|---|---|---|---|")
+        for (name, w, pre, ppre, dec, pdec, bound, rss, prss, _) in rows:
+            print(f"| {name} | {w:.0f} | {pre:.0f} / {ppre:.0f} ({pre / ppre:.2f}x) | {dec:.2f} / {pdec:.2f} "
+                  f"({pdec / dec:.2f}x) | {bound:.2f} ({100 * bound / dec:.0f}%) | {rss:.0f} / {prss:.0f} |")
+        print()
+        print("| model | " + " | ".join(f"verify {b} rows ms draftgate / peer (speed-up, % of bound)" for b in VERIFY_ROWS)
+              + " |")
+        print("|---|" + "---|" * len(VERIFY_ROWS))
+        for (name, w, pre, ppre, dec, pdec, bound, rss, prss, verify) in rows:
+            print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%)"
+                                              for v, pv in verify) + " |")
+
+    loops = [m for m in a.loop.split(",") if m]
+    if loops:
+        print()
+        print("| target (drafter) | tokens/s draftgate / peer (speed-up) | tau draftgate / peer | ms per token: "
+              "draftgate / bound (% of bound) | draftgate target / drafter / bookkeeping | greedy ms per token "
+              "draftgate / peer | peer's output = its greedy |")
+        print("|---|---|---|---|---|---|---|")
+    for name in loops:
+        if name not in LOOP_BENCH:
+            sys.exit(f"--loop: no speculative-loop benchmark for {name} (have {', '.join(LOOP_BENCH)})")
+        out = json.loads(run([bench, f"--benchmark_filter=^BM_SpeculativeLoop/{LOOP_BENCH[name]}/",
+                              "--benchmark_format=json"], env))
+        mine = out["benchmarks"][0]
+        peer = json.loads(run([sys.executable, PEER_LOOP, os.path.join(a.models, name),
+                               os.path.join(a.models, name + "-drafter"), "--threads", str(a.threads),
+                               "--tokens", str(int(mine["name"].split("/")[2]))]))
+        # draftgate's verify rows have the bits of decoded rows (the AMX kernel sums each output in one order
+        # whatever the row count), so its loop reproduces greedy decoding; the peer's oneDNN products may round a
+        # 16-row verify differently from a one-row decode and flip a near-tie of a random model's flat logits.
+        same = "yes" if peer["output_matches_greedy"] else "no (bf16 rounding of its verify rows)"
+        if not mine["output_matches_greedy"]:
+            sys.exit(f"draftgate's speculative output differs from its greedy decoding on {name}: {mine}")
+        print(f"| {name} | {mine['tokens_per_s']:.2f} / {peer['tokens_per_s']:.2f} "
+              f"({mine['tokens_per_s'] / peer['tokens_per_s']:.2f}x) | {mine['tau']:.2f} / {peer['tau']:.2f} "
+              f"| {mine['ms_per_token']:.1f} / {mine['bound_ms_per_token']:.1f} ({100 * mine['of_bound']:.0f}%) "
+              f"| {mine['target_share']:.2f} / {mine['drafter_share']:.2f} / {mine['bookkeeping_share']:.3f} "
+              f"| {mine['greedy_ms_per_token']:.1f} / {peer['greedy_ms_per_token']:.1f} | {same} |")
 
 
 if __name__ == "__main__":

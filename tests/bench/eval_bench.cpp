@@ -4,7 +4,10 @@
 // drafter of its shapes — tokens per second, the split target / drafter / bookkeeping, and the
 // bound: the bytes each verify step reads (every target weight, every drafter weight, and the
 // target's lm_head again for the drafter's block) per committed token, at the read bandwidth
-// measured beside it; plus plain greedy decoding of the same target for contrast.
+// measured beside it; plus plain greedy decoding of the same target for contrast. The same loop on
+// a Qwen3-8B-shaped target with a drafter of z-lab's Qwen3-8B-DFlash-b16 shapes (18.5 GB: written
+// on first use, never by --make-models). tests/bench/peer/peer_speculative.py runs the same loop in
+// eager PyTorch beside it.
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -46,9 +49,12 @@ BENCHMARK(BM_GenerationCost)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
+// The bytes of a checkpoint's tensors, less an untied embedding (a step reads one row of it).
 double checkpoint_bytes(const io::Checkpoint& ckpt) {
   double bytes = 0;
   for (const auto& n : ckpt.names()) bytes += static_cast<double>(ckpt.info(n)->nbytes());
+  const auto embedding = ckpt.info("model.embed_tokens.weight");
+  if (embedding && ckpt.info("lm_head.weight")) bytes -= static_cast<double>(embedding->nbytes());
   return bytes;
 }
 
@@ -100,11 +106,17 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   state.counters["of_bound"] = bound_ms / ms_per_token;
   state.counters["greedy_ms_per_token"] =
       greedy_s.count() * 1e3 / static_cast<double>(greedy.size());
+  state.counters["output_matches_greedy"] = run.output == greedy ? 1 : 0;
   state.counters["threads"] = at::get_num_threads();
 }
 
 BENCHMARK_CAPTURE(BM_SpeculativeLoop, qwen3_0_6b, std::string("qwen3-0.6b"))
     ->Arg(64)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+// 16.4 GB of target and 2.1 GB of drafter, written on first use: run it by name.
+BENCHMARK_CAPTURE(BM_SpeculativeLoop, qwen3_8b, std::string("qwen3-8b"))
+    ->Arg(32)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -11,6 +11,7 @@ prints one JSON object: prefill tokens/s, decode-step latency, peak RSS.
 """
 import argparse
 import json
+import mmap
 import os
 import resource
 import struct
@@ -36,17 +37,23 @@ DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
 
 
 def load_safetensors(path):
+    """{name: tensor} over a private mapping of the file (pages read on first touch and shared with the page
+    cache, as draftgate maps a checkpoint), so a model larger than half of memory loads."""
     with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    mapped.madvise(mmap.MADV_HUGEPAGE)  # as draftgate advises its mappings: 2 MB pages where the kernel has them
     base = 8 + n
     out = {}
     for name, e in header.items():
         if name == "__metadata__":
             continue
         b, end = e["data_offsets"]
-        t = torch.frombuffer(bytearray(data[base + b:base + end]), dtype=DTYPES[e["dtype"]])
+        dtype = DTYPES[e["dtype"]]
+        count = (end - b) // torch.empty((), dtype=dtype).element_size()
+        t = torch.frombuffer(mapped, dtype=dtype, count=count, offset=base + b) if count else \
+            torch.empty(0, dtype=dtype)
         out[name] = t.reshape(e["shape"])
     return out
 
@@ -243,10 +250,11 @@ class Target:
         return F.linear(o.to(x.dtype).reshape(T, -1), w[p + "out_proj.weight"]), (seq[-(K - 1):], state)
 
     @torch.inference_mode()
-    def forward(self, ids, start, caches):
+    def forward(self, ids, start, caches, taps=()):
+        """Logits [T, vocab] float32 and the new caches; with taps, also {layer: its output [T, hidden]}."""
         x = self.embed[ids]
         pos = torch.arange(start, start + len(ids))
-        new = []
+        new, hidden = [], {}
         for i, t in enumerate(self.types):
             w, p = self.w, self.p(i)
             h = rms(x, w[p + "input_layernorm.weight"], self.eps, self.hybrid)
@@ -256,7 +264,10 @@ class Target:
             x = x + out
             h = rms(x, w[p + "post_attention_layernorm.weight"], self.eps, self.hybrid)
             x = x + (self.routed(i, h) if self.moe and self.sparse(i) else self.swiglu(p + "mlp.", h))
-        return F.linear(rms(x, self.norm, self.eps, self.hybrid), self.head).float(), new
+            if i in taps:
+                hidden[i] = x
+        logits = F.linear(rms(x, self.norm, self.eps, self.hybrid), self.head).float()
+        return (logits, new, hidden) if taps else (logits, new)
 
 
 def time_it(fn, min_time):
