@@ -1,13 +1,14 @@
-// The speculative loop end to end. BM_GenerationCost: time per generated token from 256 to 2048
-// tokens on a tiny target (flat when no prefix is recomputed) and the share of it spent in the
-// target vs the drafter. BM_SpeculativeLoop: `eval`'s loop on a Qwen3-0.6B-shaped target with a
-// drafter of its shapes — tokens per second, the split target / drafter / bookkeeping, and the
-// bound: the bytes each verify step reads (every target weight, every drafter weight, and the
-// target's lm_head again for the drafter's block) per committed token, at the read bandwidth
-// measured beside it; plus plain greedy decoding of the same target for contrast. The same loop on
-// a Qwen3-8B-shaped target with a drafter of z-lab's Qwen3-8B-DFlash-b16 shapes (18.5 GB: written
-// on first use, never by --make-models). tests/bench/peer/peer_speculative.py runs the same loop in
-// eager PyTorch beside it.
+// The speculative loop end to end, and the drafter's block pass alone (BM_DrafterBlock).
+// BM_GenerationCost: time per generated token from 256 to 2048 tokens on a tiny target (flat when
+// no prefix is recomputed) and the share of it spent in the target vs the drafter.
+// BM_SpeculativeLoop: `eval`'s loop on a Qwen3-0.6B-shaped target with a drafter of its shapes —
+// tokens per second, the split target / drafter / bookkeeping, and the bound: the bytes each verify
+// step reads (every target weight, every drafter weight, and the target's lm_head again for the
+// drafter's block) per committed token, at the read bandwidth measured beside it; plus plain greedy
+// decoding of the same target for contrast. The same loop on a Qwen3-8B-shaped target with a
+// drafter of z-lab's Qwen3-8B-DFlash-b16 shapes (18.5 GB: written on first use, never by
+// --make-models). tests/bench/peer/peer_speculative.py runs the same loop in eager PyTorch beside
+// it.
 
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -109,6 +110,46 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   state.counters["output_matches_greedy"] = run.output == greedy ? 1 : 0;
   state.counters["threads"] = at::get_num_threads();
 }
+
+// The drafter's block pass alone: propose() of a full block after `range(0)` committed positions
+// of context (its K/V cached; the block's dropped after each pass, so every pass is alike), against
+// the bytes it reads (every drafter weight and the target's lm_head for the block's rows) at the
+// read bandwidth measured beside it.
+void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
+  const auto target_ckpt = io::Checkpoint::open(target_dir(name));
+  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir(name));
+  const auto target = model::TargetModel::load(target_ckpt, {});
+  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  std::vector<std::int64_t> context(state.range(0)), rows;
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    context[i] = (i * 7919 + 1) % target->config().vocab;
+    rows.push_back(i);
+  }
+  model::TargetState target_state = target->new_state();
+  const model::ForwardResult forward =
+      target->extend(target_state, context, {}, dflash->config().target_layer_ids);
+  model::DrafterState drafter_state = dflash->new_state();
+  dflash->add_context(drafter_state, dflash->features(forward, rows));
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(dflash->propose(drafter_state, 5).tokens);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  const double bytes = checkpoint_bytes(drafter_ckpt) +
+                       static_cast<double>(target->config().vocab * target->config().hidden * 2);
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  const double bound_ms = bytes / read_bandwidth() * 1e3;
+  state.counters["bound_ms"] = bound_ms;
+  state.counters["of_bound"] =
+      bound_ms / (elapsed.count() * 1e3 / static_cast<double>(state.iterations()));
+  state.counters["bytes_MB"] = bytes / 1e6;
+  state.counters["threads"] = at::get_num_threads();
+}
+
+BENCHMARK_CAPTURE(BM_DrafterBlock, qwen3_0_6b, std::string("qwen3-0.6b"))
+    ->Arg(64)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DrafterBlock, qwen3_8b, std::string("qwen3-8b"))
+    ->Arg(64)
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_CAPTURE(BM_SpeculativeLoop, qwen3_0_6b, std::string("qwen3-0.6b"))
     ->Arg(64)

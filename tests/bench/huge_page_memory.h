@@ -1,9 +1,10 @@
 #pragma once
 // Anonymous memory advised for transparent huge pages, for the buffers the bandwidth benchmarks
-// read: a mapped checkpoint's page cache is PMD-mapped on this machine's kernel (ext4 large folios:
-// FilePmdMapped in /proc/PID/smaps_rollup during a decode), so buffers on 4 KB pages would measure
-// TLB misses a decode does not pay (a 0.6B-sized weight read at 20.7 GB/s on 4 KB pages, 32.4 on
-// huge pages, measured 2026-12-02) and understate the read bandwidth a decode is bound by.
+// read: a mapped checkpoint is advised so too (io/safetensors.cpp) and its page cache is then
+// PMD-mapped (FilePmdMapped in /proc/PID/smaps_rollup during a decode), so buffers on 4 KB pages
+// would measure TLB misses a decode does not pay (a 0.6B-sized weight read at 20.7 GB/s on 4 KB
+// pages, 32.4 on huge pages, measured 2026-12-02) and understate the read bandwidth a decode is
+// bound by.
 
 #include <ATen/ATen.h>
 

@@ -129,7 +129,7 @@ at::Tensor widened_linear(const at::Tensor& x, const at::Tensor& w) {
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
   // AMX tiles where the CPU has them: for a bf16 x of up to 16 rows (a verify block reads the
-  // weight at 1.7-2.3x the bf16 dot-product kernel's rate there, and a row has the same bits
+  // weight at 2.5-2.6x the bf16 dot-product kernel's rate there, and a row has the same bits
   // however many rows of a decode or verify pass are beside it), for a float32 x beyond the
   // few-row kernels (a forward over a record's sequence: its float32 arithmetic at ~2.8x
   // OpenBLAS's rate on the same cores). bf16 prefill stays on oneDNN's GEMM, measured faster on

@@ -3,7 +3,7 @@
 // accumulated in float32): the float32 forwards of the checks over a bf16 checkpoint (a streamed
 // 27B target's arithmetic: ~1 TFLOP/s of bf16 products per core measured here, so a float32 x in
 // three terms runs ~2.8x OpenBLAS's float32 GEMM), and decode and verify passes, whose weights a
-// verify block reads at 1.7-2.3x the bf16 dot-product kernel's rate (docs/performance.md).
+// verify block reads at 2.5-2.6x the bf16 dot-product kernel's rate (docs/performance.md).
 //
 // Precision: a float32 x is split exactly into three bf16 terms (x = x₁ + x₂ + x₃: each takes the
 // next 8 bits of the 24-bit significand), so every product w·xₜ is exact and the result is a
