@@ -69,11 +69,11 @@ inline __attribute__((always_inline)) void write_y(const Operands& a, const floa
 
 // C for weight rows [n, n + 32) and x rows [m, m + 16 · kBlocks) over k in [from, to): two weight
 // row blocks by one or two x row blocks (a verify block of up to 16 rows takes one, and reads
-// and multiplies no padding).
+// and multiplies no padding); rows_end bounds the prefetch: the end of this thread's rows.
 template <int kBlocks>
 inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t n, std::int64_t m,
                                                  std::int64_t from, std::int64_t to,
-                                                 std::int64_t last) {
+                                                 std::int64_t rows_end) {
   const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
   const std::int64_t term_stride = a.k / 2 * a.mp * 2;
   float* c0 = a.c + n * a.mp + m;
@@ -95,11 +95,13 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
   }
   for (std::int64_t at = from; at < to; at += 32) {
     // A tile is one 64-byte line of each of 16 weight rows, a row apart: a stride the hardware
-    // prefetcher does not follow. The first pass over the rows asks for the lines kAhead steps on.
+    // prefetcher does not follow. The first pass over the rows asks for the lines kAhead steps on,
+    // past the chunk's end in the next block of rows (short rows would otherwise start each block
+    // with its first kAhead lines unrequested).
     if (m == 0) {
       std::int64_t rows = n, line = at + 32 * kAhead;
       if (line >= to) rows += 32, line += from - to;
-      if (rows < last && line < to)
+      if (rows < rows_end && line < to)
         for (int r = 0; r < 32; ++r)
           _mm_prefetch(reinterpret_cast<const char*>(a.w + (rows + r) * a.ldw + line), _MM_HINT_T0);
     }
