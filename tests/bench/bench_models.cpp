@@ -49,6 +49,18 @@ RandomTargetSpec qwen3_8b() {  // Qwen3-8B shapes: 8.19B parameters
   return s;
 }
 
+// Drafters of their target's shapes: layers and taps as z-lab's (Qwen3-8B-DFlash-b16: 5 layers,
+// taps 1, 9, 17, 25, 33; the small ones 2 layers).
+struct DrafterShape {
+  std::int64_t layers;
+  std::vector<std::int64_t> taps;
+};
+const std::map<std::string, DrafterShape>& drafter_shapes() {
+  static const std::map<std::string, DrafterShape> m = {{"qwen3-0.6b", {2, {1, 13, 25}}},
+                                                        {"qwen3-8b", {5, {1, 9, 17, 25, 33}}}};
+  return m;
+}
+
 }  // namespace
 
 const std::map<std::string, RandomTargetSpec>& large_target_models() {
@@ -65,12 +77,14 @@ const std::map<std::string, RandomTargetSpec>& target_models() {
   return m;
 }
 
+const RandomTargetSpec& target_spec(const std::string& name) {
+  const auto large = large_target_models().find(name);
+  return large != large_target_models().end() ? large->second : target_models().at(name);
+}
+
 fs::path target_dir(const std::string& name) {
   const fs::path dir = root() / name;
-  if (fs::exists(dir / "model.safetensors")) return dir;
-  const auto large = large_target_models().find(name);
-  model::write_random_target(
-      dir, large != large_target_models().end() ? large->second : target_models().at(name));
+  if (!fs::exists(dir / "model.safetensors")) model::write_random_target(dir, target_spec(name));
   return dir;
 }
 
@@ -79,16 +93,12 @@ fs::path drafter_dir(const std::string& target) {
   if (fs::exists(dir / "model.safetensors")) return dir;
   model::RandomDrafterSpec d;
   d.block_size = 16;
-  if (target == "qwen3-0.6b" || target == "qwen3-8b") {
-    const bool large = target == "qwen3-8b";
-    const RandomTargetSpec& t =
-        large ? large_target_models().at(target) : target_models().at(target);
+  if (const auto shape = drafter_shapes().find(target); shape != drafter_shapes().end()) {
+    const RandomTargetSpec& t = target_spec(target);
     d.target_hidden = t.hidden, d.target_layers = t.layers, d.vocab = t.vocab;
     d.intermediate = t.intermediate, d.heads = t.heads, d.kv_heads = t.kv_heads;
     d.head_dim = t.head_dim, d.mask_token_id = t.vocab - 1;
-    d.layers = large ? 5 : 2;
-    d.target_layer_ids =
-        large ? std::vector<std::int64_t>{1, 9, 17, 25, 33} : std::vector<std::int64_t>{1, 13, 25};
+    d.layers = shape->second.layers, d.target_layer_ids = shape->second.taps;
   } else if (target != "tiny-qwen3_5") {
     throw std::invalid_argument("no benchmark drafter for " + target);
   }

@@ -16,6 +16,8 @@ const std::map<std::string, model::RandomTargetSpec>& target_models();
 // qwen3-8b (Qwen3-8B shapes, 16.4 GB of bf16, written with a repeated block): written only when a
 // benchmark asks for it.
 const std::map<std::string, model::RandomTargetSpec>& large_target_models();
+// The spec of either kind of model.
+const model::RandomTargetSpec& target_spec(const std::string& name);
 std::filesystem::path target_dir(const std::string& name);
 // Random 16-block drafters: "tiny-qwen3_5" (taps 0 and 2), "qwen3-0.6b" (2 layers of the target's
 // shapes, taps 1, 13, 25: the shape of z-lab's small DFlash drafters) and "qwen3-8b" (z-lab's

@@ -39,6 +39,12 @@ def main():
     ap.add_argument("--loop", default="", help="comma-separated targets for the speculative loop: "
                     + ", ".join(LOOP_BENCH))
     a = ap.parse_args()
+    loops = [m for m in a.loop.split(",") if m]
+    unknown = [m for m in loops if m not in LOOP_BENCH]
+    if unknown:
+        ap.error(f"--loop: no speculative-loop benchmark for {', '.join(unknown)} (have {', '.join(LOOP_BENCH)})")
+    if a.loop_only and not loops:
+        ap.error("--loop-only needs --loop")
     env = dict(os.environ, DRAFTGATE_BENCH_MODELS=a.models)
     bench = os.path.join(a.build, "target_bench")
     draftgate = os.path.join(a.build, "draftgate")
@@ -102,7 +108,6 @@ def main():
             print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%)"
                                               for v, pv in verify) + " |")
 
-    loops = [m for m in a.loop.split(",") if m]
     if loops:
         print()
         print("| target (drafter) | tokens/s draftgate / peer (speed-up) | tau draftgate / peer | ms per token: "
@@ -110,8 +115,6 @@ def main():
               "draftgate / peer | peer's output = its greedy |")
         print("|---|---|---|---|---|---|---|")
     for name in loops:
-        if name not in LOOP_BENCH:
-            sys.exit(f"--loop: no speculative-loop benchmark for {name} (have {', '.join(LOOP_BENCH)})")
         out = json.loads(run([bench, f"--benchmark_filter=^BM_SpeculativeLoop/{LOOP_BENCH[name]}/",
                               "--benchmark_format=json"], env))
         mine = out["benchmarks"][0]

@@ -25,11 +25,23 @@
 namespace draftgate::bench {
 namespace {
 
+// A benchmark target and its drafter, loaded as `eval` loads them (mapped, in their stored dtype);
+// built in place, so the models never outlive a moved-from checkpoint.
+struct TargetAndDrafter {
+  explicit TargetAndDrafter(const std::string& name)
+      : target_ckpt(io::Checkpoint::open(target_dir(name))),
+        drafter_ckpt(io::Checkpoint::open(drafter_dir(name))),
+        target(model::TargetModel::load(target_ckpt, {})),
+        dflash(model::DFlashDrafter::load(drafter_ckpt, *target)) {}
+  const io::Checkpoint target_ckpt, drafter_ckpt;
+  const std::unique_ptr<model::TargetModel> target;
+  const std::unique_ptr<model::DFlashDrafter> dflash;
+};
+
 void BM_GenerationCost(benchmark::State& state) {
-  const auto target_ckpt = io::Checkpoint::open(target_dir("tiny-qwen3_5"));
-  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir("tiny-qwen3_5"));
-  const auto target = model::TargetModel::load(target_ckpt, {});
-  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const TargetAndDrafter loaded("tiny-qwen3_5");
+  const auto& target = loaded.target;
+  const auto& dflash = loaded.dflash;
   const auto drafter = decode::dflash_block_drafter(*dflash);
   decode::DecodeConfig config;
   config.max_new_tokens = state.range(0);
@@ -74,10 +86,9 @@ double read_bandwidth() {
 }
 
 void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
-  const auto target_ckpt = io::Checkpoint::open(target_dir(name));
-  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir(name));
-  const auto target = model::TargetModel::load(target_ckpt, {});
-  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const TargetAndDrafter loaded(name);
+  const auto& target = loaded.target;
+  const auto& dflash = loaded.dflash;
   const auto drafter = decode::dflash_block_drafter(*dflash);
   decode::DecodeConfig config;
   config.max_new_tokens = state.range(0);
@@ -91,7 +102,8 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   const std::chrono::duration<double> greedy_s = std::chrono::steady_clock::now() - greedy_start;
 
   const std::int64_t vocab = target->config().vocab, hidden = target->config().hidden;
-  const double step_bytes = checkpoint_bytes(target_ckpt) + checkpoint_bytes(drafter_ckpt) +
+  const double step_bytes = checkpoint_bytes(loaded.target_ckpt) +
+                            checkpoint_bytes(loaded.drafter_ckpt) +
                             static_cast<double>(vocab * hidden * 2);
   const double bound_ms = step_bytes * steps / tokens / read_bandwidth() * 1e3;
   const double ms_per_token = run.seconds * 1e3 / tokens;
@@ -116,10 +128,9 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
 // the bytes it reads (every drafter weight and the target's lm_head for the block's rows) at the
 // read bandwidth measured beside it.
 void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
-  const auto target_ckpt = io::Checkpoint::open(target_dir(name));
-  const auto drafter_ckpt = io::Checkpoint::open(drafter_dir(name));
-  const auto target = model::TargetModel::load(target_ckpt, {});
-  const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target);
+  const TargetAndDrafter loaded(name);
+  const auto& target = loaded.target;
+  const auto& dflash = loaded.dflash;
   std::vector<std::int64_t> context(state.range(0)), rows;
   for (std::int64_t i = 0; i < state.range(0); ++i) {
     context[i] = (i * 7919 + 1) % target->config().vocab;
@@ -133,7 +144,7 @@ void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(dflash->propose(drafter_state, 5).tokens);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  const double bytes = checkpoint_bytes(drafter_ckpt) +
+  const double bytes = checkpoint_bytes(loaded.drafter_ckpt) +
                        static_cast<double>(target->config().vocab * target->config().hidden * 2);
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   const double bound_ms = bytes / read_bandwidth() * 1e3;

@@ -103,13 +103,13 @@ at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
   at::Tensor& packed = scratch(terms * k * mp, at::kBFloat16, 0);
   auto* xp = reinterpret_cast<std::uint16_t*>(packed.data_ptr());
   pack_terms(xs, terms, mp, xp);
-  // Partial sums between chunks of k: untouched (and never faulted in) where one chunk is all of k.
-  at::Tensor& c = scratch(n * mp, at::kFloat, 1);
   at::Tensor y = at::empty(shape, x.options());
   // Half of a 2 MB L2 for the x tiles of a chunk of k: all of k for a verify block (one term, 16
   // rows: 32 K values), ~1300 for 128 rows of a float32 x in three terms.
   constexpr std::int64_t kXTileBytes = std::int64_t{1} << 20;
   const std::int64_t chunk = std::max<std::int64_t>(32, kXTileBytes / (terms * mp * 2) / 32 * 32);
+  // Partial sums between chunks of k: none where one chunk is all of k.
+  float* partial = chunk < k ? scratch(n * mp, at::kFloat, 1).data_ptr<float>() : nullptr;
   const amx::Operands operands{static_cast<const std::uint16_t*>(w.data_ptr()),
                                w.stride(0),
                                xp,
@@ -117,7 +117,7 @@ at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
                                mp,
                                k,
                                chunk,
-                               c.data_ptr<float>(),
+                               partial,
                                y.data_ptr(),
                                y.scalar_type() == at::kBFloat16,
                                rows,

@@ -76,8 +76,8 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
                                                  std::int64_t rows_end) {
   const std::int64_t ldw_bytes = a.ldw * 2, ldc_bytes = a.mp * 4, ldx_bytes = a.mp * 4;
   const std::int64_t term_stride = a.k / 2 * a.mp * 2;
-  float* c0 = a.c + n * a.mp + m;
-  float* c1 = a.c + (n + 16) * a.mp + m;
+  // The partial sums of this block's tiles, where k is in several chunks (a.c is null otherwise).
+  const auto partial = [&](std::int64_t row) { return a.c + row * a.mp + m; };
   if (from == 0) {
     _tile_zero(0);
     _tile_zero(2);
@@ -86,11 +86,11 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
       _tile_zero(3);
     }
   } else {
-    _tile_loadd(0, c0, ldc_bytes);
-    _tile_loadd(2, c1, ldc_bytes);
+    _tile_loadd(0, partial(n), ldc_bytes);
+    _tile_loadd(2, partial(n + 16), ldc_bytes);
     if constexpr (kBlocks == 2) {
-      _tile_loadd(1, c0 + 16, ldc_bytes);
-      _tile_loadd(3, c1 + 16, ldc_bytes);
+      _tile_loadd(1, partial(n) + 16, ldc_bytes);
+      _tile_loadd(3, partial(n + 16) + 16, ldc_bytes);
     }
   }
   for (std::int64_t at = from; at < to; at += 32) {
@@ -120,11 +120,11 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
     }
   }
   if (to < a.k) {
-    _tile_stored(0, c0, ldc_bytes);
-    _tile_stored(2, c1, ldc_bytes);
+    _tile_stored(0, partial(n), ldc_bytes);
+    _tile_stored(2, partial(n + 16), ldc_bytes);
     if constexpr (kBlocks == 2) {
-      _tile_stored(1, c0 + 16, ldc_bytes);
-      _tile_stored(3, c1 + 16, ldc_bytes);
+      _tile_stored(1, partial(n) + 16, ldc_bytes);
+      _tile_stored(3, partial(n + 16) + 16, ldc_bytes);
     }
     return;
   }

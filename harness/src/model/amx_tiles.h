@@ -20,8 +20,8 @@ struct Operands {
   // k in chunks of this (a multiple of 32) whose x tiles (terms x chunk x mp bf16) stay in L2
   // while the weight rows pass.
   std::int64_t chunk;
-  // Partial sums between chunks of k, [N, mp] float32, C[n][m] at c[n · mp + m]; only read or
-  // written where chunk < k.
+  // Partial sums between chunks of k, [N, mp] float32, C[n][m] at c[n · mp + m]; null where
+  // chunk >= k (one chunk: nothing to keep between chunks).
   float* c;
   // The product, [rows, N] row-major: float32, or bf16 bits rounded to nearest even (as
   // c10::BFloat16 rounds, NaN as 0x7FC0).

@@ -133,8 +133,8 @@ at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
   // however many rows of a decode or verify pass are beside it), for a float32 x beyond the
   // few-row kernels (a forward over a record's sequence: its float32 arithmetic at ~2.8x
   // OpenBLAS's rate on the same cores). bf16 prefill stays on oneDNN's GEMM, measured faster on
-  // the 0.6B shapes. Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the
-  // output's transposition) outweighs the tiles: the few-row kernels keep those.
+  // the 0.6B shapes. Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the tile
+  // set-up, the threads' wake-up) outweighs the tiles: the few-row kernels keep those.
   constexpr std::int64_t kAmxMinWeight = std::int64_t{1} << 18;
   const bool amx = amx_available() && amx_matmul_applies(x, w) && w.numel() >= kAmxMinWeight;
   const bool few_rows = few_row_matmul_applies(x, w);

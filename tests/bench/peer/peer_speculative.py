@@ -23,14 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_target import Target, load_safetensors, rms, rotate_half  # noqa: E402
-
-
-def rope(x, pos, inv_freq):
-    """x [heads, T, d] rotated at positions pos (NeoX halves over all of d)."""
-    freqs = pos.float()[:, None] * inv_freq[None, :]
-    emb = torch.cat((freqs, freqs), -1)
-    return x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype)
+from peer_target import Target, load_safetensors, rms, rope  # noqa: E402
 
 
 class Drafter:

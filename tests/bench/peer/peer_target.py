@@ -84,6 +84,16 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
+def rope(x, pos, inv_freq):
+    """x [heads, T, d] rotated at positions pos: NeoX halves over the first 2 * len(inv_freq) dims of d (partial
+    rotary leaves the rest)."""
+    freqs = pos.float()[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), -1)
+    cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+    r = cos.shape[-1]
+    return torch.cat((x[..., :r] * cos + rotate_half(x[..., :r]) * sin, x[..., r:]), -1)
+
+
 def l2norm(x, eps=1e-6):
     return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)
 
@@ -198,12 +208,7 @@ class Target:
             k = rms(k, w[p + "k_norm.weight"], self.eps, self.hybrid)
         q, k = q.transpose(0, 1), k.transpose(0, 1)
         v = F.linear(x, w[p + "v_proj.weight"]).view(T, self.nkv, self.d).transpose(0, 1)
-        freqs = pos.float()[:, None] * self.inv_freq[None, :]
-        emb = torch.cat((freqs, freqs), -1)
-        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
-        r = cos.shape[-1]
-        q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), -1)
-        k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), -1)
+        q, k = rope(q, pos, self.inv_freq), rope(k, pos, self.inv_freq)
         if cache is not None:
             k, v = torch.cat((cache[0], k), 1), torch.cat((cache[1], v), 1)
         g = self.nh // self.nkv
