@@ -142,6 +142,53 @@ TEST_F(AmxMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRowsAndNaNStaysInItsR
   EXPECT_TRUE(at::equal(y.narrow(0, 6, 64), all.narrow(0, 6, 64)));
 }
 
+// Several weights sharing x (q, k and v; gate and up) in one call: each product has the bits of
+// the same product alone, for a verify block's bf16 rows and a float32 forward's many rows, and
+// across the weights' boundaries whatever the threads' split.
+TEST_F(AmxMatmul, SeveralWeightsSharingXHaveTheBitsOfEachAlone) {
+  const std::vector<at::Tensor> ws = {spread({96, 256}, 11).to(at::kBFloat16),
+                                      spread({32, 256}, 12).to(at::kBFloat16),
+                                      spread({160, 256}, 13).to(at::kBFloat16)};
+  for (const at::Tensor& x : {spread({16, 256}, 14).to(at::kBFloat16),
+                              spread({1, 256}, 15).to(at::kBFloat16), spread({70, 256}, 16)}) {
+    const std::vector<at::Tensor> ys = amx_matmul(x, ws);
+    ASSERT_EQ(ys.size(), ws.size());
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      EXPECT_TRUE(at::equal(ys[i], amx_matmul(x, ws[i])))
+          << "weight " << i << ", rows " << x.size(0);
+  }
+  EXPECT_THROW(amx_matmul(spread({4, 256}, 17), {ws[0], spread({32, 128}, 18).to(at::kBFloat16)}),
+               std::invalid_argument)
+      << "weights of another K";
+}
+
+// A widened product is the bf16 product's values as float32, NaN included, in one pass.
+TEST_F(AmxMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
+  at::Tensor x = spread({16, 256}, 19).to(at::kBFloat16);
+  x[3][7] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor w = spread({224, 256}, 20).to(at::kBFloat16);
+  const at::Tensor widened = amx_matmul(x, w, AmxOutput::kWidened);
+  ASSERT_EQ(widened.scalar_type(), at::kFloat);
+  const at::Tensor want = amx_matmul(x, w).to(at::kFloat);
+  const at::Tensor same = (widened == want) | (at::isnan(widened) & at::isnan(want));
+  EXPECT_TRUE(same.all().item<bool>()) << (~same).sum().item<std::int64_t>() << " differ";
+  EXPECT_THROW(amx_matmul(x.to(at::kFloat), w, AmxOutput::kWidened), std::invalid_argument);
+}
+
+// On whichever path this CPU takes (AMX or not): dense over several weights and dense_to_float give
+// what dense gives one weight at a time.
+TEST(DenseSharedX, GivesWhatEachWeightGivesAloneOnThisCpusPath) {
+  const at::Tensor w1 = spread({1024, 512}, 21).to(at::kBFloat16);
+  const at::Tensor w2 = spread({512, 512}, 22).to(at::kBFloat16);
+  for (const at::Tensor& x : {spread({1, 512}, 23).to(at::kBFloat16),
+                              spread({16, 512}, 24).to(at::kBFloat16), spread({40, 512}, 25)}) {
+    const std::vector<at::Tensor> ys = dense(x, {w1, w2});
+    EXPECT_TRUE(at::equal(ys[0], dense(x, w1)));
+    EXPECT_TRUE(at::equal(ys[1], dense(x, w2)));
+    EXPECT_TRUE(at::equal(dense_to_float(x, w1), dense(x, w1).to(at::kFloat)));
+  }
+}
+
 TEST(AmxMatmulApplies, TakesTileShapedBf16WeightsOnly) {
   const at::Tensor x = at::randn({40, 64});
   EXPECT_TRUE(amx_matmul_applies(x, at::zeros({32, 64}, at::kBFloat16)));

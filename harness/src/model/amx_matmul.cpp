@@ -89,46 +89,79 @@ bool amx_matmul_applies(const at::Tensor& x, const at::Tensor& w) {
          !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
 }
 
-at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w) {
-  if (!amx_available() || !amx_matmul_applies(x, w))
+namespace {
+
+// Every product x · wᵢᵀ: x packed once, the weights' rows in one parallel region.
+std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                 AmxOutput output) {
+  if (!amx_available())
     throw std::invalid_argument("amx_matmul: no AMX here, or not a product it takes");
+  for (const at::Tensor& w : ws)
+    if (!amx_matmul_applies(x, w) || w.size(1) != ws.front().size(1))
+      throw std::invalid_argument("amx_matmul: no AMX here, or not a product it takes");
+  if (output == AmxOutput::kWidened && x.scalar_type() != at::kBFloat16)
+    throw std::invalid_argument("amx_matmul: only a bf16 product is widened");
   c10::InferenceMode inference;
-  const std::int64_t n = w.size(0), k = w.size(1);
+  const std::int64_t k = ws.front().size(1);
   const at::Tensor xs = x.reshape({-1, k}).contiguous();
   const std::int64_t rows = xs.size(0), mp = (rows + 15) / 16 * 16;
   const int terms = x.scalar_type() == at::kFloat ? 3 : 1;
-  std::vector<std::int64_t> shape = x.sizes().vec();
-  shape.back() = n;
-  if (rows == 0) return at::empty(shape, x.options());
+  const bool widened = output == AmxOutput::kWidened;
+  std::vector<at::Tensor> ys;
+  std::int64_t all_rows = 0;
+  for (const at::Tensor& w : ws) {
+    std::vector<std::int64_t> shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    ys.push_back(at::empty(shape, widened ? x.options().dtype(at::kFloat) : x.options()));
+    all_rows += w.size(0);
+  }
+  if (rows == 0) return ys;
   at::Tensor& packed = scratch(terms * k * mp, at::kBFloat16, 0);
   auto* xp = reinterpret_cast<std::uint16_t*>(packed.data_ptr());
   pack_terms(xs, terms, mp, xp);
-  at::Tensor y = at::empty(shape, x.options());
   // Half of a 2 MB L2 for the x tiles of a chunk of k: all of k for a verify block (one term, 16
   // rows: 32 K values), ~1300 for 128 rows of a float32 x in three terms.
   constexpr std::int64_t kXTileBytes = std::int64_t{1} << 20;
   const std::int64_t chunk = std::max<std::int64_t>(32, kXTileBytes / (terms * mp * 2) / 32 * 32);
   // Partial sums between chunks of k: none where one chunk is all of k.
-  float* partial = chunk < k ? scratch(n * mp, at::kFloat, 1).data_ptr<float>() : nullptr;
-  const amx::Operands operands{static_cast<const std::uint16_t*>(w.data_ptr()),
-                               w.stride(0),
-                               xp,
-                               terms,
-                               mp,
-                               k,
-                               chunk,
-                               partial,
-                               y.data_ptr(),
-                               y.scalar_type() == at::kBFloat16,
-                               rows,
-                               n};
-  // Threads take blocks of 32 weight rows.
-  at::parallel_for(0, n / 32, 1, [&](std::int64_t begin, std::int64_t end) {
+  float* partial = chunk < k ? scratch(all_rows * mp, at::kFloat, 1).data_ptr<float>() : nullptr;
+  const amx::YFormat format = widened                            ? amx::YFormat::kBf16AsFloat32
+                              : x.scalar_type() == at::kBFloat16 ? amx::YFormat::kBf16
+                                                                 : amx::YFormat::kFloat32;
+  std::vector<amx::Operands> operands;
+  std::vector<std::int64_t> first_block;  // weight i's rows are blocks [first_block[i], [i + 1])
+  std::int64_t blocks = 0;
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    operands.push_back({static_cast<const std::uint16_t*>(ws[i].data_ptr()), ws[i].stride(0), xp,
+                        terms, mp, k, chunk, partial ? partial + blocks * 32 * mp : nullptr,
+                        ys[i].data_ptr(), format, rows, ws[i].size(0)});
+    first_block.push_back(blocks);
+    blocks += ws[i].size(0) / 32;
+  }
+  first_block.push_back(blocks);
+  // Threads take blocks of 32 weight rows, over the weights one after the other.
+  at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < ws.size(); ++i) {
+      const std::int64_t lo = std::max(begin, first_block[i]);
+      const std::int64_t hi = std::min(end, first_block[i + 1]);
 #if DRAFTGATE_AMX_KERNEL
-    amx::multiply_rows(operands, begin * 32, end * 32);
+      if (lo < hi)
+        amx::multiply_rows(operands[i], (lo - first_block[i]) * 32, (hi - first_block[i]) * 32);
 #endif
+    }
   });
-  return y;
+  return ys;
+}
+
+}  // namespace
+
+at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w, AmxOutput output) {
+  return multiply(x, {w}, output).front();
+}
+
+std::vector<at::Tensor> amx_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  if (ws.empty()) return {};
+  return multiply(x, ws, AmxOutput::kXDtype);
 }
 
 }  // namespace draftgate::model

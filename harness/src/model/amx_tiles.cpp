@@ -48,7 +48,7 @@ inline __attribute__((always_inline)) void write_y(const Operands& a, const floa
   for (std::int64_t j = 0; j < valid; ++j) {
     const __m512 v = _mm512_mask_i32gather_ps(
         _mm512_setzero_ps(), kAll, _mm512_add_epi32(column, _mm512_set1_epi32(j)), tile, 4);
-    if (!a.y_bf16) {
+    if (a.format == YFormat::kFloat32) {
       _mm512_storeu_ps(static_cast<float*>(a.y) + (m + j) * a.n + n, v);
       continue;
     }
@@ -61,9 +61,13 @@ inline __attribute__((always_inline)) void write_y(const Operands& a, const floa
         kAll, _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
     rounded = _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
                                     _mm512_set1_epi32(0x7FC0));
-    _mm256_storeu_si256(
-        reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(a.y) + (m + j) * a.n + n),
-        _mm512_maskz_cvtepi32_epi16(kAll, rounded));
+    if (a.format == YFormat::kBf16AsFloat32)
+      _mm512_storeu_si512(static_cast<float*>(a.y) + (m + j) * a.n + n,
+                          _mm512_maskz_slli_epi32(kAll, rounded, 16));
+    else
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(a.y) + (m + j) * a.n + n),
+          _mm512_maskz_cvtepi32_epi16(kAll, rounded));
   }
 }
 

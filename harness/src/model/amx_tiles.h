@@ -7,6 +7,10 @@
 
 namespace draftgate::model::amx {
 
+// How y holds the float32 sums: as they are, or rounded to bf16 nearest even (as c10::BFloat16
+// rounds, NaN as 0x7FC0) and stored as bf16 bits or as the float32 of those bits.
+enum class YFormat : int { kFloat32, kBf16, kBf16AsFloat32 };
+
 // The operands of C[n][m] += Σ_t Σ_k w[n][k] · x_t[m][k] for weight rows [begin, end).
 struct Operands {
   const std::uint16_t* w;  // bf16 bits [N, K], row stride ldw elements
@@ -23,10 +27,9 @@ struct Operands {
   // Partial sums between chunks of k, [N, mp] float32, C[n][m] at c[n · mp + m]; null where
   // chunk >= k (one chunk: nothing to keep between chunks).
   float* c;
-  // The product, [rows, N] row-major: float32, or bf16 bits rounded to nearest even (as
-  // c10::BFloat16 rounds, NaN as 0x7FC0).
+  // The product, [rows, N] row-major, in `format`.
   void* y;
-  bool y_bf16;
+  YFormat format;
   std::int64_t rows;  // rows of x (<= mp) written to y
   std::int64_t n;     // weight rows N: y's row stride
 };

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "draftgate/model/few_row_attention.h"
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
@@ -42,16 +43,22 @@ at::Tensor Attention::head_norm(const at::Tensor& x, const at::Tensor& weight) c
 }
 
 void Attention::append_kv(const at::Tensor& x, const RopeTables& rope, KVCache& cache) const {
-  const std::int64_t t_len = x.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
-  const at::Tensor k =
-      apply_rope(head_norm(dense(x, k_proj_).view({t_len, nkv, d}), k_norm_), rope);
-  cache.append(k, dense(x, v_proj_).view({t_len, nkv, d}));
+  const std::vector<at::Tensor> kv = dense(x, {k_proj_, v_proj_});
+  append_projected(kv[0], kv[1], rope, cache);
+}
+
+void Attention::append_projected(const at::Tensor& k, const at::Tensor& v, const RopeTables& rope,
+                                 KVCache& cache) const {
+  const std::int64_t t_len = k.size(0), nkv = c_.num_kv_heads, d = c_.head_dim;
+  cache.append(apply_rope(head_norm(k.view({t_len, nkv, d}), k_norm_), rope),
+               v.view({t_len, nkv, d}));
 }
 
 at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                              KVCache& cache) const {
   const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
-  at::Tensor q = dense(x, q_proj_), gate;
+  const std::vector<at::Tensor> qkv = dense(x, {q_proj_, k_proj_, v_proj_});
+  at::Tensor q = qkv[0], gate;
   if (c_.attn_output_gate) {
     const auto halves = q.view({t_len, nh, 2 * d}).split(d, -1);  // per head: [query | gate]
     q = halves[0];
@@ -60,11 +67,17 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
     q = q.view({t_len, nh, d});
   }
   q = apply_rope(head_norm(q, q_norm_), rope);
-  append_kv(x, rope, cache);
+  append_projected(qkv[1], qkv[2], rope, cache);
+
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto output = [&](const at::Tensor& out) {
+    return dense(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
+  };
+  if (few_row_attention_applies(q, cache.keys(), cache.values()))
+    return output(few_row_attention(q, cache.keys(), cache.values(), visible, scale));
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
   const std::int64_t group = nh / nkv, rows = cache.rows(), committed = rows - t_len;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const at::Tensor keys_t = cache.keys().transpose(1, 2);
   const at::Tensor q4 = q.view({t_len, nkv, group, d});
   // Which rows each query sees; only the appended rows given: earlier rows are visible to all.
@@ -94,8 +107,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
                        .permute({2, 0, 1, 3})
                        .reshape({n, nh * d}));
   }
-  const at::Tensor out = outs.size() == 1 ? outs.front() : at::cat(outs, 0);
-  return dense(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
+  return output(outs.size() == 1 ? outs.front() : at::cat(outs, 0));
 }
 
 }  // namespace draftgate::model

@@ -137,7 +137,8 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
                                  GdnAlgorithm algorithm) const {
   const std::int64_t t_len = x.size(0), nk = c_.linear_k_heads, nv = c_.linear_v_heads;
   const std::int64_t dk = c_.linear_k_dim, dv = c_.linear_v_dim;
-  const at::Tensor raw = dense(x, in_proj_qkv_);
+  const std::vector<at::Tensor> qkv_z = dense(x, {in_proj_qkv_, in_proj_z_});
+  const at::Tensor& raw = qkv_z[0];
   // Long chains convolve with conv1d; short ones (decode, verify blocks) and trees gather each
   // token's window, several times cheaper than a depthwise conv1d call at these sizes.
   const bool long_chain = parents.empty() && t_len > kGatherConvMaxTokens;
@@ -186,7 +187,7 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   state.pending_g = in.g;
   state.pending_beta = in.beta;
 
-  const at::Tensor z = dense(x, in_proj_z_).view({t_len, nv, dv});
+  const at::Tensor z = qkv_z[1].view({t_len, nv, dv});
   const at::Tensor normed = rms_norm_gated(out.to(x.scalar_type()), norm_, z, c_.rms_eps);
   return dense(normed.reshape({t_len, nv * dv}), out_proj_);
 }

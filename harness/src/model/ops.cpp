@@ -8,6 +8,7 @@
 
 #include "draftgate/model/amx_matmul.h"
 #include "draftgate/model/few_row_matmul.h"
+#include "draftgate/model/fused_rows.h"
 
 namespace draftgate::model {
 
@@ -19,6 +20,8 @@ at::Tensor normalise_f32(const at::Tensor& x, double eps) {
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style) {
+  if (fused::applies({&x, &weight}) && weight.dim() == 1 && weight.size(0) == x.size(-1))
+    return fused::rms_norm(x, weight, eps, style);
   const at::Tensor n = normalise_f32(x, eps);
   if (style == NormStyle::kPlain) return weight * n.to(x.scalar_type());
   return (n * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
@@ -45,6 +48,10 @@ RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   const std::int64_t rotary = rope.cos.size(-1), half = rotary / 2;
+  if (fused::applies({&x, &rope.cos, &rope.sin}) && x.dim() == 3 && rope.cos.dim() == 3 &&
+      rope.cos.sizes() == rope.sin.sizes() && rope.cos.size(0) == x.size(0) &&
+      rope.cos.size(1) == 1 && rotary % 2 == 0 && rotary <= x.size(2))
+    return fused::apply_rope(x, rope.cos, rope.sin);
   const at::Tensor rot = rotary == x.size(-1) ? x : x.narrow(-1, 0, rotary);
   std::vector<std::int64_t> pairs = rot.sizes().vec();
   pairs.back() = half;
@@ -125,31 +132,53 @@ at::Tensor widened_linear(const at::Tensor& x, const at::Tensor& w) {
   return out.view(shape);
 }
 
+// Whether dense(x, w) takes the AMX tiles: for a bf16 x of up to 16 rows (a verify block reads the
+// weight at 2.5-2.6x the bf16 dot-product kernel's rate there, and a row has the same bits
+// however many rows of a decode or verify pass are beside it), for a float32 x beyond the
+// few-row kernels (a forward over a record's sequence: its float32 arithmetic at ~2.8x OpenBLAS's
+// rate on the same cores). bf16 prefill stays on oneDNN's GEMM, measured faster on the 0.6B
+// shapes. Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the tile set-up,
+// the threads' wake-up) outweighs the tiles: the few-row kernels keep those.
+bool takes_amx(const at::Tensor& x, const at::Tensor& w) {
+  constexpr std::int64_t kAmxMinWeight = std::int64_t{1} << 18;
+  if (!amx_available() || !amx_matmul_applies(x, w) || w.numel() < kAmxMinWeight) return false;
+  const bool few_rows = few_row_matmul_applies(x, w);
+  return x.scalar_type() == at::kBFloat16 ? few_rows : !few_rows;
+}
+
 }  // namespace
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
-  // AMX tiles where the CPU has them: for a bf16 x of up to 16 rows (a verify block reads the
-  // weight at 2.5-2.6x the bf16 dot-product kernel's rate there, and a row has the same bits
-  // however many rows of a decode or verify pass are beside it), for a float32 x beyond the
-  // few-row kernels (a forward over a record's sequence: its float32 arithmetic at ~2.8x
-  // OpenBLAS's rate on the same cores). bf16 prefill stays on oneDNN's GEMM, measured faster on
-  // the 0.6B shapes. Under 512 KB of weight (tiny models) a call's fixed cost (packing x, the tile
-  // set-up, the threads' wake-up) outweighs the tiles: the few-row kernels keep those.
-  constexpr std::int64_t kAmxMinWeight = std::int64_t{1} << 18;
-  const bool amx = amx_available() && amx_matmul_applies(x, w) && w.numel() >= kAmxMinWeight;
-  const bool few_rows = few_row_matmul_applies(x, w);
-  if (amx && x.scalar_type() == at::kBFloat16 && few_rows) return amx_matmul(x, w);
-  if (few_rows) return few_row_matmul(x, w);
-  if (amx && x.scalar_type() == at::kFloat) return amx_matmul(x, w);
+  if (takes_amx(x, w)) return amx_matmul(x, w);
+  if (few_row_matmul_applies(x, w)) return few_row_matmul(x, w);
   if (widened_gemm_applies(x, w)) return widened_linear(x, w);
   if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kBFloat16)
     return at::linear(x, w.to(at::kFloat));  // under autograd
   return at::linear(x, w);
 }
 
+std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
+  if (std::all_of(ws.begin(), ws.end(), [&](const at::Tensor& w) { return takes_amx(x, w); }))
+    return amx_matmul(x, ws);
+  std::vector<at::Tensor> ys;
+  for (const at::Tensor& w : ws) ys.push_back(dense(x, w));
+  return ys;
+}
+
+at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w) {
+  if (x.scalar_type() == at::kBFloat16 && takes_amx(x, w))
+    return amx_matmul(x, w, AmxOutput::kWidened);
+  return dense(x, w).to(at::kFloat);
+}
+
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,
                   const at::Tensor& down_w) {
-  return dense(at::silu(dense(x, gate_w)) * dense(x, up_w), down_w);
+  const std::vector<at::Tensor> gate_up = dense(x, {gate_w, up_w});
+  const at::Tensor &gate = gate_up[0], &up = gate_up[1];
+  if (fused::applies({&gate, &up}) && gate.scalar_type() == at::kBFloat16 &&
+      gate.sizes() == up.sizes())
+    return dense(fused::bf16_silu_mul(gate, up), down_w);
+  return dense(at::silu(gate) * up, down_w);
 }
 
 }  // namespace draftgate::model

@@ -21,7 +21,7 @@ at::Tensor InMemoryTarget::final_norm(const at::Tensor& hidden) const {
 
 at::Tensor InMemoryTarget::lm_head(const at::Tensor& x) const {
   c10::InferenceMode inference;
-  return dense(x.to(model_->dtype()), model_->lm_head_weight()).to(at::kFloat);
+  return dense_to_float(x.to(model_->dtype()), model_->lm_head_weight());
 }
 
 at::Tensor InMemoryTarget::embed(const std::vector<std::int64_t>& tokens) const {

@@ -201,7 +201,7 @@ at::Tensor TargetModel::final_norm(const at::Tensor& hidden) const {
 }
 
 at::Tensor TargetModel::logits_from_hidden(const at::Tensor& hidden) const {
-  return dense(final_norm(hidden), lm_head_).to(at::kFloat);
+  return dense_to_float(final_norm(hidden), lm_head_);
 }
 
 void TargetModel::commit(TargetState& state, const std::vector<std::int64_t>& path) const {

@@ -15,6 +15,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 namespace draftgate::model {
 
 // Whether this CPU has AMX-BF16 and the kernel lets this process use the tile registers.
@@ -24,8 +26,18 @@ bool amx_available();
 // multiples of 32, and x [..., K] of float32 or bf16 outside autograd.
 bool amx_matmul_applies(const at::Tensor& x, const at::Tensor& w);
 
-// x [..., K] · w [N, K]ᵀ → [..., N] in x's dtype. amx_available() and amx_matmul_applies() must
-// hold.
-at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w);
+// What the product returns: in x's dtype, or (a bf16 x) rounded to bf16 and stored as float32 —
+// the values of amx_matmul(x, w).to(at::kFloat) in one pass (a verify block's logits, where the
+// bf16 product and its float32 copy were two fresh allocations and a pass over both).
+enum class AmxOutput { kXDtype, kWidened };
+
+// x [..., K] · w [N, K]ᵀ → [..., N]. amx_available() and amx_matmul_applies() must hold.
+at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w,
+                      AmxOutput output = AmxOutput::kXDtype);
+
+// x · wᵢᵀ for weights that share x and K (a layer's q, k and v; an MLP's gate and up): x packed
+// once and every weight's rows in one parallel region; each product has the bits amx_matmul(x, wᵢ)
+// gives it.
+std::vector<at::Tensor> amx_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws);
 
 }  // namespace draftgate::model

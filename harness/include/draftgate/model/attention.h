@@ -41,6 +41,9 @@ class Attention {
  private:
   // Per-head q/k RMSNorm where the family has one (traits.qk_norm), else x.
   at::Tensor head_norm(const at::Tensor& x, const at::Tensor& weight) const;
+  // Appends the rows of already projected k and v [T, kv_heads · head_dim].
+  void append_projected(const at::Tensor& k, const at::Tensor& v, const RopeTables& rope,
+                        KVCache& cache) const;
 
   const TargetConfig& c_;
   at::Tensor q_proj_, k_proj_, v_proj_, o_proj_, q_norm_, k_norm_;

@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 #include "draftgate/arch/family_traits.h"
 
 namespace draftgate::model {
@@ -41,6 +43,12 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 // them; elsewhere that float32 product widens the weight a block at a time. All accumulate in
 // float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
+// dense(x, wᵢ) for weights that share x (q, k and v; gate and up), the same bits: where the AMX
+// tiles take them all, x is packed once and one parallel region runs every weight's rows.
+std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>& ws);
+// dense(x, w).to(at::kFloat) — the product rounded to x's dtype, then widened — in one pass where
+// the AMX tiles take it (the logits of a verify block).
+at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
 // OpenMP threads on the many small batched matmuls of Gated DeltaNet (2-3x slower on 2 cores).
