@@ -227,7 +227,11 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
   }
   const at::Tensor y =
       rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
-  const at::Tensor l = logits(y);
+  // A plain head (no multiplier, soft-cap, reduced vocabulary or selector after it): the product
+  // rounded to the model's dtype and widened in one pass; argmax sees the same values.
+  const bool plain_head = config_.output_multiplier == 1.0 && !config_.final_logit_softcapping &&
+                          !draft_targets_.defined() && !selector_;
+  const at::Tensor l = plain_head ? dense_to_float(y, lm_head_) : logits(y);
   BlockDraft out{l.to(at::kFloat), {}};
   if (selector_) {
     out.tokens = selector_->walk(y, l, anchor);
