@@ -157,6 +157,15 @@ TEST_F(AmxMatmul, SeveralWeightsSharingXHaveTheBitsOfEachAlone) {
       EXPECT_TRUE(at::equal(ys[i], amx_matmul(x, ws[i])))
           << "weight " << i << ", rows " << x.size(0);
   }
+  // 70 float32 rows in three terms over K = 2304: k in two chunks, partial sums between them.
+  const at::Tensor x = spread({70, 2304}, 26);
+  const std::vector<at::Tensor> long_ws = {spread({64, 2304}, 27).to(at::kBFloat16),
+                                           spread({96, 2304}, 28).to(at::kBFloat16)};
+  const std::vector<at::Tensor> ys = amx_matmul(x, long_ws);
+  for (std::size_t i = 0; i < long_ws.size(); ++i) {
+    EXPECT_TRUE(at::equal(ys[i], amx_matmul(x, long_ws[i]))) << "weight " << i << ", K in chunks";
+    EXPECT_LE(error_ratio(ys[i], x, long_ws[i], 3), 1.0) << "weight " << i;
+  }
   EXPECT_THROW(amx_matmul(spread({4, 256}, 17), {ws[0], spread({32, 128}, 18).to(at::kBFloat16)}),
                std::invalid_argument)
       << "weights of another K";

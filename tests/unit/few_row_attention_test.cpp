@@ -170,6 +170,12 @@ TEST_P(FewRowAttention, TakesADecodeStepNotAVerifyBlockLongContextsOrAutograd) {
   EXPECT_FALSE(few_row_attention_applies(one, grad, grad));
   EXPECT_FALSE(
       few_row_attention_applies(one.to(at::kHalf), cache.to(at::kHalf), cache.to(at::kHalf)));
+  // Shapes it would read outside of go to the batched form, which refuses them.
+  EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({1, 7}, at::kBool)));
+  EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({2, 80}, at::kBool)));
+  EXPECT_TRUE(few_row_attention_applies(one, cache, cache, at::ones({1, 80}, at::kBool)));
+  EXPECT_FALSE(few_row_attention_applies(at::zeros({0, 16, 128}, GetParam()), cache, cache));
+  EXPECT_FALSE(few_row_attention_applies(at::zeros({1, 12, 128}, GetParam()), cache, cache));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, FewRowAttention, ::testing::Values(at::kBFloat16, at::kFloat),

@@ -7,7 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-
 #include "draftgate/io/atomic_file.h"
 #include "error_text.h"
 #include "test_files.h"

@@ -108,12 +108,10 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
   const int terms = x.scalar_type() == at::kFloat ? 3 : 1;
   const bool widened = output == AmxOutput::kWidened;
   std::vector<at::Tensor> ys;
-  std::int64_t all_rows = 0;
   for (const at::Tensor& w : ws) {
     std::vector<std::int64_t> shape = x.sizes().vec();
     shape.back() = w.size(0);
     ys.push_back(at::empty(shape, widened ? x.options().dtype(at::kFloat) : x.options()));
-    all_rows += w.size(0);
   }
   if (rows == 0) return ys;
   at::Tensor& packed = scratch(terms * k * mp, at::kBFloat16, 0);
@@ -123,31 +121,44 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
   // rows: 32 K values), ~1300 for 128 rows of a float32 x in three terms.
   constexpr std::int64_t kXTileBytes = std::int64_t{1} << 20;
   const std::int64_t chunk = std::max<std::int64_t>(32, kXTileBytes / (terms * mp * 2) / 32 * 32);
-  // Partial sums between chunks of k: none where one chunk is all of k.
-  float* partial = chunk < k ? scratch(all_rows * mp, at::kFloat, 1).data_ptr<float>() : nullptr;
   const amx::YFormat format = widened                            ? amx::YFormat::kBf16AsFloat32
                               : x.scalar_type() == at::kBFloat16 ? amx::YFormat::kBf16
                                                                  : amx::YFormat::kFloat32;
   std::vector<amx::Operands> operands;
-  std::vector<std::int64_t> first_block;  // weight i's rows are blocks [first_block[i], [i + 1])
-  std::int64_t blocks = 0;
+  std::int64_t widest = 0;
   for (std::size_t i = 0; i < ws.size(); ++i) {
     operands.push_back({static_cast<const std::uint16_t*>(ws[i].data_ptr()), ws[i].stride(0), xp,
-                        terms, mp, k, chunk, partial ? partial + blocks * 32 * mp : nullptr,
-                        ys[i].data_ptr(), format, rows, ws[i].size(0)});
-    first_block.push_back(blocks);
-    blocks += ws[i].size(0) / 32;
+                        terms, mp, k, chunk, nullptr, ys[i].data_ptr(), format, rows,
+                        ws[i].size(0)});
+    widest = std::max(widest, ws[i].size(0));
   }
-  first_block.push_back(blocks);
-  // Threads take blocks of 32 weight rows, over the weights one after the other.
-  at::parallel_for(0, blocks, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::size_t i = 0; i < ws.size(); ++i) {
+  const auto run = [](const amx::Operands& a, std::int64_t begin, std::int64_t end) {
+#if DRAFTGATE_AMX_KERNEL
+    amx::multiply_rows(a, begin, end);
+#else
+    (void)a, (void)begin, (void)end;
+#endif
+  };
+  if (chunk < k) {
+    // Partial sums between chunks of k: the weights one after the other through one buffer the
+    // size of the widest, each weight's blocks of 32 rows over the threads.
+    float* partial = scratch(widest * mp, at::kFloat, 1).data_ptr<float>();
+    for (amx::Operands& a : operands) {
+      a.c = partial;
+      at::parallel_for(0, a.n / 32, 1,
+                       [&](std::int64_t begin, std::int64_t end) { run(a, begin * 32, end * 32); });
+    }
+    return ys;
+  }
+  // One chunk (a verify block, a decode row): every weight's blocks of 32 rows in one parallel
+  // region, over the weights one after the other.
+  std::vector<std::int64_t> first_block{0};  // weight i's blocks: [first_block[i], [i + 1])
+  for (const amx::Operands& a : operands) first_block.push_back(first_block.back() + a.n / 32);
+  at::parallel_for(0, first_block.back(), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < operands.size(); ++i) {
       const std::int64_t lo = std::max(begin, first_block[i]);
       const std::int64_t hi = std::min(end, first_block[i + 1]);
-#if DRAFTGATE_AMX_KERNEL
-      if (lo < hi)
-        amx::multiply_rows(operands[i], (lo - first_block[i]) * 32, (hi - first_block[i]) * 32);
-#endif
+      if (lo < hi) run(operands[i], (lo - first_block[i]) * 32, (hi - first_block[i]) * 32);
     }
   });
   return ys;

@@ -73,7 +73,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
   const auto output = [&](const at::Tensor& out) {
     return dense(c_.attn_output_gate ? out * at::sigmoid(gate) : out, o_proj_);
   };
-  if (few_row_attention_applies(q, cache.keys(), cache.values()))
+  if (few_row_attention_applies(q, cache.keys(), cache.values(), visible))
     return output(few_row_attention(q, cache.keys(), cache.values(), visible, scale));
 
   // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.

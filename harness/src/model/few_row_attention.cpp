@@ -90,7 +90,7 @@ inline __attribute__((always_inline)) void exp8(F32x8& v) {
   F32x8 scale;
   std::memcpy(&scale, &exponent, sizeof scale);
   y = y * scale;
-  y = x0 < -87.0f ? F32x8{} : y;
+  y = x0 < -87.3365448f ? F32x8{} : y;  // ln of float32's smallest normal
   v = x0 != x0 ? x0 : y;
 }
 
@@ -275,14 +275,22 @@ void attend(const Problem& p, const Visibility& visible, const T* q, const T* ke
 }  // namespace
 
 bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
-                               const at::Tensor& values) {
+                               const at::Tensor& values, const at::Tensor& visible) {
   const at::ScalarType dtype = q.scalar_type();
   if (dtype != at::kBFloat16 && dtype != at::kFloat) return false;
   for (const at::Tensor* t : {&q, &keys, &values})
     if (!t->device().is_cpu() || t->scalar_type() != dtype || t->dim() != 3 || t->stride(2) != 1 ||
         (at::GradMode::is_enabled() && t->requires_grad()))
       return false;
-  return q.size(0) * q.size(1) * keys.size(1) * q.size(2) <= kFewRowAttentionWork;
+  const std::int64_t queries = q.size(0), heads = q.size(1), rows = keys.size(1), width = q.size(2);
+  if (queries == 0 || heads == 0 || width == 0 || rows < queries || keys.size(0) == 0 ||
+      heads % keys.size(0) != 0 || keys.size(2) != width || values.sizes() != keys.sizes())
+    return false;
+  // A mask of another shape is the batched form's to refuse.
+  if (visible.defined() && (visible.dim() != 2 || visible.size(0) != queries ||
+                            (visible.size(1) != rows && visible.size(1) != queries)))
+    return false;
+  return queries * heads * rows * width <= kFewRowAttentionWork;
 }
 
 at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,

@@ -1,6 +1,7 @@
 #include "draftgate/model/fused_rows.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/BFloat16.h>
 
 #include <cmath>
@@ -69,19 +70,17 @@ void rope_rows(const T* x, const T* cos, const T* sin, T* out, std::int64_t posi
   });
 }
 
-// silu of every bf16 value as ATen computes it for bf16: its scalar kernel in BFloat16 arithmetic
-// rounds the exponential and the denominator too (measured: the same bits on 100 K values). A
-// table, because a bf16 input has 65536 values and an exp per value was 10 ns.
+// silu of every bf16 value, from the linked ATen's own at::silu: its bits whatever its version
+// computes (Debian's 1.13 rounds the exponential and the denominator to bf16 too — a float32
+// formula differs on 30 % of values). A table, because a bf16 input has 65536 values and an exp
+// per value was 10 ns.
 const std::uint16_t* bf16_silu_table() {
   static const std::vector<std::uint16_t> table = [] {
-    std::vector<std::uint16_t> t(std::size_t{1} << 16);
-    for (std::size_t bits = 0; bits < t.size(); ++bits) {
-      const float g = static_cast<float>(
-          c10::BFloat16(static_cast<std::uint16_t>(bits), c10::BFloat16::from_bits()));
-      const c10::BFloat16 denominator(1.0f + static_cast<float>(c10::BFloat16(std::exp(-g))));
-      t[bits] = c10::BFloat16(g / static_cast<float>(denominator)).x;
-    }
-    return t;
+    c10::InferenceMode inference;
+    const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+    const at::Tensor silu = at::silu(every).contiguous();
+    const auto* bits = static_cast<const std::uint16_t*>(silu.data_ptr());
+    return std::vector<std::uint16_t>(bits, bits + silu.numel());
   }();
   return table.data();
 }

@@ -20,7 +20,8 @@ at::Tensor normalise_f32(const at::Tensor& x, double eps) {
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style) {
-  if (fused::applies({&x, &weight}) && weight.dim() == 1 && weight.size(0) == x.size(-1))
+  if (fused::applies({&x, &weight}) && x.dim() >= 1 && x.size(-1) > 0 && weight.dim() == 1 &&
+      weight.size(0) == x.size(-1))
     return fused::rms_norm(x, weight, eps, style);
   const at::Tensor n = normalise_f32(x, eps);
   if (style == NormStyle::kPlain) return weight * n.to(x.scalar_type());
@@ -50,7 +51,7 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   const std::int64_t rotary = rope.cos.size(-1), half = rotary / 2;
   if (fused::applies({&x, &rope.cos, &rope.sin}) && x.dim() == 3 && rope.cos.dim() == 3 &&
       rope.cos.sizes() == rope.sin.sizes() && rope.cos.size(0) == x.size(0) &&
-      rope.cos.size(1) == 1 && rotary % 2 == 0 && rotary <= x.size(2))
+      rope.cos.size(1) == 1 && rotary > 0 && rotary % 2 == 0 && rotary <= x.size(2))
     return fused::apply_rope(x, rope.cos, rope.sin);
   const at::Tensor rot = rotary == x.size(-1) ? x : x.narrow(-1, 0, rotary);
   std::vector<std::int64_t> pairs = rot.sizes().vec();
