@@ -151,6 +151,15 @@ at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
   return l;
 }
 
+at::Tensor DFlashDrafter::float_logits(const at::Tensor& y) const {
+  // Nothing after the product (no multiplier, soft-cap or reduced vocabulary): rounded to the
+  // model's dtype and widened in one pass.
+  if (config_.output_multiplier == 1.0 && !config_.final_logit_softcapping &&
+      !draft_targets_.defined())
+    return dense_to_float(y, lm_head_);
+  return logits(y).to(at::kFloat);
+}
+
 at::Tensor DFlashDrafter::add_mlp(const Layer& l, const at::Tensor& h, std::int64_t block) const {
   return h + around(l.mlp_conv, l.parts.mlp_input(h, config_.rms_eps, kDrafterLayerTraits.norm),
                     block, [&](const at::Tensor& x) { return l.parts.mlp(x); });
@@ -227,11 +236,9 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
   }
   const at::Tensor y =
       rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
-  // A plain head (no multiplier, soft-cap, reduced vocabulary or selector after it): the product
-  // rounded to the model's dtype and widened in one pass; argmax sees the same values.
-  const bool plain_head = config_.output_multiplier == 1.0 && !config_.final_logit_softcapping &&
-                          !draft_targets_.defined() && !selector_;
-  const at::Tensor l = plain_head ? dense_to_float(y, lm_head_) : logits(y);
+  // The selector's walk adds its scores to the logits in the model's dtype; argmax alone sees the
+  // same values in float32.
+  const at::Tensor l = selector_ ? logits(y) : float_logits(y);
   BlockDraft out{l.to(at::kFloat), {}};
   if (selector_) {
     out.tokens = selector_->walk(y, l, anchor);
@@ -326,7 +333,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
     h = add_mlp(l, h, b);
   }
   const at::Tensor y = rms_norm(h, norm_, config_.rms_eps, kDrafterLayerTraits.norm);
-  return logits(y).to(at::kFloat).view({n, b, -1});
+  return float_logits(y).view({n, b, -1});
 }
 
 }  // namespace draftgate::model

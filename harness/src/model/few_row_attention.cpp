@@ -33,14 +33,15 @@ struct Problem {
 };
 
 // The products of a head in float32, in vectors of 8 lanes (a register of each clone of
-// attend_items, two on the baseline): q with each key row, the weighted sum of the value rows.
+// attend_kv_heads, two on the baseline): q with each key row, the weighted sum of the value rows.
 typedef float F32x8 __attribute__((vector_size(32)));
+typedef std::int32_t I32x8 __attribute__((vector_size(32)));
 typedef std::uint16_t U16x8 __attribute__((vector_size(16)));
-
-// By reference: a vector passed or returned by value has another ABI in each clone.
 typedef std::uint16_t U16x16 __attribute__((vector_size(32)));
-// bf16 bits interleaved with zeros are the float32 values (little-endian): one unpack, where a
-// widening conversion and a shift compiled to four instructions on half-registers.
+
+// By reference: a vector passed or returned by value has another ABI in each clone. bf16 bits
+// interleaved with zeros are the float32 values (little-endian): one unpack, where a widening
+// conversion and a shift compiled to four instructions on half-registers.
 inline __attribute__((always_inline)) void load8(F32x8& out, const c10::BFloat16* p) {
   U16x8 bits;
   std::memcpy(&bits, p, sizeof bits);
@@ -52,8 +53,6 @@ inline __attribute__((always_inline)) void load8(F32x8& out, const c10::BFloat16
 inline __attribute__((always_inline)) void load8(F32x8& out, const float* p) {
   std::memcpy(&out, p, sizeof out);
 }
-
-typedef std::int32_t I32x8 __attribute__((vector_size(32)));
 
 // v rounded to T as T(float) rounds each lane (bf16: nearest even, NaN as 0x7FC0; float: as is).
 template <class T>
@@ -136,8 +135,24 @@ inline __attribute__((always_inline)) void add_weighted(const float* p, const fl
     for (int r = 0; r < R; ++r) sums[i] += p[r] * v[r * stride + i];
 }
 
-// `count` rows of `width` values (row stride `stride`) as float32, contiguous; float32 rows are
-// read where they are.
+// n values as float32 into out.
+template <class T>
+inline __attribute__((always_inline)) void widen(const T* in, std::int64_t n, float* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(out, in, n * sizeof(float));
+  } else {
+    std::int64_t i = 0;
+    F32x8 x;
+    for (; i + 8 <= n; i += 8) {
+      load8(x, in + i);
+      std::memcpy(out + i, &x, sizeof x);
+    }
+    for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  }
+}
+
+// `count` rows of `width` values (row stride `stride`) as float32 rows: float32 rows read where
+// they are, bf16 ones widened into buffer (row stride `width`).
 template <class T>
 inline __attribute__((always_inline)) const float* as_float(const T* rows, std::int64_t count,
                                                             std::int64_t width, std::int64_t stride,
@@ -148,15 +163,7 @@ inline __attribute__((always_inline)) const float* as_float(const T* rows, std::
     return rows;
   } else {
     float_stride = width;
-    for (std::int64_t r = 0; r < count; ++r) {
-      std::int64_t i = 0;
-      F32x8 x;
-      for (; i + 8 <= width; i += 8) {
-        load8(x, rows + r * stride + i);
-        std::memcpy(buffer + r * width + i, &x, sizeof x);
-      }
-      for (; i < width; ++i) buffer[r * width + i] = static_cast<float>(rows[r * stride + i]);
-    }
+    for (std::int64_t r = 0; r < count; ++r) widen(rows + r * stride, width, buffer + r * width);
     return buffer;
   }
 }
@@ -188,11 +195,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     const auto head_row = [&](std::int64_t j) {
       return (j / p.group * p.heads + kv * p.group + j % p.group) * p.width;
     };
-    for (std::int64_t j = 0; j < items; ++j) {
-      std::int64_t unused = 0;
-      const float* qj = as_float(q + head_row(j), 1, p.width, p.width, query + j * p.width, unused);
-      if (qj != query + j * p.width) std::memcpy(query + j * p.width, qj, p.width * sizeof(float));
-    }
+    for (std::int64_t j = 0; j < items; ++j) widen(q + head_row(j), p.width, query + j * p.width);
     std::int64_t r = 0;
     for (; r + kBlock <= p.rows; r += kBlock)
       for (std::int64_t j = 0; j < items; ++j)

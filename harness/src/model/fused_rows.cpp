@@ -104,8 +104,6 @@ void by_dtype(at::ScalarType dtype, F&& f) {
     f(float{});
 }
 
-}  // namespace
-
 bool applies(std::initializer_list<const at::Tensor*> tensors) {
   const at::ScalarType dtype = (*tensors.begin())->scalar_type();
   if (dtype != at::kBFloat16 && dtype != at::kFloat) return false;
@@ -114,6 +112,24 @@ bool applies(std::initializer_list<const at::Tensor*> tensors) {
     if (at::GradMode::is_enabled() && t->requires_grad()) return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool takes_rms_norm(const at::Tensor& x, const at::Tensor& weight) {
+  return applies({&x, &weight}) && x.dim() >= 1 && x.size(-1) > 0 && weight.dim() == 1 &&
+         weight.size(0) == x.size(-1);
+}
+
+bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const std::int64_t rotary = cos.size(-1);
+  return applies({&x, &cos, &sin}) && x.dim() == 3 && cos.dim() == 3 &&
+         cos.sizes() == sin.sizes() && cos.size(0) == x.size(0) && cos.size(1) == 1 && rotary > 0 &&
+         rotary % 2 == 0 && rotary <= x.size(2);
+}
+
+bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up) {
+  return applies({&gate, &up}) && gate.scalar_type() == at::kBFloat16 && gate.sizes() == up.sizes();
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style) {

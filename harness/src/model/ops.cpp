@@ -20,9 +20,7 @@ at::Tensor normalise_f32(const at::Tensor& x, double eps) {
 }  // namespace
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style) {
-  if (fused::applies({&x, &weight}) && x.dim() >= 1 && x.size(-1) > 0 && weight.dim() == 1 &&
-      weight.size(0) == x.size(-1))
-    return fused::rms_norm(x, weight, eps, style);
+  if (fused::takes_rms_norm(x, weight)) return fused::rms_norm(x, weight, eps, style);
   const at::Tensor n = normalise_f32(x, eps);
   if (style == NormStyle::kPlain) return weight * n.to(x.scalar_type());
   return (n * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
@@ -49,10 +47,7 @@ RopeTables rope_tables(const at::Tensor& positions, const at::Tensor& inv_freq,
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope) {
   const std::int64_t rotary = rope.cos.size(-1), half = rotary / 2;
-  if (fused::applies({&x, &rope.cos, &rope.sin}) && x.dim() == 3 && rope.cos.dim() == 3 &&
-      rope.cos.sizes() == rope.sin.sizes() && rope.cos.size(0) == x.size(0) &&
-      rope.cos.size(1) == 1 && rotary > 0 && rotary % 2 == 0 && rotary <= x.size(2))
-    return fused::apply_rope(x, rope.cos, rope.sin);
+  if (fused::takes_rope(x, rope.cos, rope.sin)) return fused::apply_rope(x, rope.cos, rope.sin);
   const at::Tensor rot = rotary == x.size(-1) ? x : x.narrow(-1, 0, rotary);
   std::vector<std::int64_t> pairs = rot.sizes().vec();
   pairs.back() = half;
@@ -176,9 +171,7 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tenso
                   const at::Tensor& down_w) {
   const std::vector<at::Tensor> gate_up = dense(x, {gate_w, up_w});
   const at::Tensor &gate = gate_up[0], &up = gate_up[1];
-  if (fused::applies({&gate, &up}) && gate.scalar_type() == at::kBFloat16 &&
-      gate.sizes() == up.sizes())
-    return dense(fused::bf16_silu_mul(gate, up), down_w);
+  if (fused::takes_silu_mul(gate, up)) return dense(fused::bf16_silu_mul(gate, up), down_w);
   return dense(at::silu(gate) * up, down_w);
 }
 

@@ -132,6 +132,8 @@ class DFlashDrafter {
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
   // lm_head(y) × output_multiplier, soft-capped, on target ids; in the model's dtype.
   at::Tensor logits(const at::Tensor& y) const;
+  // logits(y) as float32.
+  at::Tensor float_logits(const at::Tensor& y) const;
   // embed_ / lm_head_ / draft_targets_: the target's, or a speculators drafter's own.
   void load_embedding_and_head(const io::Checkpoint& checkpoint, const TargetModel& target);
   // h + the layer's MLP (inside DFlash2's mlp_conv) on whole blocks h [N·B, H].

@@ -12,13 +12,17 @@
 
 namespace draftgate::model::fused {
 
-// Whether the one-pass forms take these tensors: on the CPU, bf16 or float32 alike, no autograd.
-bool applies(std::initializer_list<const at::Tensor*> tensors);
+// Each form with the test of whether it takes its operands: on the CPU, all bf16 or all float32,
+// no autograd, the shapes ops.h's callers pass; otherwise ops.h keeps the ATen composition.
 
+// x [..., H], weight [H].
+bool takes_rms_norm(const at::Tensor& x, const at::Tensor& weight);
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style);
-// cos and sin: [T, 1, rotary] in x's dtype (RopeTables); x: [T, heads, D].
+// x [T, heads, D]; cos and sin [T, 1, rotary] (RopeTables), rotary even and <= D.
+bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-// silu(gate) ⊙ up for bf16 (float32 keeps ATen's vectorised silu: no table of its values).
+// silu(gate) ⊙ up, bf16 only (float32 keeps ATen's vectorised silu: no table of its values).
+bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up);
 at::Tensor bf16_silu_mul(const at::Tensor& gate, const at::Tensor& up);
 
 }  // namespace draftgate::model::fused
