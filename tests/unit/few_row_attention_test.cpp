@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <tuple>
 
 namespace draftgate::model {
 namespace {
@@ -61,8 +63,25 @@ struct Case {
   std::int64_t queries, heads, kv_heads, width, committed;
 };
 
-class FewRowAttention : public ::testing::TestWithParam<at::ScalarType> {
+// Each kernel in each dtype it takes (the tiles: bf16, where the CPU has AMX).
+using Param = std::tuple<at::ScalarType, FewRowAttentionKernel>;
+
+class FewRowAttention : public ::testing::TestWithParam<Param> {
  protected:
+  at::ScalarType dtype() const { return std::get<0>(GetParam()); }
+  FewRowAttentionKernel kernel() const { return std::get<1>(GetParam()); }
+  void SetUp() override {
+    if (!few_row_attention_kernel_takes(kernel(), at::zeros({1, 1, 32}, dtype())))
+      GTEST_SKIP() << "this kernel does not take this dtype on this CPU";
+  }
+  // Whether the kernel takes a case's head width (the tiles: multiples of 32).
+  bool takes(const Case& c) const {
+    return few_row_attention_kernel_takes(kernel(), at::zeros({1, 1, c.width}, dtype()));
+  }
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                    const at::Tensor& visible, double scale) const {
+    return few_row_attention(q, keys, values, visible, scale, kernel());
+  }
   // q, keys, values of a case; keys and values narrowed from a buffer with room beyond the rows,
   // as KVCache's are.
   struct Inputs {
@@ -71,16 +90,20 @@ class FewRowAttention : public ::testing::TestWithParam<at::ScalarType> {
   Inputs inputs(const Case& c, std::int64_t seed) const {
     at::manual_seed(seed);
     const std::int64_t rows = c.committed + c.queries;
-    const at::Tensor buffer_k = at::randn({c.kv_heads, rows + 9, c.width}).to(GetParam());
-    const at::Tensor buffer_v = at::randn({c.kv_heads, rows + 9, c.width}).to(GetParam());
-    return {(at::randn({c.queries, c.heads, c.width}) * 2).to(GetParam()),
-            buffer_k.narrow(1, 0, rows), buffer_v.narrow(1, 0, rows)};
+    const at::Tensor buffer_k = at::randn({c.kv_heads, rows + 9, c.width}).to(dtype());
+    const at::Tensor buffer_v = at::randn({c.kv_heads, rows + 9, c.width}).to(dtype());
+    return {(at::randn({c.queries, c.heads, c.width}) * 2).to(dtype()), buffer_k.narrow(1, 0, rows),
+            buffer_v.narrow(1, 0, rows)};
   }
   double scale(const Case& c) const { return 1.0 / std::sqrt(static_cast<double>(c.width)); }
 };
 
+// Decode and verify at Qwen3-0.6B's heads; widths with a vector tail (80, 40); rows and items
+// (the group of heads times the queries) off the tiles' 16 and 32; 96 items of width 96 (four
+// blocks of items and of width and then two, in the tiles).
 const Case kCases[] = {{1, 16, 8, 128, 64}, {16, 16, 8, 128, 64}, {3, 4, 4, 80, 10},
-                       {8, 8, 2, 256, 33},  {16, 2, 1, 64, 0},    {5, 6, 3, 40, 7}};
+                       {8, 8, 2, 256, 33},  {16, 2, 1, 64, 0},    {5, 6, 3, 40, 7},
+                       {24, 12, 3, 96, 50}};
 
 // visible masks: none (a causal chain), a tree over the block ([T, T]: each node its ancestors),
 // a window over every row ([T, rows]).
@@ -101,17 +124,18 @@ TEST_P(FewRowAttention, HasTheBatchedFormsRoundings) {
   std::int64_t seed = 0;
   for (const Case& c : kCases)
     for (const at::Tensor& visible : masks(c)) {
+      if (!takes(c)) continue;
       const Inputs in = inputs(c, ++seed);
-      const at::Tensor got = few_row_attention(in.q, in.keys, in.values, visible, scale(c));
+      const at::Tensor got = attend(in.q, in.keys, in.values, visible, scale(c));
       const at::Tensor want = batched(in.q, in.keys, in.values, visible, scale(c));
       ASSERT_EQ(got.sizes(), want.sizes());
       const at::Tensor diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
       // Only the float32 sums' order (and exp: glibc's against Sleef's) differs: a bf16 output
       // moves by one rounding where a score or a probability fell the other side of a bf16
       // boundary, rarely; float32 by a few ulps of the values' scale.
-      const double budget = GetParam() == at::kBFloat16 ? 1.0 / 128 : 4e-6;
+      const double budget = dtype() == at::kBFloat16 ? 1.0 / 128 : 4e-6;
       EXPECT_LE(diff.max().item<double>(), budget) << "seed " << seed;
-      if (GetParam() == at::kBFloat16) {
+      if (dtype() == at::kBFloat16) {
         EXPECT_LE((diff > 0).sum().item<std::int64_t>(),
                   std::max<std::int64_t>(2, got.numel() / 500))
             << "seed " << seed;
@@ -123,12 +147,13 @@ TEST_P(FewRowAttention, IsWithinItsRoundingsOfFloat64) {
   std::int64_t seed = 100;
   for (const Case& c : kCases)
     for (const at::Tensor& visible : masks(c)) {
+      if (!takes(c)) continue;
       const Inputs in = inputs(c, ++seed);
-      const at::Tensor got = few_row_attention(in.q, in.keys, in.values, visible, scale(c));
+      const at::Tensor got = attend(in.q, in.keys, in.values, visible, scale(c));
       const at::Tensor want = float64_attention(in.q, in.keys, in.values, visible, scale(c));
       // float32: sums of ~D and ~rows terms; bf16: scores rounded twice (2 · 2⁻⁹ relative of
       // |s| <= ~10 moves a probability by ~4 %), probabilities and the output once more.
-      const double budget = GetParam() == at::kBFloat16 ? 0.08 : 2e-5;
+      const double budget = dtype() == at::kBFloat16 ? 0.08 : 2e-5;
       EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(), budget) << "seed " << seed;
     }
 }
@@ -136,12 +161,12 @@ TEST_P(FewRowAttention, IsWithinItsRoundingsOfFloat64) {
 TEST_P(FewRowAttention, AQueryHasTheBitsOfTheSameQueryAlone) {
   const Case c{16, 16, 8, 128, 64};
   const Inputs in = inputs(c, 7);
-  const at::Tensor block = few_row_attention(in.q, in.keys, in.values, {}, scale(c));
+  const at::Tensor block = attend(in.q, in.keys, in.values, {}, scale(c));
   for (std::int64_t t : {0, 5, 15}) {
     // Query t of a causal chain sees rows up to committed + t: alone, it is the last of those.
     const std::int64_t rows = c.committed + t + 1;
-    const at::Tensor alone = few_row_attention(in.q.narrow(0, t, 1), in.keys.narrow(1, 0, rows),
-                                               in.values.narrow(1, 0, rows), {}, scale(c));
+    const at::Tensor alone = attend(in.q.narrow(0, t, 1), in.keys.narrow(1, 0, rows),
+                                    in.values.narrow(1, 0, rows), {}, scale(c));
     EXPECT_TRUE(at::equal(block[t], alone[0])) << "query " << t;
   }
 }
@@ -151,35 +176,63 @@ TEST_P(FewRowAttention, AQueryThatSeesNothingIsNaNAsInTheBatchedForm) {
   const Inputs in = inputs(c, 9);
   at::Tensor visible = at::eye(3, at::kBool);
   visible[1][1] = false;
-  const at::Tensor got = few_row_attention(in.q, in.keys, in.values, visible, scale(c));
+  const at::Tensor got = attend(in.q, in.keys, in.values, visible, scale(c));
   EXPECT_TRUE(at::isnan(got[1]).all().item<bool>());
   EXPECT_TRUE(at::isfinite(got[0]).all().item<bool>());
   EXPECT_TRUE(
       at::isnan(batched(in.q, in.keys, in.values, visible, scale(c))[1]).all().item<bool>());
 }
 
-TEST_P(FewRowAttention, TakesADecodeStepNotAVerifyBlockLongContextsOrAutograd) {
-  const at::Tensor one = at::zeros({1, 16, 128}, GetParam()),
-                   block = at::zeros({16, 16, 128}, GetParam());
-  const at::Tensor cache = at::zeros({8, 80, 128}, GetParam());
-  EXPECT_TRUE(few_row_attention_applies(one, cache, cache));     // Qwen3-0.6B: 16 heads of 128
-  EXPECT_FALSE(few_row_attention_applies(block, cache, cache));  // measured faster batched
-  const at::Tensor long_cache = at::zeros({8, 8192, 128}, GetParam());
-  EXPECT_FALSE(few_row_attention_applies(one, long_cache, long_cache));
-  const at::Tensor grad = at::zeros({8, 80, 128}, GetParam()).requires_grad_();
-  EXPECT_FALSE(few_row_attention_applies(one, grad, grad));
-  EXPECT_FALSE(
-      few_row_attention_applies(one.to(at::kHalf), cache.to(at::kHalf), cache.to(at::kHalf)));
-  // Shapes it would read outside of go to the batched form, which refuses them.
-  EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({1, 7}, at::kBool)));
-  EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({2, 80}, at::kBool)));
-  EXPECT_TRUE(few_row_attention_applies(one, cache, cache, at::ones({1, 80}, at::kBool)));
-  EXPECT_FALSE(few_row_attention_applies(at::zeros({0, 16, 128}, GetParam()), cache, cache));
-  EXPECT_FALSE(few_row_attention_applies(at::zeros({1, 12, 128}, GetParam()), cache, cache));
+TEST_P(FewRowAttention, RefusesWhatItWouldReadOutsideOfOrAnotherDtype) {
+  const at::Tensor one = at::zeros({1, 16, 128}, dtype());
+  const at::Tensor cache = at::zeros({8, 80, 128}, dtype());
+  EXPECT_NO_THROW(attend(one, cache, cache, at::ones({1, 80}, at::kBool), 0.1));
+  EXPECT_THROW(attend(one, cache, cache, at::ones({1, 7}, at::kBool), 0.1), std::invalid_argument);
+  EXPECT_THROW(attend(at::zeros({1, 12, 128}, dtype()), cache, cache, {}, 0.1),
+               std::invalid_argument);
+  EXPECT_THROW(attend(one.to(at::kHalf), cache.to(at::kHalf), cache.to(at::kHalf), {}, 0.1),
+               std::invalid_argument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, FewRowAttention, ::testing::Values(at::kBFloat16, at::kFloat),
-                         [](const auto& p) { return std::string(c10::toString(p.param)); });
+// What the attention layer hands over (the best kernel for q): a decode step, a verify block
+// where the tiles take it, contexts up to each kernel's measured limit; not autograd or another
+// dtype, nor shapes it would read outside of.
+TEST(FewRowAttentionApplies, TakesWhatEachKernelWasMeasuredFasterOn) {
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    const at::Tensor one = at::zeros({1, 16, 128}, dtype), block = at::zeros({16, 16, 128}, dtype);
+    const at::Tensor cache = at::zeros({8, 80, 128}, dtype);
+    const bool tiles = best_few_row_attention_kernel(one) == FewRowAttentionKernel::kTiles;
+    EXPECT_TRUE(few_row_attention_applies(one, cache, cache));  // Qwen3-0.6B: 16 heads of 128
+    // A verify block: batched unless the tiles take it.
+    EXPECT_EQ(few_row_attention_applies(block, cache, cache), tiles);
+    const at::Tensor long_cache = at::zeros({8, 8192, 128}, dtype);
+    EXPECT_EQ(few_row_attention_applies(one, long_cache, long_cache), tiles);
+    const std::int64_t too_many = tiles ? kTileAttentionQueries + 1 : 16;
+    const at::Tensor many = at::zeros({too_many, 16, 128}, dtype);
+    EXPECT_FALSE(few_row_attention_applies(many, cache, cache));
+    const at::Tensor grad = at::zeros({8, 80, 128}, dtype).requires_grad_();
+    EXPECT_FALSE(few_row_attention_applies(one, grad, grad));
+    EXPECT_FALSE(
+        few_row_attention_applies(one.to(at::kHalf), cache.to(at::kHalf), cache.to(at::kHalf)));
+    // Shapes it would read outside of go to the batched form, which refuses them.
+    EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({1, 7}, at::kBool)));
+    EXPECT_FALSE(few_row_attention_applies(one, cache, cache, at::ones({2, 80}, at::kBool)));
+    EXPECT_TRUE(few_row_attention_applies(one, cache, cache, at::ones({1, 80}, at::kBool)));
+    EXPECT_FALSE(few_row_attention_applies(at::zeros({0, 16, 128}, dtype), cache, cache));
+    EXPECT_FALSE(few_row_attention_applies(at::zeros({1, 12, 128}, dtype), cache, cache));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DtypesAndKernels, FewRowAttention,
+                         ::testing::Combine(::testing::Values(at::kBFloat16, at::kFloat),
+                                            ::testing::Values(FewRowAttentionKernel::kVectors,
+                                                              FewRowAttentionKernel::kTiles)),
+                         [](const auto& p) {
+                           return std::string(c10::toString(std::get<0>(p.param))) +
+                                  (std::get<1>(p.param) == FewRowAttentionKernel::kTiles
+                                       ? "_tiles"
+                                       : "_vectors");
+                         });
 
 }  // namespace
 }  // namespace draftgate::model

@@ -69,9 +69,10 @@ TEST_P(FusedRows, RmsNormHasTheCompositionsRoundings) {
 }
 
 TEST_P(FusedRows, RopeHasTheCompositionsRoundings) {
-  for (std::int64_t rotary : {128, 64}) {  // full, and partial (Qwen3.5's 64 of 256)
+  // Full, partial (Qwen3.5's 64 of 256), and halves with a tail past the vectors of 8 (12 of 40).
+  for (std::int64_t rotary : {128, 64, 24}) {
     at::manual_seed(rotary);
-    const std::int64_t width = rotary == 128 ? 128 : 256;
+    const std::int64_t width = rotary == 128 ? 128 : rotary == 64 ? 256 : 40;
     const at::Tensor x = at::randn({16, 8, width}).to(GetParam());
     const RopeTables rope =
         rope_tables(at::arange(60, 76, at::kLong), rope_inv_freq(rotary, 1e6), GetParam());

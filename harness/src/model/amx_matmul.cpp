@@ -11,13 +11,14 @@
 namespace draftgate::model {
 namespace {
 
-// CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE; and AVX-512F with its state saved by the
-// OS (the tiles' write-out).
+// CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE; and AVX-512F and BW with their state saved
+// by the OS (the tiles' write-out, the attention's value pairs).
 bool cpu_has_amx_bf16() {
 #if DRAFTGATE_AMX_KERNEL
   unsigned eax = 7, ebx = 0, ecx = 0, edx = 0;
   __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
-  return ((edx >> 22) & 1) != 0 && ((edx >> 24) & 1) != 0 && __builtin_cpu_supports("avx512f");
+  return ((edx >> 22) & 1) != 0 && ((edx >> 24) & 1) != 0 && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw");
 #else
   return false;
 #endif

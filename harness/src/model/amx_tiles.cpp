@@ -8,21 +8,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "amx_tile_common.h"
+
 namespace draftgate::model::amx {
 namespace {
 
 constexpr long kArchRequestXcompPerm = 0x1023;  // arch_prctl(ARCH_REQ_XCOMP_PERM, ...)
 constexpr long kXfeatureTileData = 18;
-
-// Every tile 16 rows of 64 bytes: C tiles 0-3 (2 weight row blocks x 2 x row blocks), the weight
-// tiles 4-5, the x tiles 6-7.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
 
 // Weight lines asked for this many k steps (of 32) ahead: DRAM's latency is a few steps' work.
 constexpr std::int64_t kAhead = 8;
@@ -40,14 +32,9 @@ namespace {
 inline __attribute__((always_inline)) void write_y(const Operands& a, const float* tile,
                                                    std::int64_t n, std::int64_t m) {
   const std::int64_t valid = a.rows - m < 16 ? a.rows - m : 16;
-  // The masked forms with all lanes on: the unmasked ones start from GCC 12's "undefined"
-  // vectors, which -Wmaybe-uninitialized reports.
-  constexpr __mmask16 kAll = 0xFFFF;
-  const __m512i column =
-      _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
+  constexpr __mmask16 kAll = kAllLanes;
   for (std::int64_t j = 0; j < valid; ++j) {
-    const __m512 v = _mm512_mask_i32gather_ps(
-        _mm512_setzero_ps(), kAll, _mm512_add_epi32(column, _mm512_set1_epi32(j)), tile, 4);
+    const __m512 v = tile_column(tile, j);
     if (a.format == YFormat::kFloat32) {
       _mm512_storeu_ps(static_cast<float*>(a.y) + (m + j) * a.n + n, v);
       continue;
@@ -147,6 +134,8 @@ inline __attribute__((always_inline)) void block(const Operands& a, std::int64_t
 
 }  // namespace
 
+// Tiles (amx_tile_common.h): C 0-3 (2 weight row blocks x 2 x row blocks), the weight tiles 4-5,
+// the x tiles 6-7.
 void multiply_rows(const Operands& a, std::int64_t begin, std::int64_t end) {
   const TileConfig config;
   _tile_loadconfig(&config);

@@ -6,8 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
+
+#include "amx_attention_tiles.h"
+#include "draftgate/model/amx_matmul.h"
+#include "f32x8.h"
 
 namespace draftgate::model {
 namespace {
@@ -32,40 +37,7 @@ struct Problem {
   float scale;
 };
 
-// The products of a head in float32, in vectors of 8 lanes (a register of each clone of
-// attend_kv_heads, two on the baseline): q with each key row, the weighted sum of the value rows.
-typedef float F32x8 __attribute__((vector_size(32)));
-typedef std::int32_t I32x8 __attribute__((vector_size(32)));
-typedef std::uint16_t U16x8 __attribute__((vector_size(16)));
-typedef std::uint16_t U16x16 __attribute__((vector_size(32)));
-
-// By reference: a vector passed or returned by value has another ABI in each clone. bf16 bits
-// interleaved with zeros are the float32 values (little-endian): one unpack, where a widening
-// conversion and a shift compiled to four instructions on half-registers.
-inline __attribute__((always_inline)) void load8(F32x8& out, const c10::BFloat16* p) {
-  U16x8 bits;
-  std::memcpy(&bits, p, sizeof bits);
-  const U16x8 zero = {};
-  const U16x16 wide =
-      __builtin_shufflevector(zero, bits, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-  std::memcpy(&out, &wide, sizeof out);
-}
-inline __attribute__((always_inline)) void load8(F32x8& out, const float* p) {
-  std::memcpy(&out, p, sizeof out);
-}
-
-// v rounded to T as T(float) rounds each lane (bf16: nearest even, NaN as 0x7FC0; float: as is).
-template <class T>
-inline __attribute__((always_inline)) void round_to(F32x8& v) {
-  if constexpr (!std::is_same_v<T, float>) {
-    I32x8 bits;
-    std::memcpy(&bits, &v, sizeof v);
-    const I32x8 lsb = (bits >> 16) & 1;
-    I32x8 rounded = (bits + 0x7FFF + lsb) & static_cast<std::int32_t>(0xFFFF0000u);
-    rounded = v != v ? I32x8{} + 0x7FC00000 : rounded;
-    std::memcpy(&v, &rounded, sizeof v);
-  }
-}
+// The products of a head in float32, in vectors of 8 lanes (f32x8.h).
 
 // exp per lane (Cephes' expf: x = n ln2 + r, a degree-5 polynomial in r, times 2^n): within ~1 ulp
 // of glibc's and Sleef's, which the batched form's softmax takes; NaN stays NaN, and what would be
@@ -109,8 +81,7 @@ inline __attribute__((always_inline)) void dots(const float* q, const float* k, 
     }
   }
   for (int j = 0; j < R; ++j) {
-    const F32x8& v = acc[j];
-    float sum = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+    float sum = sum8(acc[j]);
     for (std::int64_t i = whole; i < n; ++i) sum += q[i] * k[j * stride + i];
     out[j] = sum;
   }
@@ -168,34 +139,32 @@ inline __attribute__((always_inline)) const float* as_float(const T* rows, std::
   }
 }
 
-// The query heads of KV heads [begin, end): the group of heads times every query at once, so
-// each block of 8 key or value rows is read from L1 for all of them (one head at a time streamed
-// every row through L2 for each). Each query's sums still run over the rows in order, its bits
-// those of the same query alone.
+// Per thread, reused across calls: float32 rows (widened keys and values, queries, sums, scores)
+// and bf16 ones (the tiles' query pairs, probabilities and value pairs).
+struct Scratch {
+  std::vector<float> f32;
+  std::vector<std::uint16_t> bf16;
+};
+
+// The products in float32 vectors: scores[j · padded + r] = q_j · key_r for every item j and key
+// row r; sums[j · width + i] = Σ_r p_j[r] · value_r[i] with the probabilities in the scores' place.
+// Each block of 8 key or value rows is read from L1 for every item (the group of heads times
+// every query) at once; each item's sums still run over the rows in order.
 template <class T>
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void attend_kv_heads(
-    const Problem& p, const Visibility& visible, const T* q, const T* keys, const T* values, T* out,
-    std::int64_t begin, std::int64_t end, std::vector<float>& scratch) {
-  const std::int64_t items = p.queries * p.group;
-  const std::int64_t padded = (p.rows + 7) / 8 * 8;  // a row of scores, in whole vectors
-  scratch.resize(static_cast<std::size_t>(2 * p.rows * p.width + items * (p.width * 2 + padded)));
-  float* const key_buffer = scratch.data();
-  float* const value_buffer = key_buffer + p.rows * p.width;
-  float* const query = value_buffer + p.rows * p.width;  // [items, width]
-  float* const sums = query + items * p.width;           // [items, width]
-  float* const scores = sums + items * p.width;          // [items, padded]
-  constexpr std::int64_t kBlock = 8;
-  for (std::int64_t kv = begin; kv < end; ++kv) {
-    std::int64_t ks = 0, vs = 0;
-    const float* k =
-        as_float(keys + kv * p.key_head_stride, p.rows, p.width, p.key_row_stride, key_buffer, ks);
-    const float* v = as_float(values + kv * p.value_head_stride, p.rows, p.width,
-                              p.value_row_stride, value_buffer, vs);
-    // Item j: query j / group, head kv · group + j % group.
-    const auto head_row = [&](std::int64_t j) {
-      return (j / p.group * p.heads + kv * p.group + j % p.group) * p.width;
-    };
-    for (std::int64_t j = 0; j < items; ++j) widen(q + head_row(j), p.width, query + j * p.width);
+struct VectorProducts {
+  const float *k = nullptr, *v = nullptr;
+  std::int64_t ks = 0, vs = 0;
+
+  VectorProducts() = default;
+  VectorProducts(const Problem& p, const T* keys, const T* values, float* key_buffer,
+                 float* value_buffer) {
+    k = as_float(keys, p.rows, p.width, p.key_row_stride, key_buffer, ks);
+    v = as_float(values, p.rows, p.width, p.value_row_stride, value_buffer, vs);
+  }
+  inline __attribute__((always_inline)) void scores(const Problem& p, std::int64_t items,
+                                                    const float* query, float* scores,
+                                                    std::int64_t padded) const {
+    constexpr std::int64_t kBlock = 8;
     std::int64_t r = 0;
     for (; r + kBlock <= p.rows; r += kBlock)
       for (std::int64_t j = 0; j < items; ++j)
@@ -203,61 +172,151 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     for (; r < p.rows; ++r)
       for (std::int64_t j = 0; j < items; ++j)
         dots<1>(query + j * p.width, k + r * ks, ks, p.width, scores + j * padded + r);
-    for (std::int64_t j = 0; j < items; ++j) {
-      float* s = scores + j * padded;
-      const std::int64_t t = j / p.group;
-      // Cast to T as the batched product's output is, scaled and cast again; ATen casts the
-      // scale to the tensor's dtype first (measured: bf16 · 1/√128 takes bf16(1/√128)).
-      const float scale = static_cast<float>(T(p.scale));
-      F32x8 x;
-      for (r = 0; r < padded; r += 8) {
-        load8(x, s + r);
-        round_to<T>(x);
-        x *= scale;
-        round_to<T>(x);
-        std::memcpy(s + r, &x, sizeof x);
-      }
-      float top = -std::numeric_limits<float>::infinity();
-      for (r = 0; r < padded; ++r) {
-        if (r >= p.rows || !visible(t, r)) s[r] = -std::numeric_limits<float>::infinity();
-        top = std::max(top, s[r]);
-      }
-      // softmax in float32: exp(s - max) times the reciprocal of their sum (ATen's order of
-      // operations; a query that sees nothing is NaN, as there), cast to T. Terms below
-      // float32's normal range are flushed to zero, as oneDNN's products flush them: far under an
-      // ulp of a sum that has a term of 1, and a denormal operand costs a microcode assist.
-      constexpr float kNormal = std::numeric_limits<float>::min();
-      F32x8 lanes = {};
-      for (r = 0; r < padded; r += 8) {
-        load8(x, s + r);
-        x -= top;
-        exp8(x);
-        x = x < kNormal ? F32x8{} : x;
-        lanes += x;
-        std::memcpy(s + r, &x, sizeof x);
-      }
-      const float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
-                        ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-      const float inverse = 1.0f / sum;
-      for (r = 0; r < padded; r += 8) {
-        load8(x, s + r);
-        x *= inverse;
-        round_to<T>(x);
-        x = x < kNormal ? F32x8{} : x;
-        std::memcpy(s + r, &x, sizeof x);
-      }
-    }
-    // Every row's value weighted by its probability (zero where masked), as the batched product
-    // sums them.
+  }
+  inline __attribute__((always_inline)) void sums(const Problem& p, std::int64_t items,
+                                                  const float* probs, std::int64_t padded,
+                                                  float* sums) const {
+    constexpr std::int64_t kBlock = 8;
     std::fill(sums, sums + items * p.width, 0.0f);
-    for (r = 0; r + kBlock <= p.rows; r += kBlock)
+    std::int64_t r = 0;
+    for (; r + kBlock <= p.rows; r += kBlock)
       for (std::int64_t j = 0; j < items; ++j)
-        add_weighted<kBlock>(scores + j * padded + r, v + r * vs, vs, p.width, sums + j * p.width);
+        add_weighted<kBlock>(probs + j * padded + r, v + r * vs, vs, p.width, sums + j * p.width);
     for (; r < p.rows; ++r)
       for (std::int64_t j = 0; j < items; ++j)
-        add_weighted<1>(scores + j * padded + r, v + r * vs, vs, p.width, sums + j * p.width);
+        add_weighted<1>(probs + j * padded + r, v + r * vs, vs, p.width, sums + j * p.width);
+  }
+};
+
+// The softmax of item j's scores s[0, padded) in place (padded a multiple of 8): cast to T as the
+// batched product's output is, scaled and cast again (ATen casts the scale to the tensor's dtype
+// first — measured: bf16 · 1/√128 takes bf16(1/√128)); rows the query does not see, and those past
+// the last, -inf; exp(s - max) times the reciprocal of their sum in float32 (ATen's order of
+// operations; a query that sees nothing is NaN, as there), cast to T. Terms below float32's
+// normal range are flushed to zero, as oneDNN's products flush them: far under an ulp of a sum
+// that has a term of 1, and a denormal operand costs a microcode assist.
+template <class T>
+inline __attribute__((always_inline)) void softmax_row(const Problem& p, const Visibility& visible,
+                                                       std::int64_t t, float* s,
+                                                       std::int64_t padded) {
+  const float scale = static_cast<float>(T(p.scale));
+  F32x8 x;
+  std::int64_t r;
+  for (r = 0; r < padded; r += 8) {
+    load8(x, s + r);
+    round_to<T>(x);
+    x *= scale;
+    round_to<T>(x);
+    std::memcpy(s + r, &x, sizeof x);
+  }
+  float top = -std::numeric_limits<float>::infinity();
+  for (r = 0; r < padded; ++r) {
+    if (r >= p.rows || !visible(t, r)) s[r] = -std::numeric_limits<float>::infinity();
+    top = std::max(top, s[r]);
+  }
+  constexpr float kNormal = std::numeric_limits<float>::min();
+  F32x8 lanes = {};
+  for (r = 0; r < padded; r += 8) {
+    load8(x, s + r);
+    x -= top;
+    exp8(x);
+    x = x < kNormal ? F32x8{} : x;
+    lanes += x;
+    std::memcpy(s + r, &x, sizeof x);
+  }
+  const float sum = sum8(lanes);
+  const float inverse = 1.0f / sum;
+  for (r = 0; r < padded; r += 8) {
+    load8(x, s + r);
+    x *= inverse;
+    round_to<T>(x);
+    x = x < kNormal ? F32x8{} : x;
+    std::memcpy(s + r, &x, sizeof x);
+  }
+}
+
+// The query heads of KV heads [begin, end): each item (query t = j / group, head
+// kv · group + j % group) alone through its scores, softmax and weighted values, so a query has
+// the bits of the same query alone whatever the block beside it.
+template <class T>
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void attend_kv_heads(
+    const Problem& p, const Visibility& visible, const T* q, const T* keys, const T* values, T* out,
+    std::int64_t begin, std::int64_t end, bool tiles, Scratch& scratch) {
+  const std::int64_t items = p.queries * p.group;
+  // A row of scores in whole vectors (8 lanes), tiles (16 key rows) and probability tiles (32).
+  const std::int64_t padded = (p.rows + 31) / 32 * 32;
+  const std::int64_t items_padded = tiles ? (items + 15) / 16 * 16 : items;
+  const std::int64_t widened_rows = tiles ? 0 : 2 * p.rows * p.width;
+  scratch.f32.resize(
+      static_cast<std::size_t>(widened_rows + items_padded * (p.width * 2 + padded)));
+  float* const key_buffer = scratch.f32.data();
+  float* const value_buffer = key_buffer + widened_rows / 2;
+  float* const query = key_buffer + widened_rows;       // [items, width] (vector products)
+  float* const sums = query + items * p.width;          // [items_padded, width]
+  float* const scores = sums + items_padded * p.width;  // [items_padded, padded]
+  std::uint16_t *query_pairs = nullptr, *probs = nullptr, *value_pairs = nullptr;
+  if (tiles) {
+    scratch.bf16.resize(static_cast<std::size_t>(p.width * items_padded + items_padded * padded +
+                                                 padded * p.width));
+    query_pairs = scratch.bf16.data();             // [width / 2, items_padded, 2]
+    probs = query_pairs + p.width * items_padded;  // [items_padded, padded]
+    value_pairs = probs + items_padded * padded;   // [padded / 2, width, 2]
+    std::fill(query_pairs, query_pairs + p.width * items_padded, std::uint16_t{0});
+    std::fill(probs + items * padded, probs + items_padded * padded, std::uint16_t{0});
+  }
+  const auto head_row = [&](std::int64_t kv, std::int64_t j) {
+    return (j / p.group * p.heads + kv * p.group + j % p.group) * p.width;
+  };
+  for (std::int64_t kv = begin; kv < end; ++kv) {
+    const T* k = keys + kv * p.key_head_stride;
+    const T* v = values + kv * p.value_head_stride;
+    if constexpr (std::is_same_v<T, c10::BFloat16>) {
+      if (tiles) {
+        // A pair of bf16 values is one 32-bit word (the padding items' pairs are zero from the
+        // start).
+        for (std::int64_t j = 0; j < items; ++j) {
+          const c10::BFloat16* row = q + head_row(kv, j);
+          for (std::int64_t c = 0; c < p.width / 2; ++c)
+            std::memcpy(query_pairs + (c * items_padded + j) * 2, row + 2 * c,
+                        2 * sizeof(std::uint16_t));
+        }
+#if DRAFTGATE_AMX_KERNEL
+        amx::key_scores({reinterpret_cast<const std::uint16_t*>(k), p.key_row_stride, p.rows,
+                         query_pairs, items_padded, p.width, scores, padded});
+#endif
+      }
+    }
+    const VectorProducts<T> vector =
+        tiles ? VectorProducts<T>{} : VectorProducts<T>(p, k, v, key_buffer, value_buffer);
+    if (!tiles) {
+      for (std::int64_t j = 0; j < items; ++j)
+        widen(q + head_row(kv, j), p.width, query + j * p.width);
+      vector.scores(p, items, query, scores, padded);
+    }
+    for (std::int64_t j = 0; j < items; ++j)
+      softmax_row<T>(p, visible, j / p.group, scores + j * padded, padded);
+    if constexpr (std::is_same_v<T, c10::BFloat16>) {
+      if (tiles) {
+        // The probabilities are bf16 values already: their upper halves.
+        for (std::int64_t j = 0; j < items; ++j) {
+          const float* s = scores + j * padded;
+          std::uint16_t* b = probs + j * padded;
+          for (std::int64_t r = 0; r < padded; ++r) {
+            std::uint32_t bits;
+            std::memcpy(&bits, s + r, sizeof bits);
+            b[r] = static_cast<std::uint16_t>(bits >> 16);
+          }
+        }
+#if DRAFTGATE_AMX_KERNEL
+        amx::weighted_values({probs, padded, reinterpret_cast<const std::uint16_t*>(v),
+                              p.value_row_stride, p.rows, items_padded, p.width, value_pairs,
+                              sums});
+#endif
+      }
+    }
+    if (!tiles) vector.sums(p, items, scores, padded, sums);
     for (std::int64_t j = 0; j < items; ++j) {
-      T* o = out + head_row(j);
+      T* o = out + head_row(kv, j);
       for (std::int64_t i = 0; i < p.width; ++i) o[i] = T(sums[j * p.width + i]);
     }
   }
@@ -265,20 +324,29 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
 
 template <class T>
 void attend(const Problem& p, const Visibility& visible, const T* q, const T* keys, const T* values,
-            T* out) {
+            T* out, bool tiles) {
   const std::int64_t kv_heads = p.heads / p.group;
   const std::int64_t work_per_kv_head = 2 * p.group * p.queries * p.rows * p.width;
-  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / work_per_kv_head);
+  // The tiles' products are ~10x the vectors': a KV head is then worth a thread for less work.
+  const std::int64_t serial_work = tiles ? std::int64_t{1} << 13 : std::int64_t{1} << 16;
+  const std::int64_t grain = std::max<std::int64_t>(1, serial_work / work_per_kv_head);
   at::parallel_for(0, kv_heads, grain, [&](std::int64_t begin, std::int64_t end) {
-    thread_local std::vector<float> scratch;
-    attend_kv_heads(p, visible, q, keys, values, out, begin, end, scratch);
+    thread_local Scratch scratch;
+    attend_kv_heads(p, visible, q, keys, values, out, begin, end, tiles, scratch);
   });
 }
 
 }  // namespace
 
-bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
-                               const at::Tensor& values, const at::Tensor& visible) {
+bool few_row_attention_kernel_takes(FewRowAttentionKernel kernel, const at::Tensor& q) {
+  if (kernel == FewRowAttentionKernel::kVectors) return true;
+  return q.scalar_type() == at::kBFloat16 && q.dim() == 3 && q.size(2) % 32 == 0 &&
+         q.size(2) <= amx::kMaxAttentionWidth && amx_available();
+}
+
+namespace {
+bool shapes_taken(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                  const at::Tensor& visible) {
   const at::ScalarType dtype = q.scalar_type();
   if (dtype != at::kBFloat16 && dtype != at::kFloat) return false;
   for (const at::Tensor* t : {&q, &keys, &values})
@@ -290,14 +358,38 @@ bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
       heads % keys.size(0) != 0 || keys.size(2) != width || values.sizes() != keys.sizes())
     return false;
   // A mask of another shape is the batched form's to refuse.
-  if (visible.defined() && (visible.dim() != 2 || visible.size(0) != queries ||
-                            (visible.size(1) != rows && visible.size(1) != queries)))
-    return false;
-  return queries * heads * rows * width <= kFewRowAttentionWork;
+  return !visible.defined() || (visible.dim() == 2 && visible.size(0) == queries &&
+                                (visible.size(1) == rows || visible.size(1) == queries));
+}
+}  // namespace
+
+FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q) {
+  return few_row_attention_kernel_takes(FewRowAttentionKernel::kTiles, q)
+             ? FewRowAttentionKernel::kTiles
+             : FewRowAttentionKernel::kVectors;
+}
+
+bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
+                               const at::Tensor& values, const at::Tensor& visible) {
+  if (!shapes_taken(q, keys, values, visible)) return false;
+  const std::int64_t queries = q.size(0), heads = q.size(1), rows = keys.size(1), width = q.size(2);
+  if (best_few_row_attention_kernel(q) == FewRowAttentionKernel::kVectors)
+    return queries * heads * rows * width <= kFewRowAttentionWork;
+  const std::int64_t items = queries * (heads / keys.size(0));
+  return queries <= kTileAttentionQueries && (items + 15) / 16 * 16 * rows <= kTileAttentionScores;
 }
 
 at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
                              const at::Tensor& visible, double scale) {
+  return few_row_attention(q, keys, values, visible, scale, best_few_row_attention_kernel(q));
+}
+
+at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                             const at::Tensor& visible, double scale,
+                             FewRowAttentionKernel kernel) {
+  if (!shapes_taken(q, keys, values, visible) || !few_row_attention_kernel_takes(kernel, q))
+    throw std::invalid_argument("few_row_attention: not shapes or a kernel it takes");
+  const bool tiles = kernel == FewRowAttentionKernel::kTiles;
   const at::Tensor qc = q.contiguous();
   const std::int64_t queries = q.size(0), heads = q.size(1), width = q.size(2);
   Problem p{queries,
@@ -322,10 +414,10 @@ at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const 
   at::Tensor out = at::empty({queries, heads * width}, q.options());
   if (q.scalar_type() == at::kBFloat16)
     attend(p, v, qc.data_ptr<c10::BFloat16>(), keys.data_ptr<c10::BFloat16>(),
-           values.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>());
+           values.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(), tiles);
   else
     attend(p, v, qc.data_ptr<float>(), keys.data_ptr<float>(), values.data_ptr<float>(),
-           out.data_ptr<float>());
+           out.data_ptr<float>(), tiles);
   return out;
 }
 

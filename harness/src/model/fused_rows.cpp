@@ -7,66 +7,106 @@
 #include <cmath>
 #include <vector>
 
+#include "f32x8.h"
+
 namespace draftgate::model::fused {
 namespace {
 
 // Rows per thread: a parallel region costs more than a few rows of a few thousand values.
 constexpr std::int64_t kSerialValues = std::int64_t{1} << 16;
 
-// T is c10::BFloat16 (whose float constructor rounds to nearest even, as every ATen cast) or float.
+// Rows [begin, end) of the norm. T is c10::BFloat16 (whose float constructor rounds to nearest
+// even, as every ATen cast) or float; eight lanes at a time (f32x8.h), the tail one by one with the
+// same operations.
+template <class T>
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void norm_row_range(
+    const T* x, const T* w, T* out, std::int64_t begin, std::int64_t end, std::int64_t width,
+    float eps, NormStyle style) {
+  const std::int64_t whole = width / 8 * 8;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const T* xr = x + r * width;
+    T* o = out + r * width;
+    // The mean of the float32 squares in eight chains (lane j takes i = j mod 8) and a fixed
+    // tree: one order for a row whatever the rows beside it.
+    F32x8 lanes = {}, v, wv;
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      load8(v, xr + i);
+      lanes += v * v;
+    }
+    float sum = sum8(lanes);
+    for (std::int64_t i = whole; i < width; ++i)
+      sum += static_cast<float>(xr[i]) * static_cast<float>(xr[i]);
+    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(width) + eps);
+    // kPlain: w · n cast to x's dtype first (transformers' Qwen3RMSNorm); kOnePlusW: n · (1 + w)
+    // in float32, cast once (Qwen3_5RMSNorm).
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      load8(v, xr + i);
+      load8(wv, w + i);
+      v *= scale;
+      if (style == NormStyle::kPlain) {
+        round_to<T>(v);
+        store8(o + i, wv * v);
+      } else {
+        store8(o + i, v * (wv + 1.0f));
+      }
+    }
+    for (std::int64_t i = whole; i < width; ++i) {
+      const float n = static_cast<float>(xr[i]) * scale;
+      o[i] = style == NormStyle::kPlain ? T(static_cast<float>(w[i]) * static_cast<float>(T(n)))
+                                        : T(n * (static_cast<float>(w[i]) + 1.0f));
+    }
+  }
+}
+
 template <class T>
 void norm_rows(const T* x, const T* w, T* out, std::int64_t rows, std::int64_t width, float eps,
                NormStyle style) {
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const T* xr = x + r * width;
-      T* o = out + r * width;
-      // The mean of the float32 squares in eight chains and a fixed tree: one order for a row
-      // whatever the rows beside it.
-      float lanes[8] = {};
-      std::int64_t i = 0;
-      for (; i + 8 <= width; i += 8)
-        for (int j = 0; j < 8; ++j) {
-          const float v = static_cast<float>(xr[i + j]);
-          lanes[j] += v * v;
-        }
-      float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
-                  ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-      for (; i < width; ++i) sum += static_cast<float>(xr[i]) * static_cast<float>(xr[i]);
-      const float scale = 1.0f / std::sqrt(sum / static_cast<float>(width) + eps);
-      for (i = 0; i < width; ++i) {
-        const float n = static_cast<float>(xr[i]) * scale;
-        // kPlain: w · n cast to x's dtype first (transformers' Qwen3RMSNorm); kOnePlusW: n · (1 +
-        // w) in float32, cast once (Qwen3_5RMSNorm).
-        o[i] = style == NormStyle::kPlain ? T(static_cast<float>(w[i]) * static_cast<float>(T(n)))
-                                          : T(n * (static_cast<float>(w[i]) + 1.0f));
+    norm_row_range(x, w, out, begin, end, width, eps, style);
+  });
+}
+
+// Rows [begin, end) of RoPE: x · cos rounded, then + swap_halves(x) · [-sin | sin] in float32,
+// rounded — the roundings of `rot * cos` and `addcmul`.
+template <class T>
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void rope_row_range(
+    const T* x, const T* cos, const T* sin, T* out, std::int64_t begin, std::int64_t end,
+    std::int64_t heads, std::int64_t width, std::int64_t rotary) {
+  const std::int64_t half = rotary / 2, whole = half / 8 * 8;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const T* xr = x + row * width;
+    const T* c = cos + row / heads * rotary;
+    const T* s = sin + row / heads * rotary;
+    T* o = out + row * width;
+    F32x8 v, swapped, cv, sv;
+    for (std::int64_t at = 0; at < rotary; at += half) {  // the first half, then the second
+      const std::int64_t other = at == 0 ? half : 0;
+      for (std::int64_t i = at; i < at + whole; i += 8) {
+        load8(v, xr + i);
+        load8(swapped, xr + other + i - at);
+        load8(cv, c + i);
+        load8(sv, s + i);
+        F32x8 rotated = v * cv;
+        round_to<T>(rotated);
+        store8(o + i, rotated + swapped * sv);
+      }
+      for (std::int64_t i = at + whole; i < at + half; ++i) {
+        const T rotated = T(static_cast<float>(xr[i]) * static_cast<float>(c[i]));
+        o[i] = T(static_cast<float>(rotated) +
+                 static_cast<float>(xr[other + i - at]) * static_cast<float>(s[i]));
       }
     }
-  });
+    for (std::int64_t i = rotary; i < width; ++i) o[i] = xr[i];
+  }
 }
 
 template <class T>
 void rope_rows(const T* x, const T* cos, const T* sin, T* out, std::int64_t positions,
                std::int64_t heads, std::int64_t width, std::int64_t rotary) {
-  const std::int64_t half = rotary / 2;
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
   at::parallel_for(0, positions * heads, grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      const T* xr = x + row * width;
-      const T* c = cos + row / heads * rotary;
-      const T* s = sin + row / heads * rotary;
-      T* o = out + row * width;
-      // x · cos rounded, then + swap_halves(x) · [-sin | sin] in float32, rounded: the roundings
-      // of `rot * cos` and `addcmul`.
-      for (std::int64_t i = 0; i < rotary; ++i) {
-        const T swapped = i < half ? xr[i + half] : xr[i - half];
-        const T rotated = T(static_cast<float>(xr[i]) * static_cast<float>(c[i]));
-        o[i] =
-            T(static_cast<float>(rotated) + static_cast<float>(swapped) * static_cast<float>(s[i]));
-      }
-      for (std::int64_t i = rotary; i < width; ++i) o[i] = xr[i];
-    }
+    rope_row_range(x, cos, sin, out, begin, end, heads, width, rotary);
   });
 }
 
@@ -85,14 +125,30 @@ const std::uint16_t* bf16_silu_table() {
   return table.data();
 }
 
+// silu(gate) · up over [begin, end): the table read a value at a time, the product eight.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void silu_mul_range(
+    const std::uint16_t* silu, const c10::BFloat16* gate, const c10::BFloat16* up,
+    c10::BFloat16* out, std::int64_t begin, std::int64_t end) {
+  std::int64_t i = begin;
+  F32x8 s, u;
+  for (; i + 8 <= end; i += 8) {
+    U16x8 bits;
+    for (int j = 0; j < 8; ++j) bits[j] = silu[gate[i + j].x];
+    widen8(s, bits);
+    load8(u, up + i);
+    store8(out + i, s * u);
+  }
+  for (; i < end; ++i) {
+    const c10::BFloat16 value(silu[gate[i].x], c10::BFloat16::from_bits());
+    out[i] = c10::BFloat16(static_cast<float>(value) * static_cast<float>(up[i]));
+  }
+}
+
 void bf16_silu_mul(const c10::BFloat16* gate, const c10::BFloat16* up, c10::BFloat16* out,
                    std::int64_t n) {
   const std::uint16_t* silu = bf16_silu_table();
   at::parallel_for(0, n, 4 * kSerialValues, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const c10::BFloat16 s(silu[gate[i].x], c10::BFloat16::from_bits());
-      out[i] = c10::BFloat16(static_cast<float>(s) * static_cast<float>(up[i]));
-    }
+    silu_mul_range(silu, gate, up, out, begin, end);
   });
 }
 

@@ -1,0 +1,71 @@
+#pragma once
+// Eight float32 lanes as GCC vectors (a register of each target clone: AVX2's on x86-64-v3 and
+// v4, two SSE halves on the baseline): the loads, stores and roundings the one-pass kernels of
+// few_row_attention.cpp and fused_rows.cpp share. Vectors go by reference: one passed or returned
+// by value has another ABI in each clone. Multiply-adds of separate expressions may be contracted
+// into one rounding (FMA) in the clones that have it; opaque() stops that where the bits of a
+// composition must be kept.
+
+#include <c10/util/BFloat16.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace draftgate::model {
+
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef std::int32_t I32x8 __attribute__((vector_size(32)));
+typedef std::uint16_t U16x8 __attribute__((vector_size(16)));
+typedef std::uint16_t U16x16 __attribute__((vector_size(32)));
+
+// bf16 bits interleaved with zeros are the float32 values (little-endian): one unpack, where a
+// widening conversion and a shift compiled to four instructions on half-registers.
+inline __attribute__((always_inline)) void widen8(F32x8& out, const U16x8& bits) {
+  const U16x8 zero = {};
+  const U16x16 wide =
+      __builtin_shufflevector(zero, bits, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  std::memcpy(&out, &wide, sizeof out);
+}
+inline __attribute__((always_inline)) void load8(F32x8& out, const c10::BFloat16* p) {
+  U16x8 bits;
+  std::memcpy(&bits, p, sizeof bits);
+  widen8(out, bits);
+}
+inline __attribute__((always_inline)) void load8(F32x8& out, const float* p) {
+  std::memcpy(&out, p, sizeof out);
+}
+
+// v rounded to T as T(float) rounds each lane (bf16: nearest even, NaN as 0x7FC0; float: as is).
+template <class T>
+inline __attribute__((always_inline)) void round_to(F32x8& v) {
+  if constexpr (!std::is_same_v<T, float>) {
+    I32x8 bits;
+    std::memcpy(&bits, &v, sizeof v);
+    const I32x8 lsb = (bits >> 16) & 1;
+    I32x8 rounded = (bits + 0x7FFF + lsb) & static_cast<std::int32_t>(0xFFFF0000u);
+    rounded = v != v ? I32x8{} + 0x7FC00000 : rounded;
+    std::memcpy(&v, &rounded, sizeof v);
+  }
+}
+
+// v rounded to T and stored as 8 values of T.
+template <class T>
+inline __attribute__((always_inline)) void store8(T* p, F32x8 v) {
+  round_to<T>(v);
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(p, &v, sizeof v);
+  } else {
+    I32x8 bits;
+    std::memcpy(&bits, &v, sizeof v);
+    const U16x8 halves = __builtin_convertvector(bits >> 16, U16x8);
+    std::memcpy(p, &halves, sizeof halves);
+  }
+}
+
+// The lanes' sum as a fixed tree: one order whatever the lanes hold.
+inline __attribute__((always_inline)) float sum8(const F32x8& v) {
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
+}  // namespace draftgate::model
