@@ -235,5 +235,27 @@ TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
   }
 }
 
+// The chunked form runs ranges of heads on the threads: each head has the bits it has alone.
+TEST(TargetEngine, GdnChunkedHeadsHaveTheBitsOfEachHeadAlone) {
+  at::manual_seed(4);
+  const std::int64_t t = 40, h = 5, dk = 16, dv = 8;
+  DeltaInputs in;
+  in.q = at::randn({t, h, dk});
+  in.k = at::randn({t, h, dk});
+  in.k = in.k / in.k.norm(2, -1, true);
+  in.v = at::randn({t, h, dv});
+  in.g = -at::rand({t, h});
+  in.beta = at::rand({t, h});
+  const at::Tensor s0 = at::randn({h, dk, dv});
+  const DeltaOutputs all = delta_rule_chunked(in, s0, 16);
+  for (std::int64_t head = 0; head < h; ++head) {
+    const auto one = [&](const at::Tensor& x) { return x.narrow(1, head, 1); };
+    const DeltaOutputs alone = delta_rule_chunked(
+        {one(in.q), one(in.k), one(in.v), one(in.g), one(in.beta)}, s0.narrow(0, head, 1), 16);
+    EXPECT_TRUE(at::equal(all.out.narrow(1, head, 1), alone.out)) << "head " << head;
+    EXPECT_TRUE(at::equal(all.state.narrow(0, head, 1), alone.state)) << "head " << head;
+  }
+}
+
 }  // namespace
 }  // namespace draftgate::model
