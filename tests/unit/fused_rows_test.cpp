@@ -1,11 +1,17 @@
-// The one-pass row operations (src/model/fused_rows.cpp, taken by ops.h's rms_norm, apply_rope and
-// swiglu in an inference forward) against the ATen compositions they replace, written out here, and
-// against float64: the same roundings in the same places, so bf16 outputs are the composition's
-// bits but for a rare one-ulp flip where only the order of a float32 sum differs.
+// The one-pass row operations (src/model/fused_rows.cpp, taken by ops.h's rms_norm, rms_norm_gated,
+// apply_rope and swiglu and by Gated DeltaNet's q/k norms and conv silu in an inference forward)
+// against the ATen compositions they replace, written out here, and against float64: the same
+// roundings in the same places, so bf16 outputs are the composition's bits but for a rare one-ulp
+// flip where only the order of a float32 sum differs.
 
 #include "draftgate/model/fused_rows.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
 
 #include "draftgate/model/ops.h"
 
@@ -110,6 +116,99 @@ TEST(FusedRowsSilu, EveryBf16GateHasAtenSiluBits) {
   const at::Tensor got = fused::bf16_silu_mul(gate, up), want = at::silu(gate) * up;
   const at::Tensor same = (got == want).logical_or(at::isnan(got).logical_and(at::isnan(want)));
   EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
+}
+
+// Gated DeltaNet's conv output: silu alone, from the same table, on every bf16 value.
+TEST(FusedRowsSilu, EveryBf16ValueHasAtenSiluBitsAlone) {
+  const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  const at::Tensor got = fused::bf16_silu(every), want = at::silu(every);
+  const at::Tensor same = (got == want).logical_or(at::isnan(got).logical_and(at::isnan(want)));
+  EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
+}
+
+// Gated DeltaNet's short convolution over gathered windows then silu, against its composition
+// (gather, the bf16 product with the taps, the float32-accumulated sum over the window, silu): the
+// same roundings in the same order, so the same bits; a width with a tail past the vectors.
+TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {
+  for (std::int64_t c : {6144, 13}) {
+    at::manual_seed(c);
+    const std::int64_t k = 4, t = 16;
+    const at::Tensor head = at::randn({k - 1, c}).to(at::kBFloat16);
+    const at::Tensor tail = (at::randn({t, c}) * 2).to(at::kBFloat16);
+    const at::Tensor taps = (at::randn({k, c}) * 0.5).to(at::kBFloat16);
+    std::vector<std::int64_t> index;
+    for (std::int64_t i = 0; i < t; ++i)  // a chain: each node's window its K-1 predecessors
+      for (std::int64_t j = 0; j < k; ++j) index.push_back(i + j);
+    const at::Tensor got = fused::silu_window_sums(head, tail, index, taps);
+    const at::Tensor windows =
+        at::cat({head, tail}, 0).index_select(0, at::tensor(index, at::kLong)).view({t, k, c});
+    const at::Tensor want = at::silu((windows * taps.unsqueeze(0)).sum(1));
+    EXPECT_TRUE(at::equal(got, want)) << bit_diff(got, want).differing << " differ, width " << c;
+  }
+  const at::Tensor rows = at::zeros({3, 8}, at::kBFloat16), taps = at::zeros({4, 8}, at::kBFloat16);
+  EXPECT_THROW(fused::silu_window_sums(rows, rows, {0, 1, 2, 6}, taps), std::out_of_range);
+  EXPECT_FALSE(
+      fused::takes_silu_window_sums(rows.to(at::kFloat), rows.to(at::kFloat), taps.to(at::kFloat)));
+}
+
+at::Tensor composed_rms_norm_gated(const at::Tensor& x, const at::Tensor& w, const at::Tensor& gate,
+                                   double eps) {
+  const at::Tensor n = composed_rms_norm(x, w, eps, NormStyle::kPlain);
+  return (n * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
+}
+
+// The gated norm (Gated DeltaNet's output): the plain norm's roundings, then silu in float32 by
+// f32x8.h's exp (within ~1 ulp of ATen's), the product cast once.
+TEST_P(FusedRows, RmsNormGatedHasTheCompositionsRoundings) {
+  for (std::int64_t width : {128, 37})
+    for (std::int64_t rows : {1, 256}) {
+      at::manual_seed(width * rows);
+      const at::Tensor x = (at::randn({rows, width}) * 3).to(GetParam());
+      const at::Tensor w = (at::randn({width}) * 0.5 + 1).to(GetParam());
+      at::Tensor gate = (at::randn({rows, width}) * 4).to(GetParam());
+      gate[0][0] = -100.0;  // exp(100) overflows to inf: silu -0, as in ATen
+      const at::Tensor got = fused::rms_norm_gated(x, w, gate, 1e-6);
+      const at::Tensor want = composed_rms_norm_gated(x, w, gate, 1e-6);
+      const BitDiff d = bit_diff(got, want);
+      if (GetParam() == at::kBFloat16) {
+        EXPECT_LE(d.max_ulps, 1.01) << "width " << width << " rows " << rows;
+        EXPECT_LE(d.differing, std::max<std::int64_t>(2, x.numel() / 200));
+      } else {
+        // float32: the sum of squares' order (as the plain norm) and the exp's ulp.
+        EXPECT_LE(
+            (got - want).abs().max().item<double>(),
+            want.abs().max().item<double>() * (static_cast<double>(width) / 8 + 8) / 16777216);
+      }
+    }
+  EXPECT_TRUE(fused::takes_rms_norm_gated(at::zeros({2, 8}, GetParam()), at::zeros({8}, GetParam()),
+                                          at::zeros({2, 8}, GetParam())));
+  EXPECT_FALSE(fused::takes_rms_norm_gated(
+      at::zeros({2, 8}, GetParam()), at::zeros({8}, GetParam()), at::zeros({2, 7}, GetParam())));
+}
+
+// Gated DeltaNet's q and k: x / sqrt(Σx² + 1e-6) in float32 and the scale's second rounding.
+TEST_P(FusedRows, L2NormaliseIsWithinItsSumsRoundingOfTheComposition) {
+  at::manual_seed(8);
+  for (std::int64_t width : {128, 21}) {
+    const at::Tensor x = at::randn({16, 16, width}).to(GetParam());
+    for (double scale : {1.0, 1.0 / std::sqrt(128.0)}) {
+      const at::Tensor xf = x.to(at::kFloat);
+      at::Tensor want = xf * at::rsqrt((xf * xf).sum(-1, true) + 1e-6);
+      if (scale != 1.0) want = want * scale;
+      const at::Tensor got = fused::l2_normalise(x, scale);
+      ASSERT_EQ(got.scalar_type(), at::kFloat);
+      // A float32 sum of N squares in another order: within (N/8 + 3) u of its value, half of
+      // that through the square root, plus the products' roundings.
+      const double budget = ((static_cast<double>(width) / 8 + 3) / 2 + 3) / 16777216;
+      EXPECT_LE((got - want).abs().div(want.abs().clamp_min(1e-30)).max().item<double>(), budget)
+          << "width " << width << " scale " << scale;
+    }
+  }
+  at::Tensor bad = at::randn({2, 8}).to(GetParam());
+  bad[1][3] = std::numeric_limits<float>::quiet_NaN();
+  const at::Tensor y = fused::l2_normalise(bad, 1.0);
+  EXPECT_TRUE(at::isfinite(y[0]).all().item<bool>());
+  EXPECT_TRUE(at::isnan(y[1]).all().item<bool>());
 }
 
 TEST_P(FusedRows, ARowHasTheBitsOfTheSameRowAlone) {

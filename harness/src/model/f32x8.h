@@ -68,4 +68,39 @@ inline __attribute__((always_inline)) float sum8(const F32x8& v) {
   return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
 }
 
+// exp per lane (Cephes' expf: x = n ln2 + r, a degree-5 polynomial in r, times 2^n): within ~1 ulp
+// of glibc's and Sleef's (which ATen's softmax and silu take) for x <= 88; NaN stays NaN, what
+// would be denormal (x < -87.3) is zero (the callers flush those anyway), x in (88, 88.72] gives
+// exp(88) and beyond float32's range +inf.
+inline __attribute__((always_inline)) void exp8(F32x8& v) {
+  const F32x8 x0 = v;
+  F32x8 x = x0 < -88.0f ? F32x8{} - 88.0f : x0;
+  x = x > 88.0f ? F32x8{} + 88.0f : x;
+  const F32x8 fx = x * 1.44269504088896341f + 0.5f;
+  F32x8 n = __builtin_convertvector(__builtin_convertvector(fx, I32x8), F32x8);
+  n = n > fx ? n - 1.0f : n;  // floor: the conversion truncates toward zero
+  x = x - n * 0.693359375f - n * -2.12194440e-4f;
+  const F32x8 z = x * x;
+  F32x8 y = 1.9875691500e-4f * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * z + x + 1.0f;
+  const I32x8 exponent = (__builtin_convertvector(n, I32x8) + 127) << 23;
+  F32x8 scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  y = y * scale;
+  y = x0 < -87.3365448f ? F32x8{} : y;                    // ln of float32's smallest normal
+  y = x0 > 88.7228394f ? F32x8{} + __builtin_inff() : y;  // ln of its largest
+  v = x0 != x0 ? x0 : y;
+}
+
+// silu per lane in float32 as ATen's vectorised kernel writes it, x / (1 + exp(-x)), with exp8.
+inline __attribute__((always_inline)) void silu8(F32x8& v) {
+  F32x8 e = -v;
+  exp8(e);
+  v = v / (e + 1.0f);
+}
+
 }  // namespace draftgate::model

@@ -39,32 +39,6 @@ struct Problem {
 
 // The products of a head in float32, in vectors of 8 lanes (f32x8.h).
 
-// exp per lane (Cephes' expf: x = n ln2 + r, a degree-5 polynomial in r, times 2^n): within ~1 ulp
-// of glibc's and Sleef's, which the batched form's softmax takes; NaN stays NaN, and what would be
-// denormal (x < -87.3) is zero — the caller flushes those anyway.
-inline __attribute__((always_inline)) void exp8(F32x8& v) {
-  const F32x8 x0 = v;
-  F32x8 x = x0 < -88.0f ? F32x8{} - 88.0f : x0;
-  x = x > 88.0f ? F32x8{} + 88.0f : x;
-  const F32x8 fx = x * 1.44269504088896341f + 0.5f;
-  F32x8 n = __builtin_convertvector(__builtin_convertvector(fx, I32x8), F32x8);
-  n = n > fx ? n - 1.0f : n;  // floor: the conversion truncates toward zero
-  x = x - n * 0.693359375f - n * -2.12194440e-4f;
-  const F32x8 z = x * x;
-  F32x8 y = 1.9875691500e-4f * x + 1.3981999507e-3f;
-  y = y * x + 8.3334519073e-3f;
-  y = y * x + 4.1665795894e-2f;
-  y = y * x + 1.6666665459e-1f;
-  y = y * x + 5.0000001201e-1f;
-  y = y * z + x + 1.0f;
-  const I32x8 exponent = (__builtin_convertvector(n, I32x8) + 127) << 23;
-  F32x8 scale;
-  std::memcpy(&scale, &exponent, sizeof scale);
-  y = y * scale;
-  y = x0 < -87.3365448f ? F32x8{} : y;  // ln of float32's smallest normal
-  v = x0 != x0 ? x0 : y;
-}
-
 // Scores of R key rows: each row's sum formed in one order whatever R (lane j takes the i = j mod 8
 // in order, the lanes summed as a tree, then the tail), so a score has the same bits in a block of
 // rows as alone; R independent chains keep the vector units busy.

@@ -5,6 +5,7 @@
 #include <c10/util/BFloat16.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "f32x8.h"
@@ -18,10 +19,11 @@ constexpr std::int64_t kSerialValues = std::int64_t{1} << 16;
 // Rows [begin, end) of the norm. T is c10::BFloat16 (whose float constructor rounds to nearest
 // even, as every ATen cast) or float; eight lanes at a time (f32x8.h), the tail one by one with the
 // same operations.
+// gate (null but for rms_norm_gated, kPlain): the kPlain row times silu(gate) in float32, cast.
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void norm_row_range(
-    const T* x, const T* w, T* out, std::int64_t begin, std::int64_t end, std::int64_t width,
-    float eps, NormStyle style) {
+    const T* x, const T* w, const T* gate, T* out, std::int64_t begin, std::int64_t end,
+    std::int64_t width, float eps, NormStyle style) {
   const std::int64_t whole = width / 8 * 8;
   for (std::int64_t r = begin; r < end; ++r) {
     const T* xr = x + r * width;
@@ -39,32 +41,82 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     const float scale = 1.0f / std::sqrt(sum / static_cast<float>(width) + eps);
     // kPlain: w · n cast to x's dtype first (transformers' Qwen3RMSNorm); kOnePlusW: n · (1 + w)
     // in float32, cast once (Qwen3_5RMSNorm).
+    const T* g = gate == nullptr ? nullptr : gate + r * width;
     for (std::int64_t i = 0; i < whole; i += 8) {
       load8(v, xr + i);
       load8(wv, w + i);
       v *= scale;
       if (style == NormStyle::kPlain) {
         round_to<T>(v);
-        store8(o + i, wv * v);
+        v = wv * v;
+        if (g != nullptr) {
+          round_to<T>(v);
+          load8(wv, g + i);
+          silu8(wv);
+          v *= wv;
+        }
+        store8(o + i, v);
       } else {
         store8(o + i, v * (wv + 1.0f));
       }
     }
     for (std::int64_t i = whole; i < width; ++i) {
       const float n = static_cast<float>(xr[i]) * scale;
-      o[i] = style == NormStyle::kPlain ? T(static_cast<float>(w[i]) * static_cast<float>(T(n)))
-                                        : T(n * (static_cast<float>(w[i]) + 1.0f));
+      if (style != NormStyle::kPlain) {
+        o[i] = T(n * (static_cast<float>(w[i]) + 1.0f));
+        continue;
+      }
+      const T plain = T(static_cast<float>(w[i]) * static_cast<float>(T(n)));
+      if (g == nullptr) {
+        o[i] = plain;
+        continue;
+      }
+      F32x8 one = {};  // the tail's silu by the same lanes' code
+      one[0] = static_cast<float>(g[i]);
+      silu8(one);
+      o[i] = T(static_cast<float>(plain) * one[0]);
     }
   }
 }
 
 template <class T>
-void norm_rows(const T* x, const T* w, T* out, std::int64_t rows, std::int64_t width, float eps,
-               NormStyle style) {
+void norm_rows(const T* x, const T* w, const T* gate, T* out, std::int64_t rows, std::int64_t width,
+               float eps, NormStyle style) {
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-    norm_row_range(x, w, out, begin, end, width, eps, style);
+    norm_row_range(x, w, gate, out, begin, end, width, eps, style);
   });
+}
+
+// Rows [begin, end) of x / sqrt(Σx² + 1e-6) in float32, then times `scale` (a second rounding, as
+// the composition's second product); the sum as the norm's, in eight chains and a tree.
+template <class T>
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void l2_row_range(
+    const T* x, float* out, std::int64_t begin, std::int64_t end, std::int64_t width, float scale) {
+  const std::int64_t whole = width / 8 * 8;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const T* xr = x + r * width;
+    float* o = out + r * width;
+    F32x8 lanes = {}, v;
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      load8(v, xr + i);
+      lanes += v * v;
+    }
+    float sum = sum8(lanes);
+    for (std::int64_t i = whole; i < width; ++i)
+      sum += static_cast<float>(xr[i]) * static_cast<float>(xr[i]);
+    const float inverse = 1.0f / std::sqrt(sum + 1e-6f);
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      load8(v, xr + i);
+      v *= inverse;
+      if (scale != 1.0f) v *= scale;
+      std::memcpy(o + i, &v, sizeof v);
+    }
+    for (std::int64_t i = whole; i < width; ++i) {
+      const float n = static_cast<float>(xr[i]) * inverse;
+      o[i] = scale != 1.0f ? n * scale : n;
+    }
+  }
 }
 
 // Rows [begin, end) of RoPE: x · cos rounded, then + swap_halves(x) · [-sin | sin] in float32,
@@ -144,6 +196,49 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   }
 }
 
+void bf16_silu(const c10::BFloat16* x, c10::BFloat16* out, std::int64_t n) {
+  const std::uint16_t* silu = bf16_silu_table();
+  at::parallel_for(0, n, 4 * kSerialValues, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      out[i] = c10::BFloat16(silu[x[i].x], c10::BFloat16::from_bits());
+  });
+}
+
+// Windows [begin, end) of silu_window_sums: rows[j] the window's K rows, taps [K, C].
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void window_range(
+    const std::uint16_t* silu, const c10::BFloat16* const* rows, const c10::BFloat16* taps,
+    c10::BFloat16* out, std::int64_t begin, std::int64_t end, std::int64_t k, std::int64_t c) {
+  const std::int64_t whole = c / 8 * 8;
+  F32x8 acc, x, w;
+  for (std::int64_t t = begin; t < end; ++t) {
+    const c10::BFloat16* const* window = rows + t * k;
+    c10::BFloat16* o = out + t * c;
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      acc = F32x8{};
+      for (std::int64_t j = 0; j < k; ++j) {
+        load8(x, window[j] + i);
+        load8(w, taps + j * c + i);
+        x *= w;
+        round_to<c10::BFloat16>(x);  // the product's bf16 tensor
+        acc += x;
+      }
+      round_to<c10::BFloat16>(acc);  // the sum's, accumulated in float32
+      I32x8 bits;
+      std::memcpy(&bits, &acc, sizeof bits);
+      for (int lane = 0; lane < 8; ++lane)
+        o[i + lane] = c10::BFloat16(silu[static_cast<std::uint32_t>(bits[lane]) >> 16],
+                                    c10::BFloat16::from_bits());
+    }
+    for (std::int64_t i = whole; i < c; ++i) {
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < k; ++j)
+        sum += static_cast<float>(
+            c10::BFloat16(static_cast<float>(window[j][i]) * static_cast<float>(taps[j * c + i])));
+      o[i] = c10::BFloat16(silu[c10::BFloat16(sum).x], c10::BFloat16::from_bits());
+    }
+  }
+}
+
 void bf16_silu_mul(const c10::BFloat16* gate, const c10::BFloat16* up, c10::BFloat16* out,
                    std::int64_t n) {
   const std::uint16_t* silu = bf16_silu_table();
@@ -184,6 +279,23 @@ bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
          rotary % 2 == 0 && rotary <= x.size(2);
 }
 
+bool takes_rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate) {
+  return takes_rms_norm(x, weight) && applies({&x, &gate}) && gate.sizes() == x.sizes();
+}
+
+bool takes_l2_normalise(const at::Tensor& x) {
+  return applies({&x}) && x.dim() >= 1 && x.size(-1) > 0;
+}
+
+bool takes_silu(const at::Tensor& x) { return applies({&x}) && x.scalar_type() == at::kBFloat16; }
+
+bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
+                            const at::Tensor& taps) {
+  return applies({&head, &tail, &taps}) && head.scalar_type() == at::kBFloat16 && head.dim() == 2 &&
+         tail.dim() == 2 && taps.dim() == 2 && head.size(1) == tail.size(1) &&
+         taps.size(1) == head.size(1) && taps.size(0) > 0;
+}
+
 bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up) {
   return applies({&gate, &up}) && gate.scalar_type() == at::kBFloat16 && gate.sizes() == up.sizes();
 }
@@ -194,9 +306,69 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
   const std::int64_t width = x.size(-1);
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
-    norm_rows(xc.data_ptr<T>(), wc.data_ptr<T>(), out.data_ptr<T>(), xc.numel() / width, width,
-              static_cast<float>(eps), style);
+    norm_rows(xc.data_ptr<T>(), wc.data_ptr<T>(), static_cast<const T*>(nullptr), out.data_ptr<T>(),
+              xc.numel() / width, width, static_cast<float>(eps), style);
   });
+  return out;
+}
+
+at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
+                          double eps) {
+  const at::Tensor xc = x.contiguous(), wc = weight.contiguous(), gc = gate.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  const std::int64_t width = x.size(-1);
+  by_dtype(x.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    norm_rows(xc.data_ptr<T>(), wc.data_ptr<T>(), gc.data_ptr<T>(), out.data_ptr<T>(),
+              xc.numel() / width, width, static_cast<float>(eps), NormStyle::kPlain);
+  });
+  return out;
+}
+
+at::Tensor l2_normalise(const at::Tensor& x, double scale) {
+  const at::Tensor xc = x.contiguous();
+  at::Tensor out = at::empty(xc.sizes(), xc.options().dtype(at::kFloat));
+  const std::int64_t width = x.size(-1), rows = xc.numel() / width;
+  by_dtype(x.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = xc.data_ptr<T>();
+    float* o = out.data_ptr<float>();
+    const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
+    at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+      l2_row_range(in, o, begin, end, width, static_cast<float>(scale));
+    });
+  });
+  return out;
+}
+
+at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
+                            const std::vector<std::int64_t>& index, const at::Tensor& taps) {
+  const at::Tensor hc = head.contiguous(), tc = tail.contiguous(), wc = taps.contiguous();
+  const std::int64_t k = taps.size(0), c = taps.size(1),
+                     windows = static_cast<std::int64_t>(index.size()) / k;
+  const std::int64_t head_rows = head.size(0), rows = head_rows + tail.size(0);
+  std::vector<const c10::BFloat16*> row(index.size());
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const std::int64_t r = index[i];
+    if (r < 0 || r >= rows) throw std::out_of_range("silu_window_sums: a row past [head; tail]");
+    row[i] = r < head_rows ? hc.data_ptr<c10::BFloat16>() + r * c
+                           : tc.data_ptr<c10::BFloat16>() + (r - head_rows) * c;
+  }
+  at::Tensor out = at::empty({windows, c}, head.options());
+  const std::uint16_t* silu = bf16_silu_table();
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kSerialValues / std::max<std::int64_t>(1, k * c));
+  at::parallel_for(0, windows, grain, [&](std::int64_t begin, std::int64_t end) {
+    window_range(silu, row.data(), wc.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(),
+                 begin, end, k, c);
+  });
+  return out;
+}
+
+at::Tensor bf16_silu(const at::Tensor& x) {
+  const at::Tensor xc = x.contiguous();
+  at::Tensor out = at::empty_like(xc);
+  bf16_silu(xc.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(), xc.numel());
   return out;
 }
 

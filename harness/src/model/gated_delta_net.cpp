@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "draftgate/model/fused_delta_rule.h"
+#include "draftgate/model/fused_rows.h"
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
@@ -11,8 +12,17 @@ namespace draftgate::model {
 namespace {
 constexpr std::int64_t kGatherConvMaxTokens = 64;
 
-at::Tensor l2_normalise(const at::Tensor& x) {
-  return x * at::rsqrt((x * x).sum(-1, /*keepdim=*/true) + 1e-6);
+// x / sqrt(Σx² + 1e-6) in float32, times scale: in one pass where fused_rows takes x.
+at::Tensor l2_normalise(const at::Tensor& x, double scale = 1.0) {
+  if (fused::takes_l2_normalise(x)) return fused::l2_normalise(x, scale);
+  const at::Tensor xf = x.to(at::kFloat);
+  const at::Tensor n = xf * at::rsqrt((xf * xf).sum(-1, /*keepdim=*/true) + 1e-6);
+  return scale == 1.0 ? n : n * scale;
+}
+
+// silu of a bf16 tensor from the linked ATen's table (its bits), else ATen's.
+at::Tensor table_silu(const at::Tensor& x) {
+  return fused::takes_silu(x) ? fused::bf16_silu(x) : at::silu(x);
 }
 
 std::vector<std::int64_t> chain(std::int64_t n) {
@@ -122,6 +132,7 @@ GatedDeltaNet::GatedDeltaNet(const TargetConfig& c, const WeightLoader& w, const
   in_proj_a_ = w.get_linear(p + "in_proj_a.weight", {nv, h});
   in_proj_b_ = w.get_linear(p + "in_proj_b.weight", {nv, h});
   conv_w_ = w.get(p + "conv1d.weight", {c.conv_width(), 1, c.conv_kernel});
+  conv_taps_ = conv_w_.squeeze(1).t().contiguous();
   neg_a_ = -w.get_f32(p + "A_log", {nv}).exp();
   dt_bias_ = w.get_f32(p + "dt_bias", {nv});
   norm_ = w.get(p + "norm.weight", {c.linear_v_dim});
@@ -163,10 +174,12 @@ at::Tensor GatedDeltaNet::conv_windows(const at::Tensor& raw, const at::Tensor& 
     }
     index.insert(index.end(), rows.begin(), rows.end());
   }
+  if (fused::takes_silu_window_sums(window, raw, conv_taps_))
+    return fused::silu_window_sums(window, raw, index, conv_taps_);
   const at::Tensor table = at::cat({window, raw}, 0);
   const at::Tensor idx = at::tensor(index, at::TensorOptions(at::kLong).device(raw.device()));
   const at::Tensor windows = table.index_select(0, idx).view({raw.size(0), k, -1});  // [T, K, conv]
-  return (windows * conv_w_.squeeze(1).t().unsqueeze(0)).sum(1);
+  return at::silu((windows * conv_taps_.unsqueeze(0)).sum(1));
 }
 
 at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
@@ -179,9 +192,9 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   // Long chains convolve with conv1d; short ones (decode, verify blocks) and trees gather each
   // token's window, several times cheaper than a depthwise conv1d call at these sizes.
   const bool long_chain = parents.empty() && t_len > kGatherConvMaxTokens;
-  const at::Tensor mixed = at::silu(
-      long_chain ? conv_chain(raw, state.conv_window)
-                 : conv_windows(raw, state.conv_window, parents.empty() ? chain(t_len) : parents));
+  const at::Tensor mixed =
+      long_chain ? table_silu(conv_chain(raw, state.conv_window))
+                 : conv_windows(raw, state.conv_window, parents.empty() ? chain(t_len) : parents);
   const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
   at::Tensor q = parts[0].reshape({t_len, nk, dk}), k = parts[1].reshape({t_len, nk, dk});
   if (nv >
@@ -190,8 +203,8 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
     k = k.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
   }
   DeltaInputs in;
-  in.q = l2_normalise(q.to(at::kFloat)) * (1.0 / std::sqrt(static_cast<double>(dk)));
-  in.k = l2_normalise(k.to(at::kFloat));
+  in.q = l2_normalise(q, 1.0 / std::sqrt(static_cast<double>(dk)));
+  in.k = l2_normalise(k);
   in.v = parts[2].reshape({t_len, nv, dv}).to(at::kFloat);
   in.beta = at::sigmoid(dense(x, in_proj_b_)).to(at::kFloat);
   in.g = neg_a_ * at::softplus(dense(x, in_proj_a_).to(at::kFloat) + dt_bias_);

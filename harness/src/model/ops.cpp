@@ -28,6 +28,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
 
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
                           double eps) {
+  if (fused::takes_rms_norm_gated(x, weight, gate))
+    return fused::rms_norm_gated(x, weight, gate, eps);
   const at::Tensor n = weight * normalise_f32(x, eps).to(x.scalar_type());
   return (n * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
 }

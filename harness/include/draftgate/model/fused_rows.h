@@ -1,12 +1,15 @@
 #pragma once
-// One-pass forms of ops.h's row-wise operations for an inference forward on the CPU (ops.cpp picks
-// them): each reads a row once and writes its result once, where the ATen composition is 5-8
-// operations with a tensor between each — at the few rows of a decode step or a verify block
-// those operations' fixed costs were a sixth of the step. Every rounding of the composition is kept
-// where it happens (to x's dtype after the normalisation, after each product of RoPE, after
-// silu); only the order of a float32 sum (the mean of squares) may differ from ATen's.
+// One-pass forms of the row-wise operations of an inference forward on the CPU (ops.cpp and
+// gated_delta_net.cpp pick them): each reads a row once and writes its result once, where the ATen
+// composition is 5-12 operations with a tensor between each — at the few rows of a decode step or
+// a verify block those operations' fixed costs were a sixth of the step. Every rounding of the
+// composition is kept where it happens (to x's dtype after the normalisation, after each product
+// of RoPE, after silu); only the order of a float32 sum (the mean of squares) may differ from
+// ATen's, and a float32 silu's exp by ~1 ulp.
 
 #include <ATen/ATen.h>
+
+#include <vector>
 
 #include "draftgate/arch/family_traits.h"
 
@@ -21,6 +24,26 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
 // x [T, heads, D]; cos and sin [T, 1, rotary] (RopeTables), rotary even and <= D.
 bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+// weight · normalised x cast to x's dtype (kPlain), times silu(gate) in float32, cast once (ops.h's
+// rms_norm_gated); gate as x. float32 silu by f32x8.h's exp, within ~1 ulp of ATen's.
+bool takes_rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate);
+at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
+                          double eps);
+// x [..., D] (bf16 or float32) as float32, each row over sqrt(Σx² + 1e-6), then times scale (a
+// second rounding; none for 1): Gated DeltaNet's q and k.
+bool takes_l2_normalise(const at::Tensor& x);
+at::Tensor l2_normalise(const at::Tensor& x, double scale);
+// silu(x) of a bf16 x, from the linked ATen's table (as silu·up's).
+bool takes_silu(const at::Tensor& x);
+at::Tensor bf16_silu(const at::Tensor& x);
+// Gated DeltaNet's short convolution over gathered windows, then silu: out[t] =
+// silu(Σ_j bf16(row(index[t·K + j]) · taps[j])) with the sum in float32 over j in order and cast
+// once (the composition's roundings: the product tensor, the float32-accumulated sum), row(r) the
+// r-th row of [head; tail] (the committed window, then the pending inputs). bf16 only; taps [K, C].
+// std::out_of_range for an index past the rows.
+bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail, const at::Tensor& taps);
+at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
+                            const std::vector<std::int64_t>& index, const at::Tensor& taps);
 // silu(gate) ⊙ up, bf16 only (float32 keeps ATen's vectorised silu: no table of its values).
 bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up);
 at::Tensor bf16_silu_mul(const at::Tensor& gate, const at::Tensor& up);

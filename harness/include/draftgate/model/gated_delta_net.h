@@ -53,12 +53,14 @@ class GatedDeltaNet {
 
  private:
   at::Tensor conv_chain(const at::Tensor& raw, const at::Tensor& window) const;
+  // silu of the convolution over each node's gathered window (a short chain's, a tree's).
   at::Tensor conv_windows(const at::Tensor& raw, const at::Tensor& window,
                           const std::vector<std::int64_t>& parents) const;
 
   const TargetConfig& c_;
   at::Tensor in_proj_qkv_, in_proj_z_, in_proj_a_, in_proj_b_, conv_w_, dt_bias_, norm_, out_proj_;
-  at::Tensor neg_a_;  // −exp(A_log), float32
+  at::Tensor conv_taps_;  // conv_w_ as [K, conv width]: tap j of every channel contiguous
+  at::Tensor neg_a_;      // −exp(A_log), float32
 };
 
 }  // namespace draftgate::model
