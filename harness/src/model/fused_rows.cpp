@@ -16,6 +16,22 @@ namespace {
 // Rows per thread: a parallel region costs more than a few rows of a few thousand values.
 constexpr std::int64_t kSerialValues = std::int64_t{1} << 16;
 
+// The sum of a row's float32 squares in eight chains (lane j takes i = j mod 8), a fixed tree, then
+// the tail: one order for a row whatever the rows beside it.
+template <class T>
+inline __attribute__((always_inline)) float sum_of_squares(const T* x, std::int64_t width) {
+  const std::int64_t whole = width / 8 * 8;
+  F32x8 lanes = {}, v;
+  for (std::int64_t i = 0; i < whole; i += 8) {
+    load8(v, x + i);
+    lanes += v * v;
+  }
+  float sum = sum8(lanes);
+  for (std::int64_t i = whole; i < width; ++i)
+    sum += static_cast<float>(x[i]) * static_cast<float>(x[i]);
+  return sum;
+}
+
 // Rows [begin, end) of the norm. T is c10::BFloat16 (whose float constructor rounds to nearest
 // even, as every ATen cast) or float; eight lanes at a time (f32x8.h), the tail one by one with the
 // same operations.
@@ -28,17 +44,9 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   for (std::int64_t r = begin; r < end; ++r) {
     const T* xr = x + r * width;
     T* o = out + r * width;
-    // The mean of the float32 squares in eight chains (lane j takes i = j mod 8) and a fixed
-    // tree: one order for a row whatever the rows beside it.
-    F32x8 lanes = {}, v, wv;
-    for (std::int64_t i = 0; i < whole; i += 8) {
-      load8(v, xr + i);
-      lanes += v * v;
-    }
-    float sum = sum8(lanes);
-    for (std::int64_t i = whole; i < width; ++i)
-      sum += static_cast<float>(xr[i]) * static_cast<float>(xr[i]);
-    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(width) + eps);
+    F32x8 v, wv;
+    const float scale =
+        1.0f / std::sqrt(sum_of_squares(xr, width) / static_cast<float>(width) + eps);
     // kPlain: w · n cast to x's dtype first (transformers' Qwen3RMSNorm); kOnePlusW: n · (1 + w)
     // in float32, cast once (Qwen3_5RMSNorm).
     const T* g = gate == nullptr ? nullptr : gate + r * width;
@@ -97,15 +105,8 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   for (std::int64_t r = begin; r < end; ++r) {
     const T* xr = x + r * width;
     float* o = out + r * width;
-    F32x8 lanes = {}, v;
-    for (std::int64_t i = 0; i < whole; i += 8) {
-      load8(v, xr + i);
-      lanes += v * v;
-    }
-    float sum = sum8(lanes);
-    for (std::int64_t i = whole; i < width; ++i)
-      sum += static_cast<float>(xr[i]) * static_cast<float>(xr[i]);
-    const float inverse = 1.0f / std::sqrt(sum + 1e-6f);
+    F32x8 v;
+    const float inverse = 1.0f / std::sqrt(sum_of_squares(xr, width) + 1e-6f);
     for (std::int64_t i = 0; i < whole; i += 8) {
       load8(v, xr + i);
       v *= inverse;
