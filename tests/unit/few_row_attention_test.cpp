@@ -171,6 +171,18 @@ TEST_P(FewRowAttention, AQueryHasTheBitsOfTheSameQueryAlone) {
   }
 }
 
+// A cache whose rows lie apart (K/V kept [rows, kv_heads, D], read as [kv_heads, rows, D]): the
+// bits of the same values contiguous.
+TEST_P(FewRowAttention, ReadsACacheWhoseRowsLieApart) {
+  const Case c{16, 16, 8, 128, 40};
+  const Inputs in = inputs(c, 12);
+  const at::Tensor keys = in.keys.transpose(0, 1).contiguous().transpose(0, 1);
+  const at::Tensor values = in.values.transpose(0, 1).contiguous().transpose(0, 1);
+  ASSERT_NE(keys.stride(1), c.width);
+  EXPECT_TRUE(at::equal(attend(in.q, keys, values, {}, scale(c)),
+                        attend(in.q, in.keys.contiguous(), in.values.contiguous(), {}, scale(c))));
+}
+
 TEST_P(FewRowAttention, AQueryThatSeesNothingIsNaNAsInTheBatchedForm) {
   const Case c{3, 4, 2, 64, 0};
   const Inputs in = inputs(c, 9);

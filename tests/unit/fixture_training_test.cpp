@@ -107,6 +107,16 @@ TEST(AutogradMode, ComputesWhatInferenceComputesAndLearns) {
     return at::cross_entropy_loss(logits.narrow(0, 0, logits.size(0) - 1),
                                   at::tensor(seq.input_ids).narrow(0, 1, logits.size(0) - 1));
   };
+  // The short convolution's weight learns too (a 48-token chain takes the gathered windows).
+  loss().backward();
+  const at::Tensor conv =
+      trainable->parameters().at("model.language_model.layers.0.linear_attn.conv1d.weight");
+  ASSERT_TRUE(conv.grad().defined());
+  EXPECT_GT(conv.grad().abs().sum().item<double>(), 0.0);
+  for (const auto& [name, t] : trainable->parameters()) {
+    at::Tensor p = t;
+    p.mutable_grad().reset();
+  }
   const double first = loss().item<double>();
   for (int s = 0; s < schedule.steps; ++s) opt.step(loss(), s);
   EXPECT_LT(loss().item<double>(), 0.5 * first) << "30 steps on one sequence must fit it";

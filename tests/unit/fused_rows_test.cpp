@@ -126,6 +126,12 @@ TEST(FusedRowsSilu, EveryBf16ValueHasAtenSiluBitsAlone) {
   EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
 }
 
+TEST(FusedRowsSilu, ABf16TensorOfAnotherShapeHasAtenSiluBits) {
+  at::manual_seed(2);
+  const at::Tensor x = (at::randn({16, 6144}) * 4).to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(fused::bf16_silu(x), at::silu(x)));
+}
+
 // Gated DeltaNet's short convolution over gathered windows then silu, against its composition
 // (gather, the bf16 product with the taps, the float32-accumulated sum over the window, silu): the
 // same roundings in the same order, so the same bits; a width with a tail past the vectors.
@@ -167,9 +173,13 @@ TEST_P(FusedRows, RmsNormGatedHasTheCompositionsRoundings) {
       const at::Tensor w = (at::randn({width}) * 0.5 + 1).to(GetParam());
       at::Tensor gate = (at::randn({rows, width}) * 4).to(GetParam());
       gate[0][0] = -100.0;  // exp(100) overflows to inf: silu -0, as in ATen
+      gate[0][1] = -88.5;   // exp(88.5) is within float32's range, its top exponent
       const at::Tensor got = fused::rms_norm_gated(x, w, gate, 1e-6);
       const at::Tensor want = composed_rms_norm_gated(x, w, gate, 1e-6);
       const BitDiff d = bit_diff(got, want);
+      // Values near 1e-37 sit below bit_diff's floor of an ulp: the one at -88.5 by itself.
+      const double tiny = want[0][1].item<double>();
+      EXPECT_LE(std::abs(got[0][1].item<double>() - tiny), std::abs(tiny) / 64) << "silu(-88.5)";
       if (GetParam() == at::kBFloat16) {
         EXPECT_LE(d.max_ulps, 1.01) << "width " << width << " rows " << rows;
         EXPECT_LE(d.differing, std::max<std::int64_t>(2, x.numel() / 200));

@@ -2,6 +2,7 @@
 // layer by layer, incremental against full-sequence, chunked against recurrent Gated DeltaNet,
 // causality, rollback, tree verification, bf16 budgets.
 
+#include <c10/core/InferenceMode.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -248,6 +249,19 @@ TEST(TargetEngine, GdnChunkedHeadsHaveTheBitsOfEachHeadAlone) {
   in.beta = at::rand({t, h});
   const at::Tensor s0 = at::randn({h, dk, dv});
   const DeltaOutputs all = delta_rule_chunked(in, s0, 16);
+  {
+    // The workers take the caller's modes: inference tensors written inside inference mode; no
+    // graph under no-grad even for inputs that ask for one.
+    const c10::InferenceMode inference;
+    const DeltaOutputs inferred = delta_rule_chunked(in, s0, 16);
+    EXPECT_TRUE(at::equal(inferred.out, all.out));
+  }
+  {
+    const at::NoGradGuard no_grad;
+    const DeltaOutputs untracked = delta_rule_chunked(in, s0.clone().requires_grad_(), 16);
+    EXPECT_FALSE(untracked.out.requires_grad());
+    EXPECT_TRUE(at::equal(untracked.state, all.state));
+  }
   for (std::int64_t head = 0; head < h; ++head) {
     const auto one = [&](const at::Tensor& x) { return x.narrow(1, head, 1); };
     const DeltaOutputs alone = delta_rule_chunked(

@@ -1,10 +1,10 @@
 #pragma once
 // Eight float32 lanes as GCC vectors (a register of each target clone: AVX2's on x86-64-v3 and
 // v4, two SSE halves on the baseline): the loads, stores and roundings the one-pass kernels of
-// few_row_attention.cpp and fused_rows.cpp share. Vectors go by reference: one passed or returned
-// by value has another ABI in each clone. Multiply-adds of separate expressions may be contracted
-// into one rounding (FMA) in the clones that have it; opaque() stops that where the bits of a
-// composition must be kept.
+// few_row_attention.cpp, fused_rows.cpp and fused_delta_rule.cpp share. Vectors go by reference:
+// one passed or returned by value has another ABI in each clone. A multiply-add may be contracted
+// into one rounding (FMA) in the clones that have it, unless the file is compiled with
+// -ffp-contract=off (fused_rows.cpp and fused_delta_rule.cpp are).
 
 #include <c10/util/BFloat16.h>
 
@@ -51,7 +51,8 @@ inline __attribute__((always_inline)) void round_to(F32x8& v) {
 
 // v rounded to T and stored as 8 values of T.
 template <class T>
-inline __attribute__((always_inline)) void store8(T* p, F32x8 v) {
+inline __attribute__((always_inline)) void store8(T* p, const F32x8& value) {
+  F32x8 v = value;
   round_to<T>(v);
   if constexpr (std::is_same_v<T, float>) {
     std::memcpy(p, &v, sizeof v);
@@ -69,13 +70,13 @@ inline __attribute__((always_inline)) float sum8(const F32x8& v) {
 }
 
 // exp per lane (Cephes' expf: x = n ln2 + r, a degree-5 polynomial in r, times 2^n): within ~1 ulp
-// of glibc's and Sleef's (which ATen's softmax and silu take) for x <= 88; NaN stays NaN, what
-// would be denormal (x < -87.3) is zero (the callers flush those anyway), x in (88, 88.72] gives
-// exp(88) and beyond float32's range +inf.
+// of glibc's and Sleef's (which ATen's softmax and silu take) up to float32's largest; NaN stays
+// NaN, what would be denormal (x < -87.3) is zero (the callers flush those anyway), beyond the
+// largest +inf.
 inline __attribute__((always_inline)) void exp8(F32x8& v) {
   const F32x8 x0 = v;
   F32x8 x = x0 < -88.0f ? F32x8{} - 88.0f : x0;
-  x = x > 88.0f ? F32x8{} + 88.0f : x;
+  x = x > 88.7228394f ? F32x8{} + 88.7228394f : x;
   const F32x8 fx = x * 1.44269504088896341f + 0.5f;
   F32x8 n = __builtin_convertvector(__builtin_convertvector(fx, I32x8), F32x8);
   n = n > fx ? n - 1.0f : n;  // floor: the conversion truncates toward zero
@@ -87,9 +88,14 @@ inline __attribute__((always_inline)) void exp8(F32x8& v) {
   y = y * x + 1.6666665459e-1f;
   y = y * x + 5.0000001201e-1f;
   y = y * z + x + 1.0f;
-  const I32x8 exponent = (__builtin_convertvector(n, I32x8) + 127) << 23;
+  // 2^n in two factors (n reaches 128 at the top of the range: one factor's exponent would not
+  // fit); each product by a power of two is exact in float32's normal range.
+  const I32x8 whole = __builtin_convertvector(n, I32x8), half = whole >> 1;
+  const I32x8 first = (half + 127) << 23, second = (whole - half + 127) << 23;
   F32x8 scale;
-  std::memcpy(&scale, &exponent, sizeof scale);
+  std::memcpy(&scale, &first, sizeof scale);
+  y = y * scale;
+  std::memcpy(&scale, &second, sizeof scale);
   y = y * scale;
   y = x0 < -87.3365448f ? F32x8{} : y;                    // ln of float32's smallest normal
   y = x0 > 88.7228394f ? F32x8{} + __builtin_inff() : y;  // ln of its largest

@@ -1,7 +1,7 @@
 #include "draftgate/model/gated_delta_net.h"
 
 #include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
+#include <ATen/ThreadLocalState.h>
 
 #include "draftgate/model/fused_delta_rule.h"
 #include "draftgate/model/fused_rows.h"
@@ -111,9 +111,12 @@ DeltaOutputs delta_rule_chunked(const DeltaInputs& in, const at::Tensor& state,
   const std::int64_t t_len = in.q.size(0);
   at::Tensor out = at::empty({t_len, heads, in.v.size(2)}, in.v.options());
   at::Tensor last = at::empty_like(state);
-  const bool inference = c10::InferenceMode::is_enabled();  // per thread: the workers' too
+  // The caller's grad and inference modes are per thread: the workers take them over. One BLAS
+  // thread per worker (OpenBLAS's own pool entered from OpenMP workers at once may hang).
+  const at::ThreadLocalState modes;
+  const SingleThreadedBlas blas;
   at::parallel_for(0, heads, 1, [&](std::int64_t begin, std::int64_t end) {
-    const c10::InferenceMode mode(inference);
+    const at::ThreadLocalStateGuard guard(modes);
     const auto part = [&](const at::Tensor& t) { return t.narrow(1, begin, end - begin); };
     const DeltaOutputs r =
         chunked_heads({part(in.q), part(in.k), part(in.v), part(in.g), part(in.beta)},
@@ -132,7 +135,6 @@ GatedDeltaNet::GatedDeltaNet(const TargetConfig& c, const WeightLoader& w, const
   in_proj_a_ = w.get_linear(p + "in_proj_a.weight", {nv, h});
   in_proj_b_ = w.get_linear(p + "in_proj_b.weight", {nv, h});
   conv_w_ = w.get(p + "conv1d.weight", {c.conv_width(), 1, c.conv_kernel});
-  conv_taps_ = conv_w_.squeeze(1).t().contiguous();
   neg_a_ = -w.get_f32(p + "A_log", {nv}).exp();
   dt_bias_ = w.get_f32(p + "dt_bias", {nv});
   norm_ = w.get(p + "norm.weight", {c.linear_v_dim});
@@ -174,12 +176,15 @@ at::Tensor GatedDeltaNet::conv_windows(const at::Tensor& raw, const at::Tensor& 
     }
     index.insert(index.end(), rows.begin(), rows.end());
   }
-  if (fused::takes_silu_window_sums(window, raw, conv_taps_))
-    return fused::silu_window_sums(window, raw, index, conv_taps_);
+  // The taps as [K, conv width], a view of the weight each call: a trained weight moves (and
+  // under autograd the fused form is not taken).
+  const at::Tensor taps = conv_w_.squeeze(1).t();
+  if (fused::takes_silu_window_sums(window, raw, taps))
+    return fused::silu_window_sums(window, raw, index, taps);
   const at::Tensor table = at::cat({window, raw}, 0);
   const at::Tensor idx = at::tensor(index, at::TensorOptions(at::kLong).device(raw.device()));
   const at::Tensor windows = table.index_select(0, idx).view({raw.size(0), k, -1});  // [T, K, conv]
-  return at::silu((windows * conv_taps_.unsqueeze(0)).sum(1));
+  return at::silu((windows * taps.unsqueeze(0)).sum(1));
 }
 
 at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,

@@ -30,10 +30,11 @@ FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
 // Qwen3-0.6B's 16 heads of 128 (docs/performance.md), per layer: vectors: one query over 80 rows
 // 21-36 us against 75-126 for the batched form, over 1024 rows 263 against 221, 16 queries over 80
 // rows 165 against 132; tiles: 16 / 64 / 228 us for 1 / 16 / 64 queries over 80 rows, 154 / 527 /
-// 1858 over 1024 (batched 221 / 575 / 4734), one query over 8192 rows 1.92 ms against 1.88.
+// 1858 over 1024 (batched 221 / 575 / 4734), one query over 8192 rows 1.92 ms against 1.88 (the
+// limit: a decode step up to 8192 rows, a 16-row verify at those heads, 32 items, up to 4096).
 constexpr std::int64_t kFewRowAttentionWork = std::int64_t{1} << 20;
 constexpr std::int64_t kTileAttentionQueries = 64;
-constexpr std::int64_t kTileAttentionScores = std::int64_t{1} << 20;
+constexpr std::int64_t kTileAttentionScores = std::int64_t{1} << 17;
 bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
                                const at::Tensor& values, const at::Tensor& visible = {});
 

@@ -59,8 +59,7 @@ class GatedDeltaNet {
 
   const TargetConfig& c_;
   at::Tensor in_proj_qkv_, in_proj_z_, in_proj_a_, in_proj_b_, conv_w_, dt_bias_, norm_, out_proj_;
-  at::Tensor conv_taps_;  // conv_w_ as [K, conv width]: tap j of every channel contiguous
-  at::Tensor neg_a_;      // −exp(A_log), float32
+  at::Tensor neg_a_;  // −exp(A_log), float32
 };
 
 }  // namespace draftgate::model
