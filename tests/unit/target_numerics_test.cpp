@@ -217,9 +217,8 @@ INSTANTIATE_TEST_SUITE_P(Families, TargetEngineTest,
                          ::testing::ValuesIn(testing::every_family_layout()),
                          [](const auto& p) { return p.param.name; });
 
-TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
-  at::manual_seed(3);
-  const std::int64_t t = 100, h = 3, dk = 8, dv = 5;
+// Recurrence inputs as the layer passes them: k L2-normalised, log decays <= 0, beta in [0, 1).
+DeltaInputs random_delta_inputs(std::int64_t t, std::int64_t h, std::int64_t dk, std::int64_t dv) {
   DeltaInputs in;
   in.q = at::randn({t, h, dk});
   in.k = at::randn({t, h, dk});
@@ -227,6 +226,13 @@ TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
   in.v = at::randn({t, h, dv});
   in.g = -at::rand({t, h});
   in.beta = at::rand({t, h});
+  return in;
+}
+
+TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
+  at::manual_seed(3);
+  const std::int64_t t = 100, h = 3, dk = 8, dv = 5;
+  const DeltaInputs in = random_delta_inputs(t, h, dk, dv);
   const at::Tensor s0 = at::randn({h, dk, dv});
   const DeltaOutputs rec = delta_rule_recurrent(in, s0);
   for (std::int64_t chunk : {1, 16, 64, 128}) {
@@ -240,13 +246,7 @@ TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
 TEST(TargetEngine, GdnChunkedHeadsHaveTheBitsOfEachHeadAlone) {
   at::manual_seed(4);
   const std::int64_t t = 40, h = 5, dk = 16, dv = 8;
-  DeltaInputs in;
-  in.q = at::randn({t, h, dk});
-  in.k = at::randn({t, h, dk});
-  in.k = in.k / in.k.norm(2, -1, true);
-  in.v = at::randn({t, h, dv});
-  in.g = -at::rand({t, h});
-  in.beta = at::rand({t, h});
+  const DeltaInputs in = random_delta_inputs(t, h, dk, dv);
   const at::Tensor s0 = at::randn({h, dk, dv});
   const DeltaOutputs all = delta_rule_chunked(in, s0, 16);
   {
