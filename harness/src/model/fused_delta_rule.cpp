@@ -1,7 +1,6 @@
 #include "draftgate/model/fused_delta_rule.h"
 
 #include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
 
 #include <vector>
 
