@@ -70,7 +70,7 @@ at::Tensor random_w(std::int64_t n, std::int64_t k) {
 TEST_P(FewRowMatmul, EqualsFloat64WithinTheStatedBoundForEveryRowCountAndTail) {
   at::manual_seed(7);
   // Rows of x 1..16 (every tile shape, two groups of 8), K around the 16- and 32-wide steps,
-  // N around the 8-, 4- and 2-row tiles and their remainders.
+  // N around the 8-, 4- and 3-row tiles and their remainders.
   for (std::int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16})
     for (std::int64_t k : {1, 15, 16, 17, 31, 32, 33, 100, 1024})
       for (std::int64_t n : {1, 3, 8, 13, 130}) {

@@ -21,34 +21,47 @@ DRAFTGATE_INLINE float lane_sum(__m512 v) {
   return _mm512_cvtss_f32(v);
 }
 
+// Weight rows this far ahead (at least ~32 KB of weight) are fetched into L2 as the tile runs:
+// with only the next tile fetched into L1, a stream of 8 or 16 rows of x reached half the read
+// bandwidth here; with the far fetch 1 / 8 / 16 rows reach 88 / 98 / 66 % of it.
+constexpr std::int64_t kFarBytes = 32 * 1024;
+
 template <int R, int BT>
 struct Bf16DotTile {
+  static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
+                                    const std::uint16_t* x, std::int64_t k, std::int64_t at,
+                                    std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
+    __m512bh wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
+      // The next tile's rows into L1 (rows of a few KB are streams too short for the hardware
+      // prefetcher to ramp up on) and the rows `far` ahead into L2.
+      _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * ldw + at), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (far + r) * ldw + at), _MM_HINT_T1);
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < BT; ++b) {
+      const auto xb = (__m512bh)_mm512_maskz_loadu_epi16(mask, x + b * k + at);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv[r], xb);
+    }
+  }
+
   static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t ldw, const void* xv,
                                    std::int64_t k, float* out, std::int64_t ldo) {
     const auto* x = static_cast<const std::uint16_t*>(xv);
+    const std::int64_t far_rows = (kFarBytes / (2 * ldw) + R) / R * R;
+    const std::int64_t far = far_rows > 2 * R ? far_rows : 2 * R;
     // Fully unrolled loops over constant indices keep the accumulators in registers.
     __m512 acc[R][BT];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int b = 0; b < BT; ++b) acc[r][b] = _mm512_setzero_ps();
-    for (std::int64_t at = 0; at < k; at += 32) {
-      const __mmask32 mask = at + 32 <= k ? ~0u : (1u << (k - at)) - 1;  // the ragged end
-      __m512bh wv[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
-        // The next tile's rows, one tile ahead: rows of a few KB are streams too short for the
-        // hardware prefetcher to ramp up on (12 GB/s per core without this).
-        _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * ldw + at), _MM_HINT_T0);
-      }
-#pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) {
-        const auto xb = (__m512bh)_mm512_maskz_loadu_epi16(mask, x + b * k + at);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv[r], xb);
-      }
-    }
+    const std::int64_t whole = k / 32 * 32;
+    for (std::int64_t at = 0; at < whole; at += 32) step(w, ldw, x, k, at, far, ~0u, acc);
+    if (whole < k) step(w, ldw, x, k, whole, far, (1u << (k - whole)) - 1, acc);  // the ragged end
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8

@@ -29,7 +29,7 @@ constexpr int kGroupRows = 8;  // rows of x per tile
 
 // The bf16 kernel's weight rows per tile for a group of `bt` rows of x: enough accumulators to
 // hide the latency of its dot products, few enough to stay in 32 vector registers.
-constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 2; }
+constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
 
 DRAFTGATE_INLINE std::int64_t lesser(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
@@ -83,7 +83,7 @@ DRAFTGATE_INLINE void rows(const Operands& a, std::int64_t begin, std::int64_t e
     case 4:
       return rows_with<Tile, 4, XBytes>(a, begin, end);
     default:
-      return rows_with<Tile, 2, XBytes>(a, begin, end);
+      return rows_with<Tile, 3, XBytes>(a, begin, end);
   }
 }
 
