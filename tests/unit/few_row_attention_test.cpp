@@ -63,7 +63,8 @@ struct Case {
   std::int64_t queries, heads, kv_heads, width, committed;
 };
 
-// Each kernel in each dtype it takes (the tiles: bf16, where the CPU has AMX).
+// Each kernel in each dtype it takes (the tiles and the dot products: bf16, where the CPU has AMX
+// or AVX-512 BF16).
 using Param = std::tuple<at::ScalarType, FewRowAttentionKernel>;
 
 class FewRowAttention : public ::testing::TestWithParam<Param> {
@@ -74,7 +75,7 @@ class FewRowAttention : public ::testing::TestWithParam<Param> {
     if (!few_row_attention_kernel_takes(kernel(), at::zeros({1, 1, 32}, dtype())))
       GTEST_SKIP() << "this kernel does not take this dtype on this CPU";
   }
-  // Whether the kernel takes a case's head width (the tiles: multiples of 32).
+  // Whether the kernel takes a case's head width (the pair products: multiples of 32).
   bool takes(const Case& c) const {
     return few_row_attention_kernel_takes(kernel(), at::zeros({1, 1, c.width}, dtype()));
   }
@@ -214,12 +215,22 @@ TEST(FewRowAttentionApplies, TakesWhatEachKernelWasMeasuredFasterOn) {
     const at::Tensor one = at::zeros({1, 16, 128}, dtype), block = at::zeros({16, 16, 128}, dtype);
     const at::Tensor cache = at::zeros({8, 80, 128}, dtype);
     const bool tiles = best_few_row_attention_kernel(one) == FewRowAttentionKernel::kTiles;
+    // The dot products take a block of kDotAttentionQueries queries or more, the vectors fewer.
+    const bool dots = few_row_attention_kernel_takes(FewRowAttentionKernel::kBf16Dots, one);
+    EXPECT_EQ(best_few_row_attention_kernel(block), tiles  ? FewRowAttentionKernel::kTiles
+                                                    : dots ? FewRowAttentionKernel::kBf16Dots
+                                                           : FewRowAttentionKernel::kVectors);
+    if (!tiles) {
+      EXPECT_EQ(best_few_row_attention_kernel(one), FewRowAttentionKernel::kVectors);
+      const at::Tensor fewer = at::zeros({kDotAttentionQueries - 1, 16, 128}, dtype);
+      EXPECT_EQ(best_few_row_attention_kernel(fewer), FewRowAttentionKernel::kVectors);
+    }
     EXPECT_TRUE(few_row_attention_applies(one, cache, cache));  // Qwen3-0.6B: 16 heads of 128
-    // A verify block: batched unless the tiles take it.
-    EXPECT_EQ(few_row_attention_applies(block, cache, cache), tiles);
+    // A verify block: batched unless the pair products take it.
+    EXPECT_EQ(few_row_attention_applies(block, cache, cache), tiles || dots);
     const at::Tensor long_cache = at::zeros({8, 8192, 128}, dtype);
     EXPECT_EQ(few_row_attention_applies(one, long_cache, long_cache), tiles);
-    const std::int64_t too_many = tiles ? kTileAttentionQueries + 1 : 16;
+    const std::int64_t too_many = tiles || dots ? kTileAttentionQueries + 1 : 16;
     const at::Tensor many = at::zeros({too_many, 16, 128}, dtype);
     EXPECT_FALSE(few_row_attention_applies(many, cache, cache));
     const at::Tensor grad = at::zeros({8, 80, 128}, dtype).requires_grad_();
@@ -238,12 +249,14 @@ TEST(FewRowAttentionApplies, TakesWhatEachKernelWasMeasuredFasterOn) {
 INSTANTIATE_TEST_SUITE_P(DtypesAndKernels, FewRowAttention,
                          ::testing::Combine(::testing::Values(at::kBFloat16, at::kFloat),
                                             ::testing::Values(FewRowAttentionKernel::kVectors,
-                                                              FewRowAttentionKernel::kTiles)),
+                                                              FewRowAttentionKernel::kTiles,
+                                                              FewRowAttentionKernel::kBf16Dots)),
                          [](const auto& p) {
+                           const FewRowAttentionKernel kernel = std::get<1>(p.param);
                            return std::string(c10::toString(std::get<0>(p.param))) +
-                                  (std::get<1>(p.param) == FewRowAttentionKernel::kTiles
-                                       ? "_tiles"
-                                       : "_vectors");
+                                  (kernel == FewRowAttentionKernel::kTiles      ? "_tiles"
+                                   : kernel == FewRowAttentionKernel::kBf16Dots ? "_bf16_dots"
+                                                                                : "_vectors");
                          });
 
 }  // namespace

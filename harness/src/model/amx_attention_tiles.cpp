@@ -1,4 +1,4 @@
-// The tile products of few-row attention (amx_attention_tiles.h). Compiled with -mamx-tile
+// The AMX tile products of few-row attention (attention_pair_products.h). Compiled with -mamx-tile
 // -mamx-bf16 -mavx512f -mavx512bw and run only where the CPU has them.
 //
 // Scores: a key tile (16 key rows x 32 of d, read where the cache holds it) times the items'
@@ -7,13 +7,13 @@
 // (two rows interleaved, the layout a tile multiply takes its second operand in) gives 16 items x
 // 16 of d directly.
 
-#include "amx_attention_tiles.h"
-
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "amx_tile_common.h"
+#include "attention_pair_products.h"
+#include "attention_value_pairs.h"
 
 namespace draftgate::model::amx {
 namespace {
@@ -53,7 +53,7 @@ inline __attribute__((always_inline)) void multiply_add(const std::uint16_t* a,
 
 // Scores of 16 key rows from r0 against kBlocks blocks of 16 items from i0.
 template <int kBlocks>
-inline __attribute__((always_inline)) void score_blocks(const ScoreOperands& a,
+inline __attribute__((always_inline)) void score_blocks(const AttentionScoreOperands& a,
                                                         const std::uint16_t* keys,
                                                         std::int64_t key_bytes, std::int64_t r0,
                                                         std::int64_t i0) {
@@ -83,28 +83,9 @@ inline __attribute__((always_inline)) void score_blocks(const ScoreOperands& a,
   }
 }
 
-// Value rows r and r + 1 interleaved: pairs[(r / 2 · width + n) · 2 + r % 2] = value_r[n], rows
-// past `rows` zero (a probability of zero times whatever lies beyond the cache could be NaN).
-void pair_values(const ValueOperands& a, std::int64_t padded_rows) {
-  const __m512i low = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                       39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-  const __m512i high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
-  const auto row = [&](std::int64_t r, std::int64_t n) {
-    return r < a.rows ? _mm512_loadu_si512(a.values + r * a.value_stride + n)
-                      : _mm512_setzero_si512();
-  };
-  for (std::int64_t r = 0; r < padded_rows; r += 2)
-    for (std::int64_t n = 0; n < a.width; n += 32) {
-      const __m512i even = row(r, n), odd = row(r + 1, n);
-      std::uint16_t* out = a.value_pairs + (r / 2 * a.width + n) * 2;
-      _mm512_storeu_si512(out, _mm512_permutex2var_epi16(even, low, odd));
-      _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi16(even, high, odd));
-    }
-}
-
 // The weighted values of 16 items from i0 in kBlocks blocks of 16 of d from n0.
 template <int kBlocks>
-inline __attribute__((always_inline)) void value_blocks(const ValueOperands& a,
+inline __attribute__((always_inline)) void value_blocks(const AttentionValueOperands& a,
                                                         std::int64_t padded_rows, std::int64_t i0,
                                                         std::int64_t n0) {
   zero_sums<kBlocks>();
@@ -121,12 +102,12 @@ inline __attribute__((always_inline)) void value_blocks(const ValueOperands& a,
 
 }  // namespace
 
-void key_scores(const ScoreOperands& a) {
+void key_scores(const AttentionScoreOperands& a) {
   const TileConfig config;
   _tile_loadconfig(&config);
   // The last block of key rows where fewer than 16 remain: copied beside zeros, so no tile reads
   // past the cache's rows.
-  alignas(64) std::uint16_t tail[16 * kMaxAttentionWidth];
+  alignas(64) std::uint16_t tail[16 * kMaxPairAttentionWidth];
   for (std::int64_t r0 = 0; r0 < a.rows; r0 += 16) {
     const std::uint16_t* keys = a.keys + r0 * a.key_stride;
     std::int64_t key_bytes = a.key_stride * 2;
@@ -157,7 +138,7 @@ void key_scores(const ScoreOperands& a) {
   _tile_release();
 }
 
-void weighted_values(const ValueOperands& a) {
+void weighted_values(const AttentionValueOperands& a) {
   const std::int64_t padded_rows = (a.rows + 31) / 32 * 32;
   pair_values(a, padded_rows);
   const TileConfig config;

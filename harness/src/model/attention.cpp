@@ -26,6 +26,43 @@ std::int64_t attention_query_chunk(std::int64_t heads, std::int64_t keys,
   return std::max<std::int64_t>(1, max_elements / std::max<std::int64_t>(1, heads * keys));
 }
 
+at::Tensor batched_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                             const at::Tensor& visible, double scale) {
+  const std::int64_t t_len = q.size(0), nh = q.size(1), nkv = keys.size(0), d = q.size(2);
+  // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
+  const std::int64_t group = nh / nkv, rows = keys.size(1), committed = rows - t_len;
+  const at::Tensor keys_t = keys.transpose(1, 2);
+  const at::Tensor q4 = q.view({t_len, nkv, group, d});
+  // Which rows each query sees; only the appended rows given: earlier rows are visible to all.
+  const bool masked = t_len > 1 || visible.defined();
+  const std::int64_t chunk = attention_query_chunk(nh, rows, attention_score_elements());
+  std::vector<at::Tensor> outs;
+  for (std::int64_t q0 = 0; q0 < t_len; q0 += chunk) {
+    const std::int64_t n = std::min(chunk, t_len - q0);
+    const at::Tensor qg = q4.narrow(0, q0, n).permute({1, 2, 0, 3}).reshape({nkv, group * n, d});
+    at::Tensor scores = (at::matmul(qg, keys_t) * scale).view({nkv, group, n, rows});
+    if (masked) {
+      at::Tensor mask;
+      if (!visible.defined()) {  // causal chain: query i sees rows up to committed + i
+        const at::Tensor query_row =
+            at::arange(committed + q0, committed + q0 + n, q.options().dtype(at::kLong));
+        mask = at::arange(rows, query_row.options()).unsqueeze(0) <= query_row.unsqueeze(1);
+      } else {
+        mask = visible.narrow(0, q0, n);
+        if (mask.size(1) != rows)
+          mask = at::cat({at::ones({n, committed}, mask.options()), mask}, 1);
+      }
+      scores = scores.masked_fill(mask.logical_not(), -INFINITY);
+    }
+    const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+    outs.push_back(at::matmul(probs.view({nkv, group * n, rows}), values)
+                       .view({nkv, group, n, d})
+                       .permute({2, 0, 1, 3})
+                       .reshape({n, nh * d}));
+  }
+  return outs.size() == 1 ? outs.front() : at::cat(outs, 0);
+}
+
 Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::string& p) : c_(c) {
   const std::int64_t q_width = c.num_heads * c.head_dim * (c.attn_output_gate ? 2 : 1);
   q_proj_ = w.get_linear(p + "q_proj.weight", {q_width, c.hidden});
@@ -56,7 +93,7 @@ void Attention::append_projected(const at::Tensor& k, const at::Tensor& v, const
 
 at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const at::Tensor& visible,
                              KVCache& cache) const {
-  const std::int64_t t_len = x.size(0), nh = c_.num_heads, nkv = c_.num_kv_heads, d = c_.head_dim;
+  const std::int64_t t_len = x.size(0), nh = c_.num_heads, d = c_.head_dim;
   const std::vector<at::Tensor> qkv = dense(x, {q_proj_, k_proj_, v_proj_});
   at::Tensor q = qkv[0], gate;
   if (c_.attn_output_gate) {
@@ -76,38 +113,7 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
   if (few_row_attention_applies(q, cache.keys(), cache.values(), visible))
     return output(few_row_attention(q, cache.keys(), cache.values(), visible, scale));
 
-  // GQA without copying K/V: query head h uses KV head h / group, so group queries per KV head.
-  const std::int64_t group = nh / nkv, rows = cache.rows(), committed = rows - t_len;
-  const at::Tensor keys_t = cache.keys().transpose(1, 2);
-  const at::Tensor q4 = q.view({t_len, nkv, group, d});
-  // Which rows each query sees; only the appended rows given: earlier rows are visible to all.
-  const bool masked = t_len > 1 || visible.defined();
-  const std::int64_t chunk = attention_query_chunk(nh, rows, attention_score_elements());
-  std::vector<at::Tensor> outs;
-  for (std::int64_t q0 = 0; q0 < t_len; q0 += chunk) {
-    const std::int64_t n = std::min(chunk, t_len - q0);
-    const at::Tensor qg = q4.narrow(0, q0, n).permute({1, 2, 0, 3}).reshape({nkv, group * n, d});
-    at::Tensor scores = (at::matmul(qg, keys_t) * scale).view({nkv, group, n, rows});
-    if (masked) {
-      at::Tensor mask;
-      if (!visible.defined()) {  // causal chain: query i sees rows up to committed + i
-        const at::Tensor query_row =
-            at::arange(committed + q0, committed + q0 + n, x.options().dtype(at::kLong));
-        mask = at::arange(rows, query_row.options()).unsqueeze(0) <= query_row.unsqueeze(1);
-      } else {
-        mask = visible.narrow(0, q0, n);
-        if (mask.size(1) != rows)
-          mask = at::cat({at::ones({n, committed}, mask.options()), mask}, 1);
-      }
-      scores = scores.masked_fill(mask.logical_not(), -INFINITY);
-    }
-    const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(x.scalar_type());
-    outs.push_back(at::matmul(probs.view({nkv, group * n, rows}), cache.values())
-                       .view({nkv, group, n, d})
-                       .permute({2, 0, 1, 3})
-                       .reshape({n, nh * d}));
-  }
-  return output(outs.size() == 1 ? outs.front() : at::cat(outs, 0));
+  return output(batched_attention(q, cache.keys(), cache.values(), visible, scale));
 }
 
 }  // namespace draftgate::model

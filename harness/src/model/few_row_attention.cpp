@@ -10,8 +10,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "amx_attention_tiles.h"
+#include "attention_pair_products.h"
 #include "draftgate/model/amx_matmul.h"
+#include "draftgate/model/few_row_matmul.h"
 #include "f32x8.h"
 
 namespace draftgate::model {
@@ -114,11 +115,30 @@ inline __attribute__((always_inline)) const float* as_float(const T* rows, std::
 }
 
 // Per thread, reused across calls: float32 rows (widened keys and values, queries, sums, scores)
-// and bf16 ones (the tiles' query pairs, probabilities and value pairs).
+// and bf16 ones (the pair products' query pairs, probabilities and value pairs).
 struct Scratch {
   std::vector<float> f32;
   std::vector<std::uint16_t> bf16;
 };
+
+// The pair products of the kernel named: the tiles' or the dot products' (each file exists only
+// where the compiler targets its instructions, and is asked for only where the CPU has them).
+struct PairProducts {
+  void (*key_scores)(const AttentionScoreOperands&) = nullptr;
+  void (*weighted_values)(const AttentionValueOperands&) = nullptr;
+};
+
+PairProducts pair_products(FewRowAttentionKernel kernel) {
+#if DRAFTGATE_AMX_KERNEL
+  if (kernel == FewRowAttentionKernel::kTiles) return {amx::key_scores, amx::weighted_values};
+#endif
+#if DRAFTGATE_BF16_DOT_KERNEL
+  if (kernel == FewRowAttentionKernel::kBf16Dots)
+    return {bf16_dots::key_scores, bf16_dots::weighted_values};
+#endif
+  (void)kernel;
+  return {};
+}
 
 // The products in float32 vectors: scores[j · padded + r] = q_j · key_r for every item j and key
 // row r; sums[j · width + i] = Σ_r p_j[r] · value_r[i] with the probabilities in the scores' place.
@@ -183,11 +203,21 @@ inline __attribute__((always_inline)) void softmax_row(const Problem& p, const V
     round_to<T>(x);
     std::memcpy(s + r, &x, sizeof x);
   }
-  float top = -std::numeric_limits<float>::infinity();
-  for (r = 0; r < padded; ++r) {
-    if (r >= p.rows || !visible(t, r)) s[r] = -std::numeric_limits<float>::infinity();
-    top = std::max(top, s[r]);
+  constexpr float kMinus = -std::numeric_limits<float>::infinity();
+  if (visible.mask == nullptr) {  // a causal chain: the rows from committed + t + 1 on are hidden
+    std::fill(s + std::min(p.rows, visible.committed + t + 1), s + padded, kMinus);
+  } else {
+    for (r = 0; r < padded; ++r)
+      if (r >= p.rows || !visible(t, r)) s[r] = kMinus;
   }
+  // The max as std::max takes it lane by lane (a NaN score never replaces it), then of the lanes.
+  F32x8 tops = F32x8{} + kMinus;
+  for (r = 0; r < padded; r += 8) {
+    load8(x, s + r);
+    tops = tops < x ? x : tops;
+  }
+  float top = kMinus;
+  for (int lane = 0; lane < 8; ++lane) top = std::max(top, tops[lane]);
   constexpr float kNormal = std::numeric_limits<float>::min();
   F32x8 lanes = {};
   for (r = 0; r < padded; r += 8) {
@@ -215,12 +245,15 @@ inline __attribute__((always_inline)) void softmax_row(const Problem& p, const V
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void attend_kv_heads(
     const Problem& p, const Visibility& visible, const T* q, const T* keys, const T* values, T* out,
-    std::int64_t begin, std::int64_t end, bool tiles, Scratch& scratch) {
+    std::int64_t begin, std::int64_t end, FewRowAttentionKernel kernel, Scratch& scratch) {
+  // The tiles and the dot products take bf16 values in pairs; the vectors widen them.
+  const bool pairs = kernel != FewRowAttentionKernel::kVectors;
+  const PairProducts products = pair_products(kernel);
   const std::int64_t items = p.queries * p.group;
   // A row of scores in whole vectors (8 lanes), tiles (16 key rows) and probability tiles (32).
   const std::int64_t padded = (p.rows + 31) / 32 * 32;
-  const std::int64_t items_padded = tiles ? (items + 15) / 16 * 16 : items;
-  const std::int64_t widened_rows = tiles ? 0 : 2 * p.rows * p.width;
+  const std::int64_t items_padded = pairs ? (items + 15) / 16 * 16 : items;
+  const std::int64_t widened_rows = pairs ? 0 : 2 * p.rows * p.width;
   scratch.f32.resize(
       static_cast<std::size_t>(widened_rows + items_padded * (p.width * 2 + padded)));
   float* const key_buffer = scratch.f32.data();
@@ -229,7 +262,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   float* const sums = query + items * p.width;          // [items_padded, width]
   float* const scores = sums + items_padded * p.width;  // [items_padded, padded]
   std::uint16_t *query_pairs = nullptr, *probs = nullptr, *value_pairs = nullptr;
-  if (tiles) {
+  if (pairs) {
     scratch.bf16.resize(static_cast<std::size_t>(p.width * items_padded + items_padded * padded +
                                                  padded * p.width));
     query_pairs = scratch.bf16.data();             // [width / 2, items_padded, 2]
@@ -245,7 +278,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     const T* k = keys + kv * p.key_head_stride;
     const T* v = values + kv * p.value_head_stride;
     if constexpr (std::is_same_v<T, c10::BFloat16>) {
-      if (tiles) {
+      if (pairs) {
         // A pair of bf16 values is one 32-bit word (the padding items' pairs are zero from the
         // start).
         for (std::int64_t j = 0; j < items; ++j) {
@@ -254,15 +287,20 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
             std::memcpy(query_pairs + (c * items_padded + j) * 2, row + 2 * c,
                         2 * sizeof(std::uint16_t));
         }
-#if DRAFTGATE_AMX_KERNEL
-        amx::key_scores({reinterpret_cast<const std::uint16_t*>(k), p.key_row_stride, p.rows,
-                         query_pairs, items_padded, p.width, scores, padded});
-#endif
+        const AttentionScoreOperands operands{reinterpret_cast<const std::uint16_t*>(k),
+                                              p.key_row_stride,
+                                              p.rows,
+                                              query_pairs,
+                                              items_padded,
+                                              p.width,
+                                              scores,
+                                              padded};
+        products.key_scores(operands);
       }
     }
     const VectorProducts<T> vector =
-        tiles ? VectorProducts<T>{} : VectorProducts<T>(p, k, v, key_buffer, value_buffer);
-    if (!tiles) {
+        pairs ? VectorProducts<T>{} : VectorProducts<T>(p, k, v, key_buffer, value_buffer);
+    if (!pairs) {
       for (std::int64_t j = 0; j < items; ++j)
         widen(q + head_row(kv, j), p.width, query + j * p.width);
       vector.scores(p, items, query, scores, padded);
@@ -270,7 +308,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     for (std::int64_t j = 0; j < items; ++j)
       softmax_row<T>(p, visible, j / p.group, scores + j * padded, padded);
     if constexpr (std::is_same_v<T, c10::BFloat16>) {
-      if (tiles) {
+      if (pairs) {
         // The probabilities are bf16 values already: their upper halves.
         for (std::int64_t j = 0; j < items; ++j) {
           const float* s = scores + j * padded;
@@ -281,33 +319,39 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
             b[r] = static_cast<std::uint16_t>(bits >> 16);
           }
         }
-#if DRAFTGATE_AMX_KERNEL
-        amx::weighted_values({probs, padded, reinterpret_cast<const std::uint16_t*>(v),
-                              p.value_row_stride, p.rows, items_padded, p.width, value_pairs,
-                              sums});
-#endif
+        products.weighted_values({probs, padded, reinterpret_cast<const std::uint16_t*>(v),
+                                  p.value_row_stride, p.rows, items_padded, p.width, value_pairs,
+                                  sums});
       }
     }
-    if (!tiles) vector.sums(p, items, scores, padded, sums);
+    if (!pairs) vector.sums(p, items, scores, padded, sums);
     for (std::int64_t j = 0; j < items; ++j) {
       T* o = out + head_row(kv, j);
-      for (std::int64_t i = 0; i < p.width; ++i) o[i] = T(sums[j * p.width + i]);
+      const float* sum = sums + j * p.width;
+      std::int64_t i = 0;
+      F32x8 x;
+      for (; i + 8 <= p.width; i += 8) {
+        load8(x, sum + i);
+        store8(o + i, x);
+      }
+      for (; i < p.width; ++i) o[i] = T(sum[i]);
     }
   }
 }
 
 template <class T>
 void attend(const Problem& p, const Visibility& visible, const T* q, const T* keys, const T* values,
-            T* out, bool tiles) {
+            T* out, FewRowAttentionKernel kernel) {
+  const bool pairs = kernel != FewRowAttentionKernel::kVectors;
   const std::int64_t kv_heads = p.heads / p.group;
   const std::int64_t work_per_kv_head = 2 * p.group * p.queries * p.rows * p.width;
-  // A KV head on the tiles is less work per multiply-add (16 queries over 80 rows: 64 us a layer
-  // against the vectors' 165), so a thread pays for itself at less of it.
-  const std::int64_t serial_work = tiles ? std::int64_t{1} << 13 : std::int64_t{1} << 16;
+  // A KV head in pair products is less work per multiply-add (on the tiles 16 queries over 80
+  // rows: 64 us a layer against the vectors' 165), so a thread pays for itself at less of it.
+  const std::int64_t serial_work = pairs ? std::int64_t{1} << 13 : std::int64_t{1} << 16;
   const std::int64_t grain = std::max<std::int64_t>(1, serial_work / work_per_kv_head);
   at::parallel_for(0, kv_heads, grain, [&](std::int64_t begin, std::int64_t end) {
     thread_local Scratch scratch;
-    attend_kv_heads(p, visible, q, keys, values, out, begin, end, tiles, scratch);
+    attend_kv_heads(p, visible, q, keys, values, out, begin, end, kernel, scratch);
   });
 }
 
@@ -315,8 +359,10 @@ void attend(const Problem& p, const Visibility& visible, const T* q, const T* ke
 
 bool few_row_attention_kernel_takes(FewRowAttentionKernel kernel, const at::Tensor& q) {
   if (kernel == FewRowAttentionKernel::kVectors) return true;
-  return q.scalar_type() == at::kBFloat16 && q.dim() == 3 && q.size(2) % 32 == 0 &&
-         q.size(2) <= amx::kMaxAttentionWidth && amx_available();
+  const bool pairs = q.scalar_type() == at::kBFloat16 && q.dim() == 3 && q.size(2) % 32 == 0 &&
+                     q.size(2) <= kMaxPairAttentionWidth;
+  if (kernel == FewRowAttentionKernel::kTiles) return pairs && amx_available();
+  return pairs && few_row_kernel_available(FewRowKernel::kBf16Dot);
 }
 
 namespace {
@@ -339,9 +385,12 @@ bool shapes_taken(const at::Tensor& q, const at::Tensor& keys, const at::Tensor&
 }  // namespace
 
 FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q) {
-  return few_row_attention_kernel_takes(FewRowAttentionKernel::kTiles, q)
-             ? FewRowAttentionKernel::kTiles
-             : FewRowAttentionKernel::kVectors;
+  if (few_row_attention_kernel_takes(FewRowAttentionKernel::kTiles, q))
+    return FewRowAttentionKernel::kTiles;
+  if (q.dim() == 3 && q.size(0) >= kDotAttentionQueries &&
+      few_row_attention_kernel_takes(FewRowAttentionKernel::kBf16Dots, q))
+    return FewRowAttentionKernel::kBf16Dots;
+  return FewRowAttentionKernel::kVectors;
 }
 
 bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
@@ -364,7 +413,6 @@ at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const 
                              FewRowAttentionKernel kernel) {
   if (!shapes_taken(q, keys, values, visible) || !few_row_attention_kernel_takes(kernel, q))
     throw std::invalid_argument("few_row_attention: not shapes or a kernel it takes");
-  const bool tiles = kernel == FewRowAttentionKernel::kTiles;
   const at::Tensor qc = q.contiguous();
   const std::int64_t queries = q.size(0), heads = q.size(1), width = q.size(2);
   Problem p{queries,
@@ -389,10 +437,10 @@ at::Tensor few_row_attention(const at::Tensor& q, const at::Tensor& keys, const 
   at::Tensor out = at::empty({queries, heads * width}, q.options());
   if (q.scalar_type() == at::kBFloat16)
     attend(p, v, qc.data_ptr<c10::BFloat16>(), keys.data_ptr<c10::BFloat16>(),
-           values.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(), tiles);
+           values.data_ptr<c10::BFloat16>(), out.data_ptr<c10::BFloat16>(), kernel);
   else
     attend(p, v, qc.data_ptr<float>(), keys.data_ptr<float>(), values.data_ptr<float>(),
-           out.data_ptr<float>(), tiles);
+           out.data_ptr<float>(), kernel);
   return out;
 }
 

@@ -26,6 +26,14 @@ std::int64_t attention_score_elements();
 std::int64_t attention_query_chunk(std::int64_t heads, std::int64_t keys,
                                    std::int64_t max_elements);
 
+// Softmax attention of q [T, heads, D] over keys and values [kv_heads, rows, D] (the T queries' own
+// rows last; visible as Attention::extend takes it) as batched products, the queries in chunks
+// under attention_score_elements(): q·kᵀ cast to q's dtype, scaled, masked, softmax in float32,
+// the probabilities cast, times the values. Returns [T, heads · D]. What a layer runs where
+// few_row_attention does not apply.
+at::Tensor batched_attention(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                             const at::Tensor& visible, double scale);
+
 class Attention {
  public:
   Attention(const TargetConfig& config, const WeightLoader& weights, const std::string& prefix);

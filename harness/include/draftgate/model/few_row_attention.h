@@ -15,10 +15,12 @@
 namespace draftgate::model {
 
 // The kernel that forms a head's products: float32 vectors of 8 lanes (every CPU; bf16 values
-// widened), or AMX tiles (a bf16 q whose head width is a multiple of 32 up to 512, where
-// amx_available(): a float32 sum of exact bf16 products per score and per output, formed in one
-// order whatever the block — the softmax between them is the same code for both).
-enum class FewRowAttentionKernel { kVectors, kTiles };
+// widened), AMX tiles, or AVX-512 BF16 dot products (the two for a bf16 q whose head width is a
+// multiple of 32 up to 512, where the CPU has them: a float32 sum of exact bf16 products per score
+// and per output, formed in one order whatever the block — the softmax between is the same code
+// for all three). The best for q: the tiles where amx_available(), else the dot products from
+// kDotAttentionQueries queries, else the vectors.
+enum class FewRowAttentionKernel { kVectors, kTiles, kBf16Dots };
 bool few_row_attention_kernel_takes(FewRowAttentionKernel kernel, const at::Tensor& q);
 FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
 
@@ -34,6 +36,7 @@ FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
 // limit: a decode step up to 8192 rows, a 16-row verify at those heads, 32 items, up to 4096).
 constexpr std::int64_t kFewRowAttentionWork = std::int64_t{1} << 20;
 constexpr std::int64_t kTileAttentionQueries = 64;
+constexpr std::int64_t kDotAttentionQueries = 4;
 constexpr std::int64_t kTileAttentionScores = std::int64_t{1} << 17;
 bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
                                const at::Tensor& values, const at::Tensor& visible = {});
