@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>

@@ -19,7 +19,8 @@ namespace draftgate::model {
 // multiple of 32 up to 512, where the CPU has them: a float32 sum of exact bf16 products per score
 // and per output, formed in one order whatever the block — the softmax between is the same code
 // for all three). The best for q: the tiles where amx_available(), else the dot products from
-// kDotAttentionQueries queries, else the vectors.
+// kDotAttentionQueries queries, else the vectors — so on a CPU without AMX a verify row (dot
+// products) and the same row decoded alone (vectors) agree within their roundings, not in bits.
 enum class FewRowAttentionKernel { kVectors, kTiles, kBf16Dots };
 bool few_row_attention_kernel_takes(FewRowAttentionKernel kernel, const at::Tensor& q);
 FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
