@@ -20,6 +20,8 @@
 
 #include "draftgate/model/amx_matmul.h"
 #include "draftgate/model/few_row_matmul.h"
+#include "draftgate/model/fma_gemm.h"
+#include "draftgate/model/ops.h"
 #include "huge_page_memory.h"
 
 namespace draftgate::model {
@@ -80,6 +82,37 @@ void BM_FewRowsInCache(benchmark::State& state, int kernel) {
   state.counters["threads"] = at::get_num_threads();
 }
 
+// A float32 x of a record's positions against a bf16 weight of the 27B target (the checks' float32
+// forward): each path that takes it here beside OpenBLAS's float32 GEMM on the weight widened
+// beforehand (the FLOP bound production_bench measures; the widening not timed).
+enum class ManyRowPath { kOpenBlasPrewidened, kDense, kFmaGemm, kAmxTiles };
+
+void BM_ManyRows(benchmark::State& state, std::int64_t n, std::int64_t k, ManyRowPath path) {
+  const std::int64_t rows = state.range(0);
+  const at::Tensor w = (at::randn({n, k}) / 64).to(at::kBFloat16);
+  const at::Tensor wide = path == ManyRowPath::kOpenBlasPrewidened ? w.to(at::kFloat) : w;
+  const at::Tensor x = at::randn({rows, k});
+  for (auto _ : state) {
+    switch (path) {
+      case ManyRowPath::kOpenBlasPrewidened:
+        benchmark::DoNotOptimize(at::linear(x, wide));
+        break;
+      case ManyRowPath::kDense:
+        benchmark::DoNotOptimize(dense(x, w));
+        break;
+      case ManyRowPath::kFmaGemm:
+        benchmark::DoNotOptimize(fma_gemm(x, w));
+        break;
+      case ManyRowPath::kAmxTiles:
+        benchmark::DoNotOptimize(amx_matmul(x, w));
+        break;
+    }
+  }
+  state.counters["gflops"] = benchmark::Counter(static_cast<double>(2 * rows * n * k) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = at::get_num_threads();
+}
+
 bool register_all() {
   // Qwen3-0.6B: MLP gate/up (3072 x 1024) and down (1024 x 3072), lm_head (151936 x 1024);
   // Qwen3-8B: MLP gate/up (12288 x 4096) and down (4096 x 12288).
@@ -113,6 +146,21 @@ bool register_all() {
         ->Arg(16)
         ->Unit(benchmark::kMicrosecond)
         ->MinTime(0.3);
+  // Qwen3.6-27B: MLP gate/up (17408 x 5120) and down (5120 x 17408).
+  std::vector<std::pair<std::string, ManyRowPath>> paths = {
+      {"openblas_prewidened", ManyRowPath::kOpenBlasPrewidened}, {"dense", ManyRowPath::kDense}};
+  if (fma_gemm_available()) paths.emplace_back("fma_gemm", ManyRowPath::kFmaGemm);
+  if (amx_available()) paths.emplace_back("amx", ManyRowPath::kAmxTiles);
+  for (const auto& [shape, n, k] : std::vector<std::tuple<const char*, std::int64_t, std::int64_t>>{
+           {"qwen36-27b/gate_up", 17408, 5120}, {"qwen36-27b/down", 5120, 17408}})
+    for (const auto& [path_name, path] : paths)
+      benchmark::RegisterBenchmark(("ManyRows/" + std::string(shape) + "/" + path_name).c_str(),
+                                   BM_ManyRows, n, k, path)
+          ->ArgName("rows")
+          ->Arg(128)
+          ->Arg(512)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(1.0);
   return true;
 }
 

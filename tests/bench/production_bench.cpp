@@ -45,6 +45,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/direct_read.h"
 #include "draftgate/io/safetensors.h"
+#include "draftgate/model/ops.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/train/recipe.h"
@@ -169,6 +170,18 @@ struct Records {
   fs::path reference, noisy;
 };
 
+// `record` again, declaring that its fc_input was computed in float32 (as the bench computes it):
+// a record declared f32 throughout asks for the float32 forward alone, one left undeclared for
+// the bf16 forward of the precision models too (Engine::plan_record_forwards).
+fs::path declared_f32(const fs::path& record) {
+  const fs::path out = record.parent_path() / (record.stem().string() + "-hidden-f32.safetensors");
+  if (fs::exists(out)) return out;
+  train::StepRecord rec = train::read_step_record(record);
+  rec.hidden_dtype = train::ComputePrecision::kF32;
+  train::write_step_record(out, rec);
+  return out;
+}
+
 // A trainer's step over `positions` tokens, and the same step with noise on the teacher.
 Records records(const Shape& shape, std::int64_t positions) {
   const std::string stem = std::string(shape.name) + "-record-" + std::to_string(positions);
@@ -245,6 +258,17 @@ double gemm_flops_per_s(const model::RandomTargetSpec& s, std::int64_t positions
   const auto start = Clock::now();
   for (int i = 0; i < repeats; ++i) benchmark::DoNotOptimize(at::matmul(x, w.t()));
   return 2.0 * positions * s.hidden * width * repeats / seconds_since(start);
+}
+
+// The rate of the checks' own product at the same shape: dense() of a float32 x and the bf16 weight
+// (AMX tiles, AVX-512 FMAs or the widened OpenBLAS GEMM, as this CPU runs the forward).
+double dense_flops_per_s(const model::RandomTargetSpec& s, std::int64_t positions) {
+  const at::Tensor x = at::randn({positions, s.hidden});
+  const at::Tensor w = (at::randn({s.intermediate, s.hidden}) / 64).to(at::kBFloat16);
+  model::dense(x, w);
+  const auto start = Clock::now();
+  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(model::dense(x, w));
+  return 2.0 * positions * s.hidden * s.intermediate * 3 / seconds_since(start);
 }
 
 // Cold sequential read rate of the checkpoint: `bytes` from its middle after eviction.
@@ -324,23 +348,32 @@ double load_average() {
 }
 
 // One run of the three checks on the reference record (all three must pass) or, with noisy = 1,
-// on the buggy one (target_logits_noise_free alone must fail), on production shape `shape`.
+// on the buggy one (target_logits_noise_free alone must fail), on production shape `shape`; with
+// hidden_f32 = 1 the record declares its fc_input's precision, so the run computes the float32
+// forward alone. flop_bound_s is the bound: one float32 forward at the float32 GEMM rate
+// measured beside it (OpenBLAS on the weight widened beforehand); flop_bound_run_s adds the bf16
+// forward where the run computes it, at the bf16 GEMM rate measured beside it (oneDNN).
 void BM_StepRecordChecks(benchmark::State& state) {
   const Shape& shape = shapes().at(static_cast<std::size_t>(state.range(0)));
   const std::int64_t positions = state.range(1);
-  const bool noisy = state.range(2) != 0;
+  const bool noisy = state.range(2) != 0, hidden_f32 = state.range(3) != 0;
   const fs::path target = target_dir(shape);
   drafter_dir(shape);
   const Records recs = records(shape, positions);
+  const fs::path record = hidden_f32 ? declared_f32(noisy ? recs.noisy : recs.reference)
+                                     : (noisy ? recs.noisy : recs.reference);
   const io::Checkpoint ckpt = io::Checkpoint::open(target);
   const double bytes = static_cast<double>(fs::file_size(target / "model.safetensors"));
   const double flops = forward_flops(ckpt, shape.target, positions);
   const double gemm = gemm_flops_per_s(shape.target, positions, at::kFloat);
+  const double bf16_gemm =
+      hidden_f32 ? 0 : gemm_flops_per_s(shape.target, positions, at::kBFloat16);
+  const double dense_rate = dense_flops_per_s(shape.target, positions);
   const double read_rate = cold_read_bytes_per_s(target / "model.safetensors", 4ull << 30);
   const double load_before = load_average();
   Measured m;
   for (auto _ : state) {
-    m = run_checks(shape, noisy ? recs.noisy : recs.reference);
+    m = run_checks(shape, record);
     state.SetIterationTime(m.wall_s);
   }
   const bool expected = noisy ? m.exit_code == 1 && m.report["summary"]["fail"] == 1
@@ -351,6 +384,7 @@ void BM_StepRecordChecks(benchmark::State& state) {
                          " see " + (work() / "check.err").string())
                             .c_str());
   const double flop_bound = flops / gemm, io_bound = bytes / read_rate;
+  const double run_flop_bound = flop_bound + (hidden_f32 ? 0 : flops / bf16_gemm);
   state.counters["wall_s"] = m.wall_s;
   state.counters["peak_rss_GB"] = m.peak_rss_kib * 1024 / 1e9;
   state.counters["cpu_s"] = m.user_s + m.system_s;
@@ -360,8 +394,12 @@ void BM_StepRecordChecks(benchmark::State& state) {
   state.counters["weights_GB"] = bytes / 1e9;
   state.counters["forward_TFLOP"] = flops / 1e12;
   state.counters["gemm_GFLOPs"] = gemm / 1e9;
+  state.counters["dense_GFLOPs"] = dense_rate / 1e9;
   state.counters["read_GBps"] = read_rate / 1e9;
   state.counters["flop_bound_s"] = flop_bound;
+  if (!hidden_f32) state.counters["bf16_gemm_GFLOPs"] = bf16_gemm / 1e9;
+  state.counters["flop_bound_run_s"] = run_flop_bound;
+  state.counters["wall_per_run_bound"] = m.wall_s / std::max(run_flop_bound, io_bound);
   state.counters["io_bound_s"] = io_bound;
   state.counters["wall_per_bound"] = m.wall_s / std::max(flop_bound, io_bound);
   state.counters["load_before"] = load_before;
@@ -369,8 +407,8 @@ void BM_StepRecordChecks(benchmark::State& state) {
   state.SetLabel(std::string(shape.name) + ": " + v);
 }
 BENCHMARK(BM_StepRecordChecks)
-    ->ArgsProduct({{0, 1, 2}, {128, 512}, {0, 1}})
-    ->ArgNames({"shape", "positions", "noisy"})
+    ->ArgsProduct({{0, 1, 2}, {128, 512}, {0, 1}, {0, 1}})
+    ->ArgNames({"shape", "positions", "noisy", "hidden_f32"})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);

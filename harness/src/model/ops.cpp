@@ -8,6 +8,7 @@
 
 #include "draftgate/model/amx_matmul.h"
 #include "draftgate/model/few_row_matmul.h"
+#include "draftgate/model/fma_gemm.h"
 #include "draftgate/model/fused_rows.h"
 
 namespace draftgate::model {
@@ -92,8 +93,8 @@ namespace {
 // a time (exact), multiplies in float32 and rounds the result once to bf16 — the precision of a
 // bf16 GEMM with float32 accumulation, which is what oneDNN's is.
 // A float32 x with a bf16 weight (a float32 forward over a bf16 checkpoint keeps its linear
-// weights as stored, WeightLoader::get_linear) takes the same path: the weight widened a block at a
-// time, not held widened.
+// weights as stored, WeightLoader::get_linear) takes the same path where the CPU has neither AMX
+// nor AVX-512 (fma_gemm.h): the weight widened a block at a time, not held widened.
 bool widened_gemm_applies(const at::Tensor& x, const at::Tensor& w) {
   const bool bf16_without_dot =
       x.scalar_type() == at::kBFloat16 && !few_row_kernel_available(FewRowKernel::kBf16Dot);
@@ -149,6 +150,7 @@ bool takes_amx(const at::Tensor& x, const at::Tensor& w) {
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
   if (takes_amx(x, w)) return amx_matmul(x, w);
   if (few_row_matmul_applies(x, w)) return few_row_matmul(x, w);
+  if (fma_gemm_available() && fma_gemm_applies(x, w)) return fma_gemm(x, w);
   if (widened_gemm_applies(x, w)) return widened_linear(x, w);
   if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kBFloat16)
     return at::linear(x, w.to(at::kFloat));  // under autograd

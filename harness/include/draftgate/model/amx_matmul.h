@@ -9,7 +9,7 @@
 // next 8 bits of the 24-bit significand), so every product w·xₜ is exact and the result is a
 // float32 GEMM over 3K products: |y − y_exact| ≤ (3K + 32) · 2⁻²⁴ · Σ|w||x|, plus the flush of
 // denormal terms (≤ 3K · 2⁻¹²⁶ · max|w|) — what any float32 GEMM may differ by, within a factor 3
-// of the bound (tests/unit/amx_matmul_test.cpp checks it against float64). A bf16 x is one term,
+// of the bound (tests/unit/float32_times_bf16_test.cpp checks it against float64). A bf16 x is one term,
 // the result rounded once to bf16. Each output's sum is formed in one order whatever the number
 // of rows of x.
 

@@ -1,17 +1,19 @@
-// A float32 x times a bf16 weight (the checks' float32 forward over a bf16 checkpoint), and the AMX
-// tile kernel that takes it where the CPU has AMX (model/amx_matmul.h), each against a float64
-// product of the same values on the error bound the header states: 3K exact products accumulated
-// in float32. dense() is checked on whichever path this CPU takes (AMX tiles, else the weight
-// widened a block at a time); amx_matmul itself is skipped, saying so, on a CPU without AMX.
+// A float32 x times a bf16 weight (the checks' float32 forward over a bf16 checkpoint), and the two
+// kernels that take it — the AMX tiles (model/amx_matmul.h) and, on a CPU without them, AVX-512
+// FMAs (model/fma_gemm.h) — each against a float64 product of the same values on the error bound
+// its header states: 3K exact products accumulated in float32 for the tiles, K for the FMAs.
+// dense() is checked on whichever path this CPU takes (AMX tiles, FMAs, else the weight widened a
+// block at a time); each kernel is skipped, saying so, on a CPU without its instructions.
 
-#include "draftgate/model/amx_matmul.h"
-
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <tuple>
 
+#include "draftgate/model/amx_matmul.h"
+#include "draftgate/model/fma_gemm.h"
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
@@ -182,6 +184,102 @@ TEST_F(AmxMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
   const at::Tensor same = (widened == want) | (at::isnan(widened) & at::isnan(want));
   EXPECT_TRUE(same.all().item<bool>()) << (~same).sum().item<std::int64_t>() << " differ";
   EXPECT_THROW(amx_matmul(x.to(at::kFloat), w, AmxOutput::kWidened), std::invalid_argument);
+}
+
+class FmaGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fma_gemm_available())
+      GTEST_SKIP() << "this CPU has no AVX-512F; dense() widens the weight for OpenBLAS instead";
+  }
+};
+
+// Shapes around the kernel's blocking: rows past a 32-row panel and past 8 panels (kept sums),
+// K past a 256-column block and not a multiple of 16, N not a multiple of the 12-row tile.
+const Shape kFmaShapes[] = {{17, 64, 32},    {33, 300, 13},  {100, 257, 25}, {300, 96, 1},
+                            {130, 1056, 64}, {64, 5120, 24}, {257, 520, 37}, {20, 15, 12}};
+
+TEST_F(FmaGemm, IsAFloat32GemmOfTheExactProducts) {
+  for (const auto& [rows, k, n] : kFmaShapes) {
+    const at::Tensor x = spread({rows, k}, 31 + k), w = spread({n, k}, 32 + n).to(at::kBFloat16);
+    ASSERT_TRUE(fma_gemm_applies(x, w));
+    const at::Tensor y = fma_gemm(x, w);
+    ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{rows, n}));
+    EXPECT_EQ(y.scalar_type(), at::kFloat);
+    EXPECT_LE(error_ratio(y, x, w, 1), 1.0) << rows << " x " << k << " x " << n;
+    if (k <= 128) {  // x rounded to bf16 is far outside the bound: the test can tell
+      EXPECT_GT(error_ratio(at::matmul(x.to(at::kBFloat16).to(at::kDouble), w.to(at::kDouble).t()),
+                            x, w, 1),
+                10.0);
+    }
+  }
+}
+
+// The typical error at a real shape: within 2x of OpenBLAS's float32 GEMM of the widened weight.
+TEST_F(FmaGemm, ItsTypicalErrorIsAFloat32GemmsAtARealShape) {
+  const at::Tensor x = spread({128, 5120}, 39), w = (at::randn({96, 5120}) / 70).to(at::kBFloat16);
+  const at::Tensor exact = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+  const auto rms_error = [&](const at::Tensor& y) {
+    return (y.to(at::kDouble) - exact).pow(2).mean().sqrt().item<double>();
+  };
+  const double fma = rms_error(fma_gemm(x, w)), gemm = rms_error(at::linear(x, w.to(at::kFloat)));
+  EXPECT_LE(fma, 2 * gemm) << "FMA " << fma << " vs float32 GEMM " << gemm;
+  EXPECT_GT(fma, 0.0);
+}
+
+// Each output is summed in ascending k whatever the rows beside it, the tile it falls in or the
+// threads: a row has the bits of the same row alone; a NaN stays in its row, an infinite weight in
+// its column.
+TEST_F(FmaGemm, ARowHasItsBitsAloneWhateverTheThreadsAndNonFiniteValuesStayPut) {
+  const at::Tensor x = spread({300, 520}, 41), w = spread({37, 520}, 42).to(at::kBFloat16);
+  const at::Tensor all = fma_gemm(x, w);
+  for (std::int64_t r : {0, 31, 32, 255, 256, 299})
+    EXPECT_TRUE(at::equal(fma_gemm(x.narrow(0, r, 1), w), all.narrow(0, r, 1))) << "row " << r;
+  EXPECT_TRUE(at::equal(fma_gemm(x.narrow(0, 40, 70), w), all.narrow(0, 40, 70)));
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const at::Tensor one_thread = fma_gemm(x, w);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one_thread, all));
+
+  at::Tensor bad_x = x.clone(), bad_w = w.clone();
+  bad_x[5][17] = std::numeric_limits<float>::quiet_NaN();
+  bad_w[30][400] = std::numeric_limits<float>::infinity();
+  const at::Tensor y = fma_gemm(bad_x, bad_w);
+  EXPECT_TRUE(at::isnan(y[5]).all().item<bool>());
+  const at::Tensor column = y.select(1, 30);
+  EXPECT_EQ(
+      at::isinf(column).sum().item<std::int64_t>() + at::isnan(column).sum().item<std::int64_t>(),
+      300);
+  at::Tensor rest = y.clone();
+  rest.select(0, 5).zero_();
+  rest.select(1, 30).zero_();
+  at::Tensor want = all.clone();
+  want.select(0, 5).zero_();
+  want.select(1, 30).zero_();
+  EXPECT_TRUE(at::equal(rest, want));
+}
+
+// A weight whose rows are strided (a slice of a wider tensor) and an x of three dims.
+TEST_F(FmaGemm, TakesStridedWeightRowsAndAnyLeadingDims) {
+  const at::Tensor wide = spread({40, 700}, 43).to(at::kBFloat16);
+  const at::Tensor w = wide.narrow(1, 100, 600);
+  ASSERT_FALSE(w.is_contiguous());
+  const at::Tensor x = spread({3, 50, 600}, 44);
+  ASSERT_TRUE(fma_gemm_applies(x, w));
+  const at::Tensor y = fma_gemm(x, w);
+  EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{3, 50, 40}));
+  EXPECT_TRUE(at::equal(y, fma_gemm(x, w.contiguous())));
+  EXPECT_LE(error_ratio(y, x, w, 1), 1.0);
+  EXPECT_FALSE(fma_gemm_applies(x.to(at::kBFloat16), w)) << "a bf16 x is the dot kernels'";
+  EXPECT_FALSE(fma_gemm_applies(x, w.to(at::kFloat)));
+}
+
+// dense() takes it for a float32 x of many rows where there are no AMX tiles.
+TEST_F(FmaGemm, IsWhatDenseTakesWithoutAmx) {
+  if (amx_available()) GTEST_SKIP() << "this CPU has AMX tiles: dense() takes them";
+  const at::Tensor x = spread({64, 512}, 45), w = spread({1024, 512}, 46).to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(dense(x, w), fma_gemm(x, w)));
 }
 
 // On whichever path this CPU takes (AMX or not): dense over several weights and dense_to_float give
