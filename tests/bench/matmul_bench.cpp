@@ -85,7 +85,7 @@ void BM_FewRowsInCache(benchmark::State& state, int kernel) {
 // A float32 x of a record's positions against a bf16 weight of the 27B target (the checks' float32
 // forward): each path that takes it here beside OpenBLAS's float32 GEMM on the weight widened
 // beforehand (the FLOP bound production_bench measures; the widening not timed).
-enum class ManyRowPath { kOpenBlasPrewidened, kDense, kFmaGemm, kAmxTiles };
+enum class ManyRowPath { kOpenBlasPrewidened, kDense, kFmaAvx512, kFmaAvx2, kAmxTiles };
 
 void BM_ManyRows(benchmark::State& state, std::int64_t n, std::int64_t k, ManyRowPath path) {
   const std::int64_t rows = state.range(0);
@@ -100,8 +100,11 @@ void BM_ManyRows(benchmark::State& state, std::int64_t n, std::int64_t k, ManyRo
       case ManyRowPath::kDense:
         benchmark::DoNotOptimize(dense(x, w));
         break;
-      case ManyRowPath::kFmaGemm:
-        benchmark::DoNotOptimize(fma_gemm(x, w));
+      case ManyRowPath::kFmaAvx512:
+        benchmark::DoNotOptimize(fma_gemm(x, w, FmaGemmIsa::kAvx512));
+        break;
+      case ManyRowPath::kFmaAvx2:
+        benchmark::DoNotOptimize(fma_gemm(x, w, FmaGemmIsa::kAvx2));
         break;
       case ManyRowPath::kAmxTiles:
         benchmark::DoNotOptimize(amx_matmul(x, w));
@@ -149,7 +152,9 @@ bool register_all() {
   // Qwen3.6-27B: MLP gate/up (17408 x 5120) and down (5120 x 17408).
   std::vector<std::pair<std::string, ManyRowPath>> paths = {
       {"openblas_prewidened", ManyRowPath::kOpenBlasPrewidened}, {"dense", ManyRowPath::kDense}};
-  if (fma_gemm_available()) paths.emplace_back("fma_gemm", ManyRowPath::kFmaGemm);
+  if (fma_gemm_available(FmaGemmIsa::kAvx512))
+    paths.emplace_back("fma_avx512", ManyRowPath::kFmaAvx512);
+  if (fma_gemm_available(FmaGemmIsa::kAvx2)) paths.emplace_back("fma_avx2", ManyRowPath::kFmaAvx2);
   if (amx_available()) paths.emplace_back("amx", ManyRowPath::kAmxTiles);
   for (const auto& [shape, n, k] : std::vector<std::tuple<const char*, std::int64_t, std::int64_t>>{
            {"qwen36-27b/gate_up", 17408, 5120}, {"qwen36-27b/down", 5120, 17408}})

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <tuple>
 
 #include "draftgate/model/amx_matmul.h"
@@ -186,24 +187,28 @@ TEST_F(AmxMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
   EXPECT_THROW(amx_matmul(x.to(at::kFloat), w, AmxOutput::kWidened), std::invalid_argument);
 }
 
-class FmaGemm : public ::testing::Test {
+class FmaGemm : public ::testing::TestWithParam<FmaGemmIsa> {
  protected:
   void SetUp() override {
-    if (!fma_gemm_available())
-      GTEST_SKIP() << "this CPU has no AVX-512F; dense() widens the weight for OpenBLAS instead";
+    if (!fma_gemm_available(GetParam()))
+      GTEST_SKIP() << "this CPU (or build) has no " << fma_gemm_isa_name(GetParam())
+                   << " FMA kernel";
+  }
+  at::Tensor product(const at::Tensor& x, const at::Tensor& w) const {
+    return fma_gemm(x, w, GetParam());
   }
 };
 
-// Shapes around the kernel's blocking: rows past a 32-row panel and past 8 panels (kept sums),
-// K past a 256-column block and not a multiple of 16, N not a multiple of the 12-row tile.
+// Shapes around the kernels' blocking: rows past a panel (32 / 16 rows) and past 8 panels (kept
+// sums), K past a 256-column block and not a multiple of 16, N not a multiple of the tile (12 / 6).
 const Shape kFmaShapes[] = {{17, 64, 32},    {33, 300, 13},  {100, 257, 25}, {300, 96, 1},
                             {130, 1056, 64}, {64, 5120, 24}, {257, 520, 37}, {20, 15, 12}};
 
-TEST_F(FmaGemm, IsAFloat32GemmOfTheExactProducts) {
+TEST_P(FmaGemm, IsAFloat32GemmOfTheExactProducts) {
   for (const auto& [rows, k, n] : kFmaShapes) {
     const at::Tensor x = spread({rows, k}, 31 + k), w = spread({n, k}, 32 + n).to(at::kBFloat16);
     ASSERT_TRUE(fma_gemm_applies(x, w));
-    const at::Tensor y = fma_gemm(x, w);
+    const at::Tensor y = product(x, w);
     ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{rows, n}));
     EXPECT_EQ(y.scalar_type(), at::kFloat);
     EXPECT_LE(error_ratio(y, x, w, 1), 1.0) << rows << " x " << k << " x " << n;
@@ -216,70 +221,81 @@ TEST_F(FmaGemm, IsAFloat32GemmOfTheExactProducts) {
 }
 
 // The typical error at a real shape: within 2x of OpenBLAS's float32 GEMM of the widened weight.
-TEST_F(FmaGemm, ItsTypicalErrorIsAFloat32GemmsAtARealShape) {
+TEST_P(FmaGemm, ItsTypicalErrorIsAFloat32GemmsAtARealShape) {
   const at::Tensor x = spread({128, 5120}, 39), w = (at::randn({96, 5120}) / 70).to(at::kBFloat16);
   const at::Tensor exact = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
   const auto rms_error = [&](const at::Tensor& y) {
     return (y.to(at::kDouble) - exact).pow(2).mean().sqrt().item<double>();
   };
-  const double fma = rms_error(fma_gemm(x, w)), gemm = rms_error(at::linear(x, w.to(at::kFloat)));
+  const double fma = rms_error(product(x, w)), gemm = rms_error(at::linear(x, w.to(at::kFloat)));
   EXPECT_LE(fma, 2 * gemm) << "FMA " << fma << " vs float32 GEMM " << gemm;
   EXPECT_GT(fma, 0.0);
 }
 
-// Each output is summed in ascending k whatever the rows beside it, the tile it falls in or the
-// threads: a row has the bits of the same row alone; a NaN stays in its row, an infinite weight in
-// its column.
-TEST_F(FmaGemm, ARowHasItsBitsAloneWhateverTheThreadsAndNonFiniteValuesStayPut) {
+// Each output is summed in the same order whatever the rows beside it, the tile it falls in, the
+// threads or the instruction set: a row has the bits of the same row alone, and of the other
+// kernel; a NaN stays in its row, an infinite weight in its column.
+TEST_P(FmaGemm, ARowHasItsBitsAloneWhateverTheThreadsAndNonFiniteValuesStayPut) {
   const at::Tensor x = spread({300, 520}, 41), w = spread({37, 520}, 42).to(at::kBFloat16);
-  const at::Tensor all = fma_gemm(x, w);
-  for (std::int64_t r : {0, 31, 32, 255, 256, 299})
-    EXPECT_TRUE(at::equal(fma_gemm(x.narrow(0, r, 1), w), all.narrow(0, r, 1))) << "row " << r;
-  EXPECT_TRUE(at::equal(fma_gemm(x.narrow(0, 40, 70), w), all.narrow(0, 40, 70)));
+  const at::Tensor all = product(x, w);
+  for (std::int64_t r : {0, 15, 16, 31, 32, 255, 256, 299})
+    EXPECT_TRUE(at::equal(product(x.narrow(0, r, 1), w), all.narrow(0, r, 1))) << "row " << r;
+  EXPECT_TRUE(at::equal(product(x.narrow(0, 40, 70), w), all.narrow(0, 40, 70)));
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const at::Tensor one_thread = fma_gemm(x, w);
+  const at::Tensor one_thread = product(x, w);
   at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one_thread, all));
+  for (FmaGemmIsa other : {FmaGemmIsa::kAvx512, FmaGemmIsa::kAvx2}) {
+    if (fma_gemm_available(other)) {
+      EXPECT_TRUE(at::equal(fma_gemm(x, w, other), all)) << fma_gemm_isa_name(other);
+    }
+  }
 
   at::Tensor bad_x = x.clone(), bad_w = w.clone();
   bad_x[5][17] = std::numeric_limits<float>::quiet_NaN();
   bad_w[30][400] = std::numeric_limits<float>::infinity();
-  const at::Tensor y = fma_gemm(bad_x, bad_w);
+  const at::Tensor y = product(bad_x, bad_w);
   EXPECT_TRUE(at::isnan(y[5]).all().item<bool>());
   const at::Tensor column = y.select(1, 30);
   EXPECT_EQ(
       at::isinf(column).sum().item<std::int64_t>() + at::isnan(column).sum().item<std::int64_t>(),
       300);
-  at::Tensor rest = y.clone();
-  rest.select(0, 5).zero_();
-  rest.select(1, 30).zero_();
-  at::Tensor want = all.clone();
-  want.select(0, 5).zero_();
-  want.select(1, 30).zero_();
+  at::Tensor rest = y.clone(), want = all.clone();
+  for (at::Tensor* t : {&rest, &want}) {
+    t->select(0, 5).zero_();
+    t->select(1, 30).zero_();
+  }
   EXPECT_TRUE(at::equal(rest, want));
 }
 
 // A weight whose rows are strided (a slice of a wider tensor) and an x of three dims.
-TEST_F(FmaGemm, TakesStridedWeightRowsAndAnyLeadingDims) {
+TEST_P(FmaGemm, TakesStridedWeightRowsAndAnyLeadingDims) {
   const at::Tensor wide = spread({40, 700}, 43).to(at::kBFloat16);
   const at::Tensor w = wide.narrow(1, 100, 600);
   ASSERT_FALSE(w.is_contiguous());
   const at::Tensor x = spread({3, 50, 600}, 44);
   ASSERT_TRUE(fma_gemm_applies(x, w));
-  const at::Tensor y = fma_gemm(x, w);
+  const at::Tensor y = product(x, w);
   EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{3, 50, 40}));
-  EXPECT_TRUE(at::equal(y, fma_gemm(x, w.contiguous())));
+  EXPECT_TRUE(at::equal(y, product(x, w.contiguous())));
   EXPECT_LE(error_ratio(y, x, w, 1), 1.0);
   EXPECT_FALSE(fma_gemm_applies(x.to(at::kBFloat16), w)) << "a bf16 x is the dot kernels'";
   EXPECT_FALSE(fma_gemm_applies(x, w.to(at::kFloat)));
 }
 
-// dense() takes it for a float32 x of many rows where there are no AMX tiles.
-TEST_F(FmaGemm, IsWhatDenseTakesWithoutAmx) {
+std::string isa_name(const ::testing::TestParamInfo<FmaGemmIsa>& param) {
+  return fma_gemm_isa_name(param.param);
+}
+INSTANTIATE_TEST_SUITE_P(EachIsa, FmaGemm,
+                         ::testing::Values(FmaGemmIsa::kAvx512, FmaGemmIsa::kAvx2), isa_name);
+
+// dense() takes the widest FMA kernel for a float32 x of many rows where there are no AMX tiles.
+TEST(FmaGemmInDense, IsWhatDenseTakesWithoutAmx) {
   if (amx_available()) GTEST_SKIP() << "this CPU has AMX tiles: dense() takes them";
+  if (!fma_gemm_available()) GTEST_SKIP() << "no FMA kernel here: dense() widens for OpenBLAS";
   const at::Tensor x = spread({64, 512}, 45), w = spread({1024, 512}, 46).to(at::kBFloat16);
-  EXPECT_TRUE(at::equal(dense(x, w), fma_gemm(x, w)));
+  EXPECT_TRUE(at::equal(dense(x, w), fma_gemm(x, w, best_fma_gemm_isa())));
 }
 
 // On whichever path this CPU takes (AMX or not): dense over several weights and dense_to_float give

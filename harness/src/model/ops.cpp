@@ -94,7 +94,7 @@ namespace {
 // bf16 GEMM with float32 accumulation, which is what oneDNN's is.
 // A float32 x with a bf16 weight (a float32 forward over a bf16 checkpoint keeps its linear
 // weights as stored, WeightLoader::get_linear) takes the same path where the CPU has neither AMX
-// nor AVX-512 (fma_gemm.h): the weight widened a block at a time, not held widened.
+// nor FMA vectors (fma_gemm.h): the weight widened a block at a time, not held widened.
 bool widened_gemm_applies(const at::Tensor& x, const at::Tensor& w) {
   const bool bf16_without_dot =
       x.scalar_type() == at::kBFloat16 && !few_row_kernel_available(FewRowKernel::kBf16Dot);

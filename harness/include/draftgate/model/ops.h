@@ -40,8 +40,8 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 // weight is widened to float32 a block at a time instead. Where the CPU has AMX tiles
 // (amx_matmul.h: exact products), a few bf16 rows against a weight of 512 KB or more and a float32
 // x of many rows against a bf16 weight (the checks' float32 forward over a bf16 checkpoint) run on
-// them; elsewhere that float32 product runs on AVX-512 FMAs where the CPU has them (fma_gemm.h),
-// else widens the weight a block at a time for OpenBLAS. All accumulate in float32.
+// them; elsewhere that float32 product runs on float32 FMAs where the CPU has AVX-512 or AVX2
+// (fma_gemm.h), else widens the weight a block at a time for OpenBLAS. All accumulate in float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
 // dense(x, wᵢ) for weights that share x (q, k and v; gate and up), the same bits: where the AMX
 // tiles take them all, x is packed once and one parallel region runs every weight's rows.
