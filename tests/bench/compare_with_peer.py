@@ -8,7 +8,9 @@
 those targets with their drafters; qwen3-8b writes 18.5 GB of random checkpoints on first use.
 
 Needs Debian's python3-torch for the peer (never a draftgate dependency). Before timing anything it checks
-that the peer computes the same logits as draftgate on every model, so the comparison is like for like.
+that the peer computes the same logits as draftgate on every model, so the comparison is like for like. Each
+pass is set against its roofline: the longer of reading its weights at the measured read bandwidth and its
+multiply-adds at the measured peak of the instruction the few-row products use (DotProductPeak).
 """
 import argparse
 import json
@@ -64,13 +66,20 @@ def main():
     # The machine is shared and noisy: alternate draftgate and the peer for --rounds rounds per model and keep
     # each side's best (highest throughput, lowest latency), the usual practice for noisy hosts.
     def ours(name):
-        out = json.loads(run([bench, f"--benchmark_filter=^(Prefill|DecodeStep|VerifyStep)/{name}/|^{name}$",
+        out = json.loads(run([bench, f"--benchmark_filter=^(Prefill|DecodeStep|VerifyStep)/{name}/|^{name}(/|$)",
                               "--benchmark_format=json",
                               f"--benchmark_min_time={a.min_time}"], env))
         return {b["name"]: b for b in out["benchmarks"]}
 
     bandwidth = max(ours("MemoryReadBandwidth")["MemoryReadBandwidth"]["bytes_per_second"]
                     for _ in range(a.rounds))
+    # The arithmetic's bound beside the reading's: a pass of B rows does B FLOPs per weight byte, at the peak
+    # of the instruction the few-row products multiply with (none is given where they run on AMX tiles).
+    peaks = [ours("DotProductPeak")["DotProductPeak/iterations:1"] for _ in range(a.rounds)]
+    peak, instruction = max(p["flops_per_second"] for p in peaks), peaks[0].get("label", "")
+
+    def roofline(read_ms, flops):
+        return max(read_ms, flops / peak * 1e3) if peak > 0 else read_ms
     rows = []
     for name in [] if a.loop_only else MODELS:
         best = {}
@@ -87,11 +96,15 @@ def main():
             for k, v in sample.items():
                 best[k] = max(best.get(k, v), v)
             best["weights"], best["rss"], best["prss"] = dec["weights_MB"], dec["peak_rss_MB"], peer["peak_rss_mb"]
+            best["flops"] = {b: mine[f"VerifyStep/{name}/64/{b}"]["flops"] for b in VERIFY_ROWS}
         bound_ms = best["weights"] * 1024 * 1024 / bandwidth * 1e3
         rows.append((name, best["weights"], best["pre"], best["ppre"], -best["dec"], -best["pdec"], bound_ms,
-                     best["rss"], best["prss"], [(-best[f"ver{b}"], -best[f"pver{b}"]) for b in VERIFY_ROWS]))
+                     best["rss"], best["prss"], [(-best[f"ver{b}"], -best[f"pver{b}"], roofline(bound_ms, best["flops"][b]))
+                                                 for b in VERIFY_ROWS]))
 
-    print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; prefill 128 tokens; "
+    peak_text = (f"{instruction} peak {peak / 1e9:.0f} GFLOP/s" if peak > 0
+                 else f"few-row products on {instruction or 'AMX'} tiles: bound by reading")
+    print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; {peak_text}; prefill 128 tokens; "
           f"decode one token after 64; best of {a.rounds} alternating rounds")
     if rows:
         print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "
@@ -101,17 +114,17 @@ def main():
             print(f"| {name} | {w:.0f} | {pre:.0f} / {ppre:.0f} ({pre / ppre:.2f}x) | {dec:.2f} / {pdec:.2f} "
                   f"({pdec / dec:.2f}x) | {bound:.2f} ({100 * bound / dec:.0f}%) | {rss:.0f} / {prss:.0f} |")
         print()
-        print("| model | " + " | ".join(f"verify {b} rows ms draftgate / peer (speed-up, % of bound)" for b in VERIFY_ROWS)
-              + " |")
+        print("| model | " + " | ".join(f"verify {b} rows ms draftgate / peer (speed-up, % of read bound, % of "
+                                          "roofline)" for b in VERIFY_ROWS) + " |")
         print("|---|" + "---|" * len(VERIFY_ROWS))
         for (name, w, pre, ppre, dec, pdec, bound, rss, prss, verify) in rows:
-            print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%)"
-                                              for v, pv in verify) + " |")
+            print(f"| {name} | " + " | ".join(f"{v:.2f} / {pv:.2f} ({pv / v:.2f}x, {100 * bound / v:.0f}%, "
+                                              f"{100 * roof / v:.0f}%)" for v, pv, roof in verify) + " |")
 
     if loops:
         print()
         print("| target (drafter) | tokens/s draftgate / peer (speed-up) | tau draftgate / peer | ms per token: "
-              "draftgate / bound (% of bound) | draftgate target / drafter / bookkeeping | greedy ms per token "
+              "draftgate / read bound (% of it, % of roofline) | draftgate target / drafter / bookkeeping | greedy ms per token "
               "draftgate / peer | peer's output = its greedy |")
         print("|---|---|---|---|---|---|---|")
     for name in loops:
@@ -121,15 +134,16 @@ def main():
         peer = json.loads(run([sys.executable, PEER_LOOP, os.path.join(a.models, name),
                                os.path.join(a.models, name + "-drafter"), "--threads", str(a.threads),
                                "--tokens", str(int(mine["name"].split("/")[2]))]))
-        # draftgate's verify rows have the bits of decoded rows (the AMX kernel sums each output in one order
-        # whatever the row count), so its loop reproduces greedy decoding; the peer's oneDNN products may round a
+        # draftgate's verify rows have the bits of decoded rows on these dense targets (its products and attention
+        # sum each output in one order whatever the row count), so its loop reproduces greedy decoding; the peer's oneDNN products may round a
         # 16-row verify differently from a one-row decode and flip a near-tie of a random model's flat logits.
         same = "yes" if peer["output_matches_greedy"] else "no (bf16 rounding of its verify rows)"
         if not mine["output_matches_greedy"]:
             sys.exit(f"draftgate's speculative output differs from its greedy decoding on {name}: {mine}")
         print(f"| {name} | {mine['tokens_per_s']:.2f} / {peer['tokens_per_s']:.2f} "
               f"({mine['tokens_per_s'] / peer['tokens_per_s']:.2f}x) | {mine['tau']:.2f} / {peer['tau']:.2f} "
-              f"| {mine['ms_per_token']:.1f} / {mine['bound_ms_per_token']:.1f} ({100 * mine['of_bound']:.0f}%) "
+              f"| {mine['ms_per_token']:.1f} / {mine['bound_ms_per_token']:.1f} ({100 * mine['of_bound']:.0f}%, "
+              f"{100 * mine['of_roofline']:.0f}%) "
               f"| {mine['target_share']:.2f} / {mine['drafter_share']:.2f} / {mine['bookkeeping_share']:.3f} "
               f"| {mine['greedy_ms_per_token']:.1f} / {peer['greedy_ms_per_token']:.1f} | {same} |")
 

@@ -13,6 +13,7 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "bench_models.h"
@@ -20,7 +21,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
-#include "huge_page_memory.h"
+#include "machine_bounds.h"
 
 namespace draftgate::bench {
 namespace {
@@ -62,29 +63,6 @@ BENCHMARK(BM_GenerationCost)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// The bytes of a checkpoint's tensors, less an untied embedding (a step reads one row of it).
-double checkpoint_bytes(const io::Checkpoint& ckpt) {
-  double bytes = 0;
-  for (const auto& n : ckpt.names()) bytes += static_cast<double>(ckpt.info(n)->nbytes());
-  const auto embedding = ckpt.info("model.embed_tokens.weight");
-  if (embedding && ckpt.info("lm_head.weight")) bytes -= static_cast<double>(embedding->nbytes());
-  return bytes;
-}
-
-// Best of three sums of the buffer MemoryReadBandwidth times, bytes per second.
-double read_bandwidth() {
-  const bench::BandwidthBuffer held = bench::bandwidth_buffer();
-  const at::Tensor& buffer = held.values;
-  double best = 0;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(buffer.sum().item<float>());
-    const std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
-    best = std::max(best, static_cast<double>(buffer.nbytes()) / s.count());
-  }
-  return best;
-}
-
 void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   const TargetAndDrafter loaded(name);
   const auto& target = loaded.target;
@@ -106,6 +84,16 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
                             checkpoint_bytes(loaded.drafter_ckpt) +
                             static_cast<double>(vocab * hidden * 2);
   const double bound_ms = step_bytes * steps / tokens / read_bandwidth() * 1e3;
+  // A row through a bf16 weight is one FLOP per byte of it: the prompt and every step's bonus and
+  // drafted rows through the target, each step's block (its drafts and the bonus) through the
+  // drafter's layers, the drafted rows through the target's lm_head.
+  const double prompt_rows = static_cast<double>(prompt.size());
+  const double drafted = static_cast<double>(run.drafted);
+  const double flops = (prompt_rows + steps + drafted) * checkpoint_bytes(loaded.target_ckpt) +
+                       (steps + drafted) * checkpoint_bytes(loaded.drafter_ckpt) +
+                       drafted * static_cast<double>(vocab * hidden * 2);
+  const double peak = dot_product_peak();
+  const double compute_ms = peak > 0 ? flops / tokens / peak * 1e3 : 0;
   const double ms_per_token = run.seconds * 1e3 / tokens;
   state.counters["tokens_per_s"] = tokens / run.seconds;
   state.counters["ms_per_token"] = ms_per_token;
@@ -117,6 +105,8 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   state.counters["bytes_per_token_MB"] = step_bytes * steps / tokens / 1e6;
   state.counters["bound_ms_per_token"] = bound_ms;
   state.counters["of_bound"] = bound_ms / ms_per_token;
+  state.counters["compute_bound_ms_per_token"] = compute_ms;
+  state.counters["of_roofline"] = std::max(bound_ms, compute_ms) / ms_per_token;
   state.counters["greedy_ms_per_token"] =
       greedy_s.count() * 1e3 / static_cast<double>(greedy.size());
   state.counters["output_matches_greedy"] = run.output == greedy ? 1 : 0;
@@ -148,9 +138,14 @@ void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
                        static_cast<double>(target->config().vocab * target->config().hidden * 2);
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   const double bound_ms = bytes / read_bandwidth() * 1e3;
+  const double peak = dot_product_peak();
+  const double compute_ms =
+      peak > 0 ? static_cast<double>(dflash->block_size()) * bytes / peak * 1e3 : 0;
+  const double ms = elapsed.count() * 1e3 / static_cast<double>(state.iterations());
   state.counters["bound_ms"] = bound_ms;
-  state.counters["of_bound"] =
-      bound_ms / (elapsed.count() * 1e3 / static_cast<double>(state.iterations()));
+  state.counters["of_bound"] = bound_ms / ms;
+  state.counters["compute_bound_ms"] = compute_ms;
+  state.counters["of_roofline"] = std::max(bound_ms, compute_ms) / ms;
   state.counters["bytes_MB"] = bytes / 1e6;
   state.counters["threads"] = at::get_num_threads();
 }

@@ -21,6 +21,7 @@
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
 #include "huge_page_memory.h"
+#include "machine_bounds.h"
 
 namespace draftgate::model {
 namespace {
@@ -82,7 +83,21 @@ void BM_DecodeStep(benchmark::State& state, const std::string& name) {
     l.model->commit(s, {});
   }
   state.counters["weights_MB"] = weights_mb(l.checkpoint);
+  // Its products' arithmetic, one FLOP per row and byte of bf16 weight (the bound beside
+  // DotProductPeak's rate; attention's few FLOPs over 64 positions left out).
+  state.counters["flops"] =
+      static_cast<double>(state.range(1)) * bench::checkpoint_bytes(l.checkpoint);
   state.counters["peak_rss_MB"] = peak_rss_mb();
+  state.counters["threads"] = at::get_num_threads();
+}
+
+// The peak of the instruction the few-row products multiply with (machine_bounds.h): with
+// MemoryReadBandwidth, the roofline of a decode or verify step.
+void BM_DotProductPeak(benchmark::State& state) {
+  double peak = 0;
+  for (auto _ : state) peak = bench::dot_product_peak();
+  state.counters["flops_per_second"] = peak;
+  state.SetLabel(bench::dot_product_instruction());
   state.counters["threads"] = at::get_num_threads();
 }
 
@@ -138,6 +153,9 @@ void register_all() {
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("MemoryReadBandwidth", BM_MemoryReadBandwidth)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("DotProductPeak", BM_DotProductPeak)
+      ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
 }
 

@@ -215,21 +215,18 @@ TEST(FewRowAttentionApplies, TakesWhatEachKernelWasMeasuredFasterOn) {
     const at::Tensor one = at::zeros({1, 16, 128}, dtype), block = at::zeros({16, 16, 128}, dtype);
     const at::Tensor cache = at::zeros({8, 80, 128}, dtype);
     const bool tiles = best_few_row_attention_kernel(one) == FewRowAttentionKernel::kTiles;
-    // The dot products take a block of kDotAttentionQueries queries or more, the vectors fewer.
+    // One kernel for a decode step and a verify block alike: a verify row keeps its decoded bits.
     const bool dots = few_row_attention_kernel_takes(FewRowAttentionKernel::kBf16Dots, one);
-    EXPECT_EQ(best_few_row_attention_kernel(block), tiles  ? FewRowAttentionKernel::kTiles
-                                                    : dots ? FewRowAttentionKernel::kBf16Dots
-                                                           : FewRowAttentionKernel::kVectors);
-    if (!tiles) {
-      EXPECT_EQ(best_few_row_attention_kernel(one), FewRowAttentionKernel::kVectors);
-      const at::Tensor fewer = at::zeros({kDotAttentionQueries - 1, 16, 128}, dtype);
-      EXPECT_EQ(best_few_row_attention_kernel(fewer), FewRowAttentionKernel::kVectors);
-    }
+    const FewRowAttentionKernel best = tiles  ? FewRowAttentionKernel::kTiles
+                                       : dots ? FewRowAttentionKernel::kBf16Dots
+                                              : FewRowAttentionKernel::kVectors;
+    for (const std::int64_t queries : {1, 3, 4, 16})
+      EXPECT_EQ(best_few_row_attention_kernel(at::zeros({queries, 16, 128}, dtype)), best);
     EXPECT_TRUE(few_row_attention_applies(one, cache, cache));  // Qwen3-0.6B: 16 heads of 128
     // A verify block: batched unless the pair products take it.
     EXPECT_EQ(few_row_attention_applies(block, cache, cache), tiles || dots);
     const at::Tensor long_cache = at::zeros({8, 8192, 128}, dtype);
-    EXPECT_EQ(few_row_attention_applies(one, long_cache, long_cache), tiles);
+    EXPECT_EQ(few_row_attention_applies(one, long_cache, long_cache), tiles || dots);
     const std::int64_t too_many = tiles || dots ? kTileAttentionQueries + 1 : 16;
     const at::Tensor many = at::zeros({too_many, 16, 128}, dtype);
     EXPECT_FALSE(few_row_attention_applies(many, cache, cache));

@@ -387,8 +387,9 @@ bool shapes_taken(const at::Tensor& q, const at::Tensor& keys, const at::Tensor&
 FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q) {
   if (few_row_attention_kernel_takes(FewRowAttentionKernel::kTiles, q))
     return FewRowAttentionKernel::kTiles;
-  if (q.dim() == 3 && q.size(0) >= kDotAttentionQueries &&
-      few_row_attention_kernel_takes(FewRowAttentionKernel::kBf16Dots, q))
+  // For every block size, one query too: a verify row then has the bits of the row decoded alone
+  // (the vectors round otherwise), which is what lets a speculative loop reproduce greedy decoding.
+  if (few_row_attention_kernel_takes(FewRowAttentionKernel::kBf16Dots, q))
     return FewRowAttentionKernel::kBf16Dots;
   return FewRowAttentionKernel::kVectors;
 }

@@ -18,9 +18,10 @@ namespace draftgate::model {
 // widened), AMX tiles, or AVX-512 BF16 dot products (the two for a bf16 q whose head width is a
 // multiple of 32 up to 512, where the CPU has them: a float32 sum of exact bf16 products per score
 // and per output, formed in one order whatever the block — the softmax between is the same code
-// for all three). The best for q: the tiles where amx_available(), else the dot products from
-// kDotAttentionQueries queries, else the vectors — so on a CPU without AMX a verify row (dot
-// products) and the same row decoded alone (vectors) agree within their roundings, not in bits.
+// for all three). The best for q: the tiles where amx_available(), else the dot products, else the
+// vectors — one kernel whatever the number of queries, so a verify row has the bits of the same
+// row decoded alone (with the vectors for one query and the dot products for a block, an 8B
+// loop's output left greedy decoding's at a near-tie; a decode step pays ~5 us a layer for it).
 enum class FewRowAttentionKernel { kVectors, kTiles, kBf16Dots };
 bool few_row_attention_kernel_takes(FewRowAttentionKernel kernel, const at::Tensor& q);
 FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
@@ -41,7 +42,6 @@ FewRowAttentionKernel best_few_row_attention_kernel(const at::Tensor& q);
 // 64 over 1024 rows 650 / 2904 against 2110 / 7372 and 1170 / 6241.
 constexpr std::int64_t kFewRowAttentionWork = std::int64_t{1} << 20;
 constexpr std::int64_t kTileAttentionQueries = 64;
-constexpr std::int64_t kDotAttentionQueries = 4;
 constexpr std::int64_t kTileAttentionScores = std::int64_t{1} << 17;
 bool few_row_attention_applies(const at::Tensor& q, const at::Tensor& keys,
                                const at::Tensor& values, const at::Tensor& visible = {});

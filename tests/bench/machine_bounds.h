@@ -1,0 +1,30 @@
+#pragma once
+// What bounds a decode, verify or drafter pass on this machine, measured beside it: the bytes it
+// reads at the memory read bandwidth, and its multiply-adds at the peak of the instruction the
+// few-row products multiply with. A pass of B rows over bf16 weights does 2 · B FLOPs per weight
+// value, B per weight byte: one row is bound by reading, 16 rows can be bound by arithmetic
+// (16 FLOPs a byte outrun two cores' bf16 dot products at ~30 GB/s).
+
+#include "draftgate/io/checkpoint.h"
+
+namespace draftgate::bench {
+
+// The bytes of a checkpoint's tensors, less an untied embedding (a step reads one row of it).
+double checkpoint_bytes(const io::Checkpoint& ckpt);
+
+// Best of three sums of the buffer MemoryReadBandwidth times, bytes per second.
+double read_bandwidth();
+
+// FLOPs per second of independent chains of the instruction the few-row products multiply bf16
+// weights with on this CPU (vdpbf16ps where it has AVX-512 BF16, 8-lane float32 FMAs elsewhere),
+// on every intra-op thread; best of five. 0 where the CPU has AMX: its few-row products run on
+// the tiles, whose arithmetic is far beyond the read bandwidth at these row counts.
+double dot_product_peak();
+// The instruction dot_product_peak() times ("vdpbf16ps", "float32 fma", or "amx").
+const char* dot_product_instruction();
+
+// Per-thread chains (dot_product_peak_bf16.cpp, machine_bounds.cpp): FLOPs done in `steps` steps.
+double bf16_dot_chains(long steps, float* sink);
+double float32_fma_chains(long steps, float* sink);
+
+}  // namespace draftgate::bench
