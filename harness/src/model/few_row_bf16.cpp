@@ -30,8 +30,8 @@ constexpr std::int64_t kFarBytes = 32 * 1024;
 template <int R, int BT>
 struct Bf16DotTile {
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
-                                    const std::uint16_t* x, std::int64_t k, std::int64_t at,
-                                    std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
+                                    const std::uint16_t* x, std::int64_t at, std::int64_t far,
+                                    __mmask32 mask, __m512 (&acc)[R][BT]) {
     __m512bh wv[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -43,7 +43,8 @@ struct Bf16DotTile {
     }
 #pragma GCC unroll 8
     for (int b = 0; b < BT; ++b) {
-      const auto xb = (__m512bh)_mm512_maskz_loadu_epi16(mask, x + b * k + at);
+      // x packed (few_row_tiles.h): the step's BT vectors side by side, the tail zero-filled.
+      const auto xb = (__m512bh)_mm512_loadu_si512(x + at * BT + b * 32);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv[r], xb);
     }
@@ -61,8 +62,8 @@ struct Bf16DotTile {
 #pragma GCC unroll 8
       for (int b = 0; b < BT; ++b) acc[r][b] = _mm512_setzero_ps();
     const std::int64_t whole = k / 32 * 32;
-    for (std::int64_t at = 0; at < whole; at += 32) step(w, ldw, x, k, at, far, ~0u, acc);
-    if (whole < k) step(w, ldw, x, k, whole, far, (1u << (k - whole)) - 1, acc);  // the ragged end
+    for (std::int64_t at = 0; at < whole; at += 32) step(w, ldw, x, at, far, ~0u, acc);
+    if (whole < k) step(w, ldw, x, whole, far, (1u << (k - whole)) - 1, acc);  // the ragged end
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -123,6 +124,22 @@ struct Float32FmaTile {
   }
 };
 
+// rows x k bf16 values, row after row, into the bf16 kernel's packed layout (few_row_tiles.h).
+void pack_bf16_x(const std::uint16_t* x, std::int64_t rows, std::int64_t k, std::uint16_t* packed) {
+  const std::int64_t kp = packed_k(k);
+  for (std::int64_t b0 = 0; b0 < rows; b0 += kGroupRows) {
+    const std::int64_t bt = lesser(rows - b0, kGroupRows);
+    std::uint16_t* group = packed + b0 * kp;
+    for (std::int64_t at = 0; at < kp; at += 32)
+      for (std::int64_t b = 0; b < bt; ++b) {
+        std::uint16_t* to = group + at * bt + b * 32;
+        const std::int64_t n = lesser(32, k - at);
+        std::memcpy(to, x + (b0 + b) * k + at, sizeof(std::uint16_t) * n);
+        std::fill(to + n, to + 32, std::uint16_t{0});  // 0 · 0 in the weight's masked tail
+      }
+  }
+}
+
 }  // namespace
 
 // One clone per instruction set, picked by the loader for this CPU.
@@ -181,12 +198,21 @@ at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel
   out_shape.back() = n;
   at::Tensor out = at::empty({rows, n}, x.options().dtype(at::kFloat));
   if (rows > 0 && n > 0) {
-    const at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
+    at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
+    std::int64_t ldx = k;
+    if (bf16_dot) {
+      ldx = few_row::packed_k(k);
+      at::Tensor packed = at::empty({rows * ldx}, xs.options());
+      few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
+                           static_cast<std::uint16_t*>(packed.data_ptr()));
+      xs = packed;
+    }
     const few_row::Operands all{static_cast<const std::uint16_t*>(w.data_ptr()),
                                 w.stride(0),
                                 xs.data_ptr(),
                                 rows,
                                 k,
+                                ldx,
                                 out.data_ptr<float>(),
                                 n};
     // Threads take whole ranges of weight rows; under ~64 KB of weight a range is not worth one.

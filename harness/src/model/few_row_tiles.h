@@ -12,12 +12,20 @@ namespace draftgate::model::few_row {
 struct Operands {
   const std::uint16_t* w;  // bf16 bits, row stride ldw
   std::int64_t ldw;
-  const void* x;  // rows of x (bf16 bits or float32), row stride k
+  const void* x;  // rows of x: float32 rows of stride k, or bf16 packed by pack_bf16_x
   std::int64_t rows_x;
   std::int64_t k;
+  std::int64_t ldx;  // the group of x rows from row b on starts at x + b * ldx elements
   float* out;
   std::int64_t ldo;
 };
+
+// The bf16 kernel's x, packed (few_row_matmul.cpp): each group of kGroupRows rows (the last may
+// be shorter, bt rows) as [⌈k/32⌉][bt][32], the tail zero-filled, so a step's bt x vectors are one
+// sequential run of bt · 64 bytes. Rows of x side by side were bt streams of k · 2 bytes each: at
+// k = 12288 (Qwen3-8B's MLP down) 8 rows no longer fit L1, and a stream per row beside the weight
+// rows' read 8 / 16 rows at 25 / 15 GB/s where the packed run reads 31 / 22 (docs/performance.md).
+constexpr std::int64_t packed_k(std::int64_t k) { return (k + 31) / 32 * 32; }
 
 // The entry points, one per kernel; the bf16 one exists only where the compiler targets x86-64.
 void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end);
@@ -64,7 +72,7 @@ DRAFTGATE_INLINE void tiles(const Operands& a, std::int64_t from, std::int64_t t
   for (std::int64_t n = from; n + R <= to; n += R)
     for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
       run_tile<Tile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)), a.w + n * a.ldw, a.ldw,
-                        static_cast<const char*>(a.x) + b * a.k * XBytes, a.k,
+                        static_cast<const char*>(a.x) + b * a.ldx * XBytes, a.k,
                         a.out + b * a.ldo + n, a.ldo);
 }
 
