@@ -200,7 +200,7 @@ at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel
   if (rows > 0 && n > 0) {
     at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
     std::int64_t ldx = k;
-    if (bf16_dot) {
+    if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
       ldx = few_row::packed_k(k);
       at::Tensor packed = at::empty({rows * ldx}, xs.options());
       few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
