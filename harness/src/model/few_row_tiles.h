@@ -24,8 +24,8 @@ struct Operands {
 // be shorter, bt rows) as [⌈k/32⌉][bt][32], the tail zero-filled, so a step's bt x vectors are one
 // sequential run of bt · 64 bytes. Rows of x side by side were bt streams of k · 2 bytes each: at
 // k = 12288 (Qwen3-8B's MLP down) 8 rows no longer fit L1, and a stream per row beside the weight
-// rows' read 8 / 16 rows at 25-26 / 13-17 GB/s where the packed run reads 28-37 / 20-25 on a Zen 5
-// EPYC (docs/performance.md).
+// rows' read 8 / 16 rows at 25-26 / 13-17 GB/s where the packed run read 28-37 / 20-25 in a
+// stand-alone loop on a Zen 5 EPYC (docs/performance.md).
 constexpr std::int64_t packed_k(std::int64_t k) { return (k + 31) / 32 * 32; }
 
 // The entry points, one per kernel; the bf16 one exists only where the compiler targets x86-64.
