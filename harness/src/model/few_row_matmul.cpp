@@ -199,10 +199,8 @@ at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel
   at::Tensor out = at::empty({rows, n}, x.options().dtype(at::kFloat));
   if (rows > 0 && n > 0) {
     at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
-    std::int64_t ldx = k;
     if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
-      ldx = few_row::packed_k(k);
-      at::Tensor packed = at::empty({rows * ldx}, xs.options());
+      at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
       few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
                            static_cast<std::uint16_t*>(packed.data_ptr()));
       xs = packed;
@@ -212,7 +210,6 @@ at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel
                                 xs.data_ptr(),
                                 rows,
                                 k,
-                                ldx,
                                 out.data_ptr<float>(),
                                 n};
     // Threads take whole ranges of weight rows; under ~64 KB of weight a range is not worth one.

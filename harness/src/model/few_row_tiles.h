@@ -15,7 +15,6 @@ struct Operands {
   const void* x;  // rows of x: float32 rows of stride k, or bf16 packed by pack_bf16_x
   std::int64_t rows_x;
   std::int64_t k;
-  std::int64_t ldx;  // the group of x rows from row b on starts at x + b * ldx elements
   float* out;
   std::int64_t ldo;
 };
@@ -27,6 +26,13 @@ struct Operands {
 // rows' read 8 / 16 rows at 25-26 / 13-17 GB/s where the packed run read 28-37 / 20-25 in a
 // stand-alone loop on a Zen 5 EPYC (docs/performance.md).
 constexpr std::int64_t packed_k(std::int64_t k) { return (k + 31) / 32 * 32; }
+
+// Elements per row of x as the kernel of XBytes-wide x reads it: the group of x rows from row b
+// on starts at x + b * row_stride (bf16 packed, float32 row after row).
+template <int XBytes>
+constexpr std::int64_t row_stride(std::int64_t k) {
+  return XBytes == 2 ? packed_k(k) : k;
+}
 
 // The entry points, one per kernel; the bf16 one exists only where the compiler targets x86-64.
 void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end);
@@ -73,7 +79,7 @@ DRAFTGATE_INLINE void tiles(const Operands& a, std::int64_t from, std::int64_t t
   for (std::int64_t n = from; n + R <= to; n += R)
     for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
       run_tile<Tile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)), a.w + n * a.ldw, a.ldw,
-                        static_cast<const char*>(a.x) + b * a.ldx * XBytes, a.k,
+                        static_cast<const char*>(a.x) + b * row_stride<XBytes>(a.k) * XBytes, a.k,
                         a.out + b * a.ldo + n, a.ldo);
 }
 
