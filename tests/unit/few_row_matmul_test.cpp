@@ -90,15 +90,23 @@ TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
 }
 
 // Each output is summed in one order whatever the number of rows: a row of a verify pass has the
-// bits of the same row decoded alone (K across the steps, the widened chunks and a tail).
+// bits of the same row decoded alone (K across the steps, the widened chunks and a tail; from 9
+// rows at these K the bf16 kernel splits K into blocks, and at N = 451 into several panels of
+// tiles, a partial one and a one-row tail per thread).
 TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
   at::manual_seed(13);
-  for (std::int64_t k : {15, 100, 1040, 1500}) {
-    const at::Tensor w = random_w(37, k), x = random_x(16, k);
+  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{37, 15},
+                             {37, 100},
+                             {37, 1040},
+                             {37, 1500},
+                             {451, 1500},
+                             {451, 2080}}) {
+    const at::Tensor w = random_w(n, k), x = random_x(16, k);
     const at::Tensor all = few_row_matmul(x, w, GetParam().kernel);
     for (std::int64_t rows : {1, 2, 3, 5, 8, 9, 16}) {
       const at::Tensor some = few_row_matmul(x.narrow(0, 0, rows), w, GetParam().kernel);
-      ASSERT_TRUE(at::equal(some, all.narrow(0, 0, rows))) << "K " << k << ", rows " << rows;
+      ASSERT_TRUE(at::equal(some, all.narrow(0, 0, rows)))
+          << "N " << n << ", K " << k << ", rows " << rows;
     }
   }
 }

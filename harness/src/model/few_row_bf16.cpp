@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "few_row_tiles.h"
 
 namespace draftgate::model::few_row {
@@ -29,41 +31,50 @@ constexpr std::int64_t kFarBytes = 32 * 1024;
 
 template <int R, int BT>
 struct Bf16DotTile {
+  // near / far: where the next tile and the one far ahead start, in elements from w.
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
-                                    const std::uint16_t* x, std::int64_t at, std::int64_t far,
-                                    __mmask32 mask, __m512 (&acc)[R][BT]) {
+                                    const std::uint16_t* x, std::int64_t at, std::int64_t near,
+                                    std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
     __m512bh wv[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
-      // The next tile's rows into L1 (rows of a few KB are streams too short for the hardware
-      // prefetcher to ramp up on) and the rows `far` ahead into L2.
-      _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * ldw + at), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(w + (far + r) * ldw + at), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + far + r * ldw + at), _MM_HINT_T1);
     }
 #pragma GCC unroll 8
     for (int b = 0; b < BT; ++b) {
-      // x packed (few_row_tiles.h): the step's BT vectors side by side, the tail zero-filled.
       const auto xb = (__m512bh)_mm512_loadu_si512(x + at * BT + b * 32);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv[r], xb);
     }
   }
 
-  static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t ldw, const void* xv,
-                                   std::int64_t k, float* out, std::int64_t ldo) {
-    const auto* x = static_cast<const std::uint16_t*>(xv);
-    const std::int64_t far_rows = (kFarBytes / (2 * ldw) + R) / R * R;
-    const std::int64_t far = far_rows > 2 * R ? far_rows : 2 * R;
-    // Fully unrolled loops over constant indices keep the accumulators in registers.
+  // The tile's sums over k in [k0, k1), started from `from` (zeros at k0 == 0): written to out as
+  // lane sums at k1 == k, else to `saved` for the next block. The sums are kept whole between
+  // blocks, so each output is summed in the same order as in one pass over k: the same bits.
+  // Not inlined: in one function with all the other tiles, GCC spilled an accumulator of the
+  // loop to the stack (a store and a load in every step's chain; 10 % of 8 rows from L3).
+  static __attribute__((noinline)) void run(const std::uint16_t* w, std::int64_t ldw,
+                                            const std::uint16_t* x, std::int64_t k0,
+                                            std::int64_t k1, std::int64_t k, std::int64_t near,
+                                            std::int64_t far, const __m512* from, __m512* saved,
+                                            float* out, std::int64_t ldo) {
     __m512 acc[R][BT];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) acc[r][b] = _mm512_setzero_ps();
-    const std::int64_t whole = k / 32 * 32;
-    for (std::int64_t at = 0; at < whole; at += 32) step(w, ldw, x, at, far, ~0u, acc);
-    if (whole < k) step(w, ldw, x, whole, far, (1u << (k - whole)) - 1, acc);  // the ragged end
+      for (int b = 0; b < BT; ++b) acc[r][b] = from[r * BT + b];
+    const std::int64_t whole = k1 / 32 * 32;
+    for (std::int64_t at = k0; at < whole; at += 32) step(w, ldw, x, at, near, far, ~0u, acc);
+    if (whole < k1) step(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
+    if (k1 < k) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int b = 0; b < BT; ++b) saved[r * BT + b] = acc[r][b];
+      return;
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
@@ -71,10 +82,65 @@ struct Bf16DotTile {
   }
 };
 
+// A k block of x is kept to 16 KB so that it stays in L1 (48 KB on Zen 5) beside the weight tile
+// and the next one. x of 16 rows at k = 3072 (96 KB) was read again from L2 for every tile, and
+// 8 / 16 rows read Qwen3-8B's MLP down at 33 / 22 GB/s; in blocks of 16 KB, 45 / 26 (stand-alone,
+// interleaved, on a Zen 5 EPYC: docs/performance.md).
+constexpr std::int64_t kXBlockBytes = 16 * 1024;
+// Tiles per panel: the panel's sums between k blocks (32 · 2 groups · 24 vectors = 96 KB) stay
+// in L2. 16 to 128 tiles measured the same.
+constexpr std::int64_t kPanelTiles = 32;
+constexpr int kMaxGroups = 2;  // kFewRowsMax / kGroupRows
+constexpr int kSlot = 24;      // vectors per tile and group, R · BT at most
+thread_local __m512 saved_sums[kPanelTiles * kMaxGroups * kSlot];
+const __m512 zero_sums[kSlot] = {};
+
+// The tiles run a panel at a time, the panel's tiles one k block after another, so the panel's
+// block of x stays in L1 while the panel's weight rows stream past it.
+template <int R>
+DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t to) {
+  const std::int64_t k = a.k, kp = packed_k(k), ldw = a.ldw;
+  const std::int64_t kc = lesser(k, kXBlockBytes / (2 * a.rows_x) / 32 * 32);
+  const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
+  const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
+  const std::int64_t ahead = lesser(panel, std::max<std::int64_t>(2, kFarBytes / (R * kc * 2) + 1));
+  const auto* x = static_cast<const std::uint16_t*>(a.x);
+  for (std::int64_t p0 = 0; p0 < tiles; p0 += panel) {
+    const std::int64_t count = lesser(panel, tiles - p0);
+    for (std::int64_t kb = 0; kb < blocks; ++kb) {
+      const std::int64_t k0 = kb * kc, k1 = lesser(k, k0 + kc);
+      // Where the tile d places later in this order starts, relative to tile t, in elements.
+      auto later = [&](std::int64_t t, std::int64_t d) {
+        if (t + d < count) return d * R * ldw;
+        if (kb + 1 < blocks) return (d - count) * R * ldw + kc;  // the next block
+        return d * R * ldw - k0;                                 // the next panel
+      };
+      for (std::int64_t t = 0; t < count; ++t) {
+        const std::int64_t n = from + (p0 + t) * R, near = later(t, 1), far = later(t, ahead);
+        __m512* saved = saved_sums + t * kMaxGroups * kSlot;
+        for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows, saved += kSlot)
+          run_tile<Bf16DotTile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)),
+                                   a.w + n * ldw, ldw, x + b * kp, k0, k1, k, near, far,
+                                   kb == 0 ? zero_sums : saved, saved, a.out + b * a.ldo + n,
+                                   a.ldo);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end) {
-  rows<Bf16DotTile, 2>(all, begin, end);
+  const int bt = static_cast<int>(lesser(all.rows_x, kGroupRows));
+  const int r = rows_per_tile(bt);
+  const std::int64_t split = begin + (end - begin) / r * r;
+  if (r == 8)
+    blocked<8>(all, begin, split);
+  else if (r == 4)
+    blocked<4>(all, begin, split);
+  else
+    blocked<3>(all, begin, split);
+  blocked<1>(all, split, end);
 }
 
 }  // namespace draftgate::model::few_row

@@ -48,27 +48,26 @@ constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
 
 DRAFTGATE_INLINE std::int64_t lesser(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
-// Tile<R, BT>::run(w, ldw, x, k, out, ldo): R weight rows times BT rows of x over the whole k.
-template <template <int, int> class Tile, int R>
-DRAFTGATE_INLINE void run_tile(int bt, const std::uint16_t* w, std::int64_t ldw, const void* x,
-                               std::int64_t k, float* out, std::int64_t ldo) {
+// Tile<R, BT>::run(args...) for a group of bt rows of x.
+template <template <int, int> class Tile, int R, class... Args>
+DRAFTGATE_INLINE void run_tile(int bt, Args... args) {
   switch (bt) {
     case 1:
-      return Tile<R, 1>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 1>::run(args...);
     case 2:
-      return Tile<R, 2>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 2>::run(args...);
     case 3:
-      return Tile<R, 3>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 3>::run(args...);
     case 4:
-      return Tile<R, 4>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 4>::run(args...);
     case 5:
-      return Tile<R, 5>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 5>::run(args...);
     case 6:
-      return Tile<R, 6>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 6>::run(args...);
     case 7:
-      return Tile<R, 7>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 7>::run(args...);
     default:
-      return Tile<R, 8>::run(w, ldw, x, k, out, ldo);
+      return Tile<R, 8>::run(args...);
   }
 }
 
@@ -88,18 +87,6 @@ DRAFTGATE_INLINE void rows_with(const Operands& a, std::int64_t begin, std::int6
   const std::int64_t split = begin + (end - begin) / R * R;
   tiles<Tile, R, XBytes>(a, begin, split);
   tiles<Tile, 1, XBytes>(a, split, end);
-}
-
-template <template <int, int> class Tile, int XBytes>
-DRAFTGATE_INLINE void rows(const Operands& a, std::int64_t begin, std::int64_t end) {
-  switch (rows_per_tile(static_cast<int>(lesser(a.rows_x, kGroupRows)))) {
-    case 8:
-      return rows_with<Tile, 8, XBytes>(a, begin, end);
-    case 4:
-      return rows_with<Tile, 4, XBytes>(a, begin, end);
-    default:
-      return rows_with<Tile, 3, XBytes>(a, begin, end);
-  }
 }
 
 }  // namespace draftgate::model::few_row
