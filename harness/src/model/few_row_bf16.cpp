@@ -13,8 +13,8 @@ namespace {
 
 // The lane sums of 16 vectors at once: lane 4q + m of the result is the sum of v[4m + q]. Each is
 // the tree that summing one vector's lanes by shuffles would form (lane i with i + 8, then i + 4,
-// i + 2, i + 1), so the bits are the same, in 45 shuffles and adds instead of 128 (the lane sums
-// of a 3 x 8 tile one vector at a time cost a quarter of its time at k = 1024).
+// i + 2, i + 1), so the bits are the same, in 45 shuffles and adds instead of 128 (3-6 % more
+// GFLOP/s with the weight in L3 at 8 and 16 rows on a Zen 5 EPYC).
 DRAFTGATE_INLINE __m512 lane_sums(const __m512 (&v)[16]) {
   __m512 halves[8], quarters[4], pairs[2];
 #pragma GCC unroll 8
@@ -36,9 +36,9 @@ DRAFTGATE_INLINE __m512 lane_sums(const __m512 (&v)[16]) {
                        _mm512_shuffle_ps(pairs[0], pairs[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// Weight rows this far ahead (at least ~32 KB of weight) are fetched into L2 as the tile runs:
-// with only the next tile fetched into L1, a stream of 8 or 16 rows of x reached half the read
-// bandwidth on the AVX-512 BF16 EPYC; with the far fetch this tile, timed alone over a 192 MB
+// The tiles ~32 KB of weight ahead, in the order the tiles run, are fetched into L2 as a tile
+// runs: with only the next tile fetched into L1, a stream of 8 or 16 rows of x reached half the
+// read bandwidth on the AVX-512 BF16 EPYC; with the far fetch this tile, timed alone over a 192 MB
 // weight, read 1 / 8 / 16 rows at 88 / 98 / 66 % of it (docs/performance.md).
 constexpr std::int64_t kFarBytes = 32 * 1024;
 
