@@ -5,15 +5,14 @@
 // libtorch: beside this binary in the build tree, in the library directory of an installed prefix.
 
 #include <dlfcn.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <climits>
 #include <filesystem>
 #include <iostream>
 #include <string>
 
+#include "draftgate/keep_freed_memory.h"
 #include "run_cli.h"
 
 namespace {
@@ -40,27 +39,13 @@ std::filesystem::path engine_path() {
   return (bin / DRAFTGATE_ENGINE_FROM_BIN / "libdraftgate_engine.so").lexically_normal();
 }
 
-// glibc hands blocks over its mmap threshold (which it raises as they are freed, to 32 MB at
-// most) and the heap's freed top back to the kernel, so the next layer's tensors of the same sizes
-// come from fresh pages: a page fault each 4 KB, and on a paravirtualized guest every fault traps
-// to the hypervisor. Pinning the threshold at its maximum and never trimming kept a streamed
-// 27B check run's peak RSS (3.2 GB) and cut its system time 19 -> 10.5 s and its wall 51 -> 43 s
-// (docs/performance.md). Malloc settings the user gave in GLIBC_TUNABLES are kept.
-void keep_freed_memory() {
-  const char* tunables = ::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::string(tunables).find("glibc.malloc.") != std::string::npos)
-    return;
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, INT_MAX);
-}
-
 int run_engine(int argc, char** argv) {
   // OpenBLAS's idle threads spin on sched_yield for up to 2^28 cycles after each GEMM (its default
   // thread timeout), taking the cores from ATen's OpenMP threads: most of the kernel time of a
   // streamed check run (docs/performance.md). 2^4 cycles puts them to sleep at once. OpenBLAS
   // reads the variable when the engine loads it; a value the user set is kept.
   ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", /*overwrite=*/0);
-  keep_freed_memory();
+  draftgate::keep_freed_memory();
   const std::string engine = engine_path().string();
   void* lib = ::dlopen(engine.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
