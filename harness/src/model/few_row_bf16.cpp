@@ -42,6 +42,30 @@ DRAFTGATE_INLINE __m512 lane_sums(const __m512 (&v)[16]) {
 // weight, read 1 / 8 / 16 rows at 88 / 98 / 66 % of it (docs/performance.md).
 constexpr std::int64_t kFarBytes = 32 * 1024;
 
+// The bf16 kernel's weight rows per tile for a group of `bt` rows of x: enough accumulators to
+// hide the latency of its dot products, few enough to stay in 32 vector registers.
+constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
+
+// A k block of x is kept to 16 KB so that it stays in L1 (48 KB on Zen 5) beside the weight tile
+// and the next one. x of 16 rows at k = 3072 (96 KB) was read again from L2 for every tile, and
+// with the other changes of that day 8 / 16 rows read Qwen3-8B's MLP down at 34.5 -> 49.5 /
+// 21.0 -> 25.0 GB/s (stand-alone, interleaved, on a Zen 5 EPYC: docs/performance.md).
+constexpr std::int64_t kXBlockBytes = 16 * 1024;
+// Tiles per panel: the panel's sums between k blocks (32 · 2 groups · 24 vectors = 96 KB) stay
+// in L2. 16 to 128 tiles measured the same.
+constexpr std::int64_t kPanelTiles = 32;
+constexpr int kMaxGroups = kMaxRows / kGroupRows;
+constexpr int kSlot = 24;  // vectors per tile and group, R · BT at most
+thread_local __m512 saved_sums[kPanelTiles * kMaxGroups * kSlot];
+const __m512 zero_sums[kSlot] = {};
+
+constexpr bool every_tile_fits_a_slot() {
+  for (int bt = 1; bt <= kGroupRows; ++bt)
+    if (rows_per_tile(bt) * bt > kSlot) return false;
+  return true;
+}
+static_assert(every_tile_fits_a_slot(), "a tile's sums fit its slot of the scratch");
+
 template <int R, int BT>
 struct Bf16DotTile {
   // near / far: where the next tile and the one far ahead start, in elements from w.
@@ -119,19 +143,6 @@ struct Bf16DotTile {
     }
   }
 };
-
-// A k block of x is kept to 16 KB so that it stays in L1 (48 KB on Zen 5) beside the weight tile
-// and the next one. x of 16 rows at k = 3072 (96 KB) was read again from L2 for every tile, and
-// 8 / 16 rows read Qwen3-8B's MLP down at 33 / 22 GB/s; in blocks of 16 KB, 45 / 26 (stand-alone,
-// interleaved, on a Zen 5 EPYC: docs/performance.md).
-constexpr std::int64_t kXBlockBytes = 16 * 1024;
-// Tiles per panel: the panel's sums between k blocks (32 · 2 groups · 24 vectors = 96 KB) stay
-// in L2. 16 to 128 tiles measured the same.
-constexpr std::int64_t kPanelTiles = 32;
-constexpr int kMaxGroups = 2;  // kFewRowsMax / kGroupRows
-constexpr int kSlot = 24;      // vectors per tile and group, R · BT at most
-thread_local __m512 saved_sums[kPanelTiles * kMaxGroups * kSlot];
-const __m512 zero_sums[kSlot] = {};
 
 // The tiles run a panel at a time, the panel's tiles one k block after another, so the panel's
 // block of x stays in L1 while the panel's weight rows stream past it.

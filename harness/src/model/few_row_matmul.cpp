@@ -59,9 +59,8 @@ DRAFTGATE_INLINE float finish(const F32x8* chains, const std::uint16_t* w, const
 template <int R, int BT>
 struct Float32FmaTile {
   static_assert(R == 1, "the float32 kernel reads one weight row at a time");
-  static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t, const void* xv,
+  static DRAFTGATE_INLINE void run(const std::uint16_t* w, std::int64_t, const float* x,
                                    std::int64_t k, float* out, std::int64_t ldo) {
-    const auto* x = static_cast<const float*>(xv);
     const std::int64_t whole = k / kStep * kStep;
     F32x8 acc[BT][kChains] = {};
     if constexpr (BT <= kGroup) {
@@ -147,10 +146,17 @@ void pack_bf16_x(const std::uint16_t* x, std::int64_t rows, std::int64_t k, std:
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end) {
-  rows_with<Float32FmaTile, 1, 4>(all, begin, end);
+  const auto* x = static_cast<const float*>(all.x);
+  for (std::int64_t n = begin; n < end; ++n)
+    for (std::int64_t b = 0; b < all.rows_x; b += kGroupRows)
+      run_tile<Float32FmaTile, 1>(static_cast<int>(lesser(all.rows_x - b, kGroupRows)),
+                                  all.w + n * all.ldw, all.ldw, x + b * all.k, all.k,
+                                  all.out + b * all.ldo + n, all.ldo);
 }
 
 }  // namespace few_row
+
+static_assert(few_row::kMaxRows == kFewRowsMax, "the bf16 kernel's scratch holds kMaxRows rows");
 
 namespace {
 bool cpu_has_bf16_dot() {

@@ -27,13 +27,6 @@ struct Operands {
 // stand-alone loop on a Zen 5 EPYC (docs/performance.md).
 constexpr std::int64_t packed_k(std::int64_t k) { return (k + 31) / 32 * 32; }
 
-// Elements per row of x as the kernel of XBytes-wide x reads it: the group of x rows from row b
-// on starts at x + b * row_stride (bf16 packed, float32 row after row).
-template <int XBytes>
-constexpr std::int64_t row_stride(std::int64_t k) {
-  return XBytes == 2 ? packed_k(k) : k;
-}
-
 // The entry points, one per kernel; the bf16 one exists only where the compiler targets x86-64.
 void float32_fma_rows(const Operands& all, std::int64_t begin, std::int64_t end);
 void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end);
@@ -41,10 +34,7 @@ void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end);
 #define DRAFTGATE_INLINE inline __attribute__((always_inline))
 
 constexpr int kGroupRows = 8;  // rows of x per tile
-
-// The bf16 kernel's weight rows per tile for a group of `bt` rows of x: enough accumulators to
-// hide the latency of its dot products, few enough to stay in 32 vector registers.
-constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
+constexpr int kMaxRows = 16;   // kFewRowsMax (few_row_matmul.cpp asserts it)
 
 DRAFTGATE_INLINE std::int64_t lesser(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
@@ -69,24 +59,6 @@ DRAFTGATE_INLINE void run_tile(int bt, Args... args) {
     default:
       return Tile<R, 8>::run(args...);
   }
-}
-
-// Each tile of R weight rows is read from memory once and multiplied with every group of x rows
-// while it is in cache.
-template <template <int, int> class Tile, int R, int XBytes>
-DRAFTGATE_INLINE void tiles(const Operands& a, std::int64_t from, std::int64_t to) {
-  for (std::int64_t n = from; n + R <= to; n += R)
-    for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
-      run_tile<Tile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)), a.w + n * a.ldw, a.ldw,
-                        static_cast<const char*>(a.x) + b * row_stride<XBytes>(a.k) * XBytes, a.k,
-                        a.out + b * a.ldo + n, a.ldo);
-}
-
-template <template <int, int> class Tile, int R, int XBytes>
-DRAFTGATE_INLINE void rows_with(const Operands& a, std::int64_t begin, std::int64_t end) {
-  const std::int64_t split = begin + (end - begin) / R * R;
-  tiles<Tile, R, XBytes>(a, begin, split);
-  tiles<Tile, 1, XBytes>(a, split, end);
 }
 
 }  // namespace draftgate::model::few_row
