@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 #include "draftgate/model/ops.h"
 
@@ -148,6 +149,36 @@ TEST_P(FewRowMatmul, DroppingTheLastProductsWouldBreakTheBound) {
             10.0);
 }
 
+TEST_P(FewRowMatmul, WeightsSharingXInOneCallHaveTheBitsOfEachAlone) {
+  at::manual_seed(17);
+  const std::int64_t k = 1040;
+  const std::vector<at::Tensor> ws{random_w(451, k), random_w(1, k), random_w(96, k),
+                                   random_w(0, k)};
+  for (std::int64_t rows : {1, 3, 8, 16}) {
+    const at::Tensor x = random_x(rows, k);
+    const std::vector<at::Tensor> ys = few_row_matmul(x, ws, GetParam().kernel);
+    ASSERT_EQ(ys.size(), ws.size());
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      ASSERT_TRUE(at::equal(ys[i], few_row_matmul(x, ws[i], GetParam().kernel)))
+          << "weight " << i << ", rows " << rows;
+  }
+  EXPECT_THROW(few_row_matmul(random_x(2, k), {ws[0], random_w(8, k + 1)}, GetParam().kernel),
+               std::invalid_argument);
+}
+
+TEST_P(FewRowMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
+  at::manual_seed(19);
+  const at::Tensor w = random_w(300, 200), x = random_x(5, 200);
+  if (x.scalar_type() != at::kBFloat16) {
+    EXPECT_THROW(few_row_matmul(x, w, GetParam().kernel, ProductOutput::kWidened),
+                 std::invalid_argument);
+    return;
+  }
+  const at::Tensor widened = few_row_matmul(x, w, GetParam().kernel, ProductOutput::kWidened);
+  EXPECT_EQ(widened.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(widened, few_row_matmul(x, w, GetParam().kernel).to(at::kFloat)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, FewRowMatmul,
                          testing::Values(KernelCase{FewRowKernel::kBf16Dot, at::kBFloat16},
                                          KernelCase{FewRowKernel::kFloat32Fma, at::kBFloat16},
@@ -165,6 +196,28 @@ TEST(FewRowMatmulScope, TakesFewRowsOfABf16WeightWithContiguousRowsOnly) {
   EXPECT_THROW(few_row_matmul(at::zeros({1, 32}, at::kFloat), w, FewRowKernel::kBf16Dot),
                std::invalid_argument);
   EXPECT_THROW(few_row_matmul(at::zeros({20, 32}, at::kBFloat16), w), std::invalid_argument);
+}
+
+// Sums exactly halfway between two bf16 values round to the even one, as ATen rounds a float32.
+TEST(FewRowMatmulScope, AHalfwaySumRoundsToEvenAsATenRounds) {
+  const at::Tensor x = at::ones({1, 2}, at::kBFloat16);
+  const std::vector<std::pair<float, float>> rows{
+      {1.0f, 0x1p-8f},             // 1 + 2^-8: halfway between 1 and 1 + 2^-7, even is 1
+      {1.0f + 0x1p-7f, 0x1p-8f},   // halfway between 1 + 2^-7 and 1 + 2^-6, even is the upper
+      {-1.0f - 0x1p-7f, -0x1p-8f}  // the same below zero
+  };
+  at::Tensor w = at::empty({3, 2}, at::kFloat);
+  for (std::int64_t r = 0; r < 3; ++r) {
+    w[r][0] = rows[r].first;
+    w[r][1] = rows[r].second;
+  }
+  const at::Tensor sums = w.sum(1);  // exact in float32
+  for (FewRowKernel kernel : {FewRowKernel::kBf16Dot, FewRowKernel::kFloat32Fma}) {
+    if (!few_row_kernel_available(kernel)) continue;
+    const at::Tensor y = few_row_matmul(x, w.to(at::kBFloat16), kernel);
+    EXPECT_TRUE(at::equal(y.flatten(), sums.to(at::kBFloat16))) << few_row_kernel_name(kernel);
+    EXPECT_EQ(y[0][1].item<float>(), 1.0f + 0x1p-6f);
+  }
 }
 
 // Many bf16 rows: oneDNN's GEMM where the CPU has bf16 dot products; elsewhere (its bf16 path is

@@ -179,12 +179,12 @@ TEST_F(AmxMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
   at::Tensor x = spread({16, 256}, 19).to(at::kBFloat16);
   x[3][7] = std::numeric_limits<float>::quiet_NaN();
   const at::Tensor w = spread({224, 256}, 20).to(at::kBFloat16);
-  const at::Tensor widened = amx_matmul(x, w, AmxOutput::kWidened);
+  const at::Tensor widened = amx_matmul(x, w, ProductOutput::kWidened);
   ASSERT_EQ(widened.scalar_type(), at::kFloat);
   const at::Tensor want = amx_matmul(x, w).to(at::kFloat);
   const at::Tensor same = (widened == want) | (at::isnan(widened) & at::isnan(want));
   EXPECT_TRUE(same.all().item<bool>()) << (~same).sum().item<std::int64_t>() << " differ";
-  EXPECT_THROW(amx_matmul(x.to(at::kFloat), w, AmxOutput::kWidened), std::invalid_argument);
+  EXPECT_THROW(amx_matmul(x.to(at::kFloat), w, ProductOutput::kWidened), std::invalid_argument);
 }
 
 class FmaGemm : public ::testing::TestWithParam<FmaGemmIsa> {

@@ -94,20 +94,20 @@ namespace {
 
 // Every product x · wᵢᵀ: x packed once, the weights' rows in one parallel region.
 std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
-                                 AmxOutput output) {
+                                 ProductOutput output) {
   if (!amx_available())
     throw std::invalid_argument("amx_matmul: no AMX here, or not a product it takes");
   for (const at::Tensor& w : ws)
     if (!amx_matmul_applies(x, w) || w.size(1) != ws.front().size(1))
       throw std::invalid_argument("amx_matmul: no AMX here, or not a product it takes");
-  if (output == AmxOutput::kWidened && x.scalar_type() != at::kBFloat16)
+  if (output == ProductOutput::kWidened && x.scalar_type() != at::kBFloat16)
     throw std::invalid_argument("amx_matmul: only a bf16 product is widened");
   c10::InferenceMode inference;
   const std::int64_t k = ws.front().size(1);
   const at::Tensor xs = x.reshape({-1, k}).contiguous();
   const std::int64_t rows = xs.size(0), mp = (rows + 15) / 16 * 16;
   const int terms = x.scalar_type() == at::kFloat ? 3 : 1;
-  const bool widened = output == AmxOutput::kWidened;
+  const bool widened = output == ProductOutput::kWidened;
   std::vector<at::Tensor> ys;
   for (const at::Tensor& w : ws) {
     std::vector<std::int64_t> shape = x.sizes().vec();
@@ -167,13 +167,13 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
 
 }  // namespace
 
-at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w, AmxOutput output) {
+at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w, ProductOutput output) {
   return multiply(x, {w}, output).front();
 }
 
 std::vector<at::Tensor> amx_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
   if (ws.empty()) return {};
-  return multiply(x, ws, AmxOutput::kXDtype);
+  return multiply(x, ws, ProductOutput::kXDtype);
 }
 
 }  // namespace draftgate::model

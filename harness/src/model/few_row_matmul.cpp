@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "few_row_tiles.h"
 
@@ -192,42 +193,108 @@ bool few_row_matmul_applies(const at::Tensor& x, const at::Tensor& w) {
   return k > 0 && x.numel() <= kFewRowsMax * k;
 }
 
-at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel kernel) {
-  if (!few_row_matmul_applies(x, w))
-    throw std::invalid_argument("few_row_matmul: not a few-row product with a bf16 weight");
+namespace {
+
+// Round to nearest even, as c10::BFloat16 rounds (a NaN stays a NaN); no branch, so the loops
+// below vectorize.
+inline std::uint32_t bf16_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
+}
+
+// Columns [begin, end) of the float32 sums [rows, n], rounded to bf16: into `bf16` where given,
+// else in place as float32 values. The threads round the columns they computed, so no pass of
+// one thread over the whole product follows the product.
+void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t begin,
+                   std::int64_t end, std::uint16_t* bf16) {
+  for (std::int64_t b = 0; b < rows; ++b) {
+    float* from = sums + b * n;
+    if (bf16 != nullptr) {
+      std::uint16_t* to = bf16 + b * n;
+      for (std::int64_t c = begin; c < end; ++c)
+        to[c] = static_cast<std::uint16_t>(bf16_bits(from[c]));
+    } else {
+      for (std::int64_t c = begin; c < end; ++c) {
+        const std::uint32_t widened = bf16_bits(from[c]) << 16;
+        std::memcpy(from + c, &widened, sizeof widened);
+      }
+    }
+  }
+}
+
+std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                 FewRowKernel kernel, ProductOutput output) {
+  for (const at::Tensor& w : ws)
+    if (!few_row_matmul_applies(x, w))
+      throw std::invalid_argument("few_row_matmul: not a few-row product with a bf16 weight");
   const bool bf16_dot = kernel == FewRowKernel::kBf16Dot;
   if (!few_row_kernel_available(kernel) || (bf16_dot && x.scalar_type() != at::kBFloat16))
     throw std::invalid_argument("few_row_matmul: kernel " + few_row_kernel_name(kernel) +
                                 " does not run here or for this x");
-  const std::int64_t k = w.size(1), n = w.size(0), rows = x.numel() / k;
-  std::vector<std::int64_t> out_shape = x.sizes().vec();
-  out_shape.back() = n;
-  at::Tensor out = at::empty({rows, n}, x.options().dtype(at::kFloat));
-  if (rows > 0 && n > 0) {
-    at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
-    if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
-      at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
-      few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
-                           static_cast<std::uint16_t*>(packed.data_ptr()));
-      xs = packed;
-    }
-    const few_row::Operands all{static_cast<const std::uint16_t*>(w.data_ptr()),
-                                w.stride(0),
-                                xs.data_ptr(),
-                                rows,
-                                k,
-                                out.data_ptr<float>(),
-                                n};
-    // Threads take whole ranges of weight rows; under ~64 KB of weight a range is not worth one.
-    const std::int64_t grain = std::max<std::int64_t>(8, (std::int64_t{1} << 15) / k);
-    at::parallel_for(0, n, grain, [&](std::int64_t begin, std::int64_t end) {
-#if DRAFTGATE_BF16_DOT_KERNEL
-      if (bf16_dot) return few_row::bf16_dot_rows(all, begin, end);
-#endif
-      few_row::float32_fma_rows(all, begin, end);
-    });
+  const bool bf16_x = x.scalar_type() == at::kBFloat16;
+  if (output == ProductOutput::kWidened && !bf16_x)
+    throw std::invalid_argument("few_row_matmul: only a bf16 product is widened");
+  const bool to_bf16 = bf16_x && output == ProductOutput::kXDtype;
+  const std::int64_t k = x.size(-1), rows = x.numel() / k;
+  std::vector<at::Tensor> ys;
+  std::vector<std::int64_t> first{0};  // weight i's rows: [first[i], first[i + 1]) of the whole
+  for (const at::Tensor& w : ws) {
+    std::vector<std::int64_t> shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    ys.push_back(at::empty(shape, x.options().dtype(to_bf16 ? at::kBFloat16 : at::kFloat)));
+    first.push_back(first.back() + w.size(0));
   }
-  return out.view(out_shape).to(x.scalar_type());
+  if (rows == 0 || first.back() == 0) return ys;
+  at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
+  if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
+    at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
+    few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
+                         static_cast<std::uint16_t*>(packed.data_ptr()));
+    xs = packed;
+  }
+  // The float32 sums: y itself where y is float32, else one buffer for every weight.
+  const at::Tensor sums =
+      to_bf16 ? at::empty({rows * first.back()}, x.options().dtype(at::kFloat)) : at::Tensor();
+  std::vector<few_row::Operands> operands;
+  std::vector<std::uint16_t*> bf16_ys;
+  for (std::size_t i = 0; i < ws.size(); ++i) {
+    float* out = to_bf16 ? sums.data_ptr<float>() + rows * first[i] : ys[i].data_ptr<float>();
+    operands.push_back({static_cast<const std::uint16_t*>(ws[i].data_ptr()), ws[i].stride(0),
+                        xs.data_ptr(), rows, k, out, ws[i].size(0)});
+    bf16_ys.push_back(to_bf16 ? static_cast<std::uint16_t*>(ys[i].data_ptr()) : nullptr);
+  }
+  // Threads take whole ranges of weight rows, over the weights one after the other, in one
+  // parallel region; under ~64 KB of weight a range is not worth one.
+  const std::int64_t grain = std::max<std::int64_t>(8, (std::int64_t{1} << 15) / k);
+  at::parallel_for(0, first.back(), grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+      const std::int64_t lo = std::max(begin, first[i]) - first[i];
+      const std::int64_t hi = std::min(end, first[i + 1]) - first[i];
+      if (lo >= hi) continue;
+#if DRAFTGATE_BF16_DOT_KERNEL
+      if (bf16_dot)
+        few_row::bf16_dot_rows(operands[i], lo, hi);
+      else
+#endif
+        few_row::float32_fma_rows(operands[i], lo, hi);
+      if (bf16_x) round_columns(operands[i].out, rows, operands[i].ldo, lo, hi, bf16_ys[i]);
+    }
+  });
+  return ys;
+}
+
+}  // namespace
+
+at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel kernel,
+                          ProductOutput output) {
+  return multiply(x, {w}, kernel, output).front();
+}
+
+std::vector<at::Tensor> few_row_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                       FewRowKernel kernel) {
+  return multiply(x, ws, kernel, ProductOutput::kXDtype);
 }
 
 }  // namespace draftgate::model

@@ -158,8 +158,10 @@ at::Tensor dense(const at::Tensor& x, const at::Tensor& w) {
 }
 
 std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>& ws) {
-  if (std::all_of(ws.begin(), ws.end(), [&](const at::Tensor& w) { return takes_amx(x, w); }))
-    return amx_matmul(x, ws);
+  const auto all = [&](auto takes) { return std::all_of(ws.begin(), ws.end(), takes); };
+  if (all([&](const at::Tensor& w) { return takes_amx(x, w); })) return amx_matmul(x, ws);
+  if (all([&](const at::Tensor& w) { return !takes_amx(x, w) && few_row_matmul_applies(x, w); }))
+    return few_row_matmul(x, ws, best_few_row_kernel(x.scalar_type()));
   std::vector<at::Tensor> ys;
   for (const at::Tensor& w : ws) ys.push_back(dense(x, w));
   return ys;
@@ -167,7 +169,9 @@ std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>
 
 at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w) {
   if (x.scalar_type() == at::kBFloat16 && takes_amx(x, w))
-    return amx_matmul(x, w, AmxOutput::kWidened);
+    return amx_matmul(x, w, ProductOutput::kWidened);
+  if (x.scalar_type() == at::kBFloat16 && few_row_matmul_applies(x, w))
+    return few_row_matmul(x, w, best_few_row_kernel(x.scalar_type()), ProductOutput::kWidened);
   return dense(x, w).to(at::kFloat);
 }
 

@@ -9,13 +9,15 @@
 // next 8 bits of the 24-bit significand), so every product w·xₜ is exact and the result is a
 // float32 GEMM over 3K products: |y − y_exact| ≤ (3K + 32) · 2⁻²⁴ · Σ|w||x|, plus the flush of
 // denormal terms (≤ 3K · 2⁻¹²⁶ · max|w|) — what any float32 GEMM may differ by, within a factor 3
-// of the bound (tests/unit/float32_times_bf16_test.cpp checks it against float64). A bf16 x is one term,
-// the result rounded once to bf16. Each output's sum is formed in one order whatever the number
-// of rows of x.
+// of the bound (tests/unit/float32_times_bf16_test.cpp checks it against float64). A bf16 x is one
+// term, the result rounded once to bf16. Each output's sum is formed in one order whatever the
+// number of rows of x.
 
 #include <ATen/ATen.h>
 
 #include <vector>
+
+#include "draftgate/model/product_output.h"
 
 namespace draftgate::model {
 
@@ -26,14 +28,9 @@ bool amx_available();
 // multiples of 32, and x [..., K] of float32 or bf16 outside autograd.
 bool amx_matmul_applies(const at::Tensor& x, const at::Tensor& w);
 
-// What the product returns: in x's dtype, or (a bf16 x) rounded to bf16 and stored as float32 —
-// the values of amx_matmul(x, w).to(at::kFloat) in one pass (a verify block's logits, where the
-// bf16 product and its float32 copy were two fresh allocations and a pass over both).
-enum class AmxOutput { kXDtype, kWidened };
-
 // x [..., K] · w [N, K]ᵀ → [..., N]. amx_available() and amx_matmul_applies() must hold.
 at::Tensor amx_matmul(const at::Tensor& x, const at::Tensor& w,
-                      AmxOutput output = AmxOutput::kXDtype);
+                      ProductOutput output = ProductOutput::kXDtype);
 
 // x · wᵢᵀ for weights that share x and K (a layer's q, k and v; an MLP's gate and up): x packed
 // once and every weight's rows in one parallel region; each product has the bits amx_matmul(x, wᵢ)

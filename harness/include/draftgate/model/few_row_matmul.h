@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/model/product_output.h"
+
 namespace draftgate::model {
 
 enum class FewRowKernel {
@@ -39,10 +41,19 @@ std::string few_row_kernel_name(FewRowKernel kernel);
 // [..., K] of float32 or bf16 with at most kFewRowsMax rows.
 bool few_row_matmul_applies(const at::Tensor& x, const at::Tensor& w);
 
-// x [..., K] · w [N, K]ᵀ → [..., N] in x's dtype. `kernel` must be available and take x's dtype.
-at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel kernel);
+// x [..., K] · w [N, K]ᵀ → [..., N] in x's dtype (or, for a bf16 x, widened: ProductOutput).
+// `kernel` must be available and take x's dtype.
+at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel kernel,
+                          ProductOutput output = ProductOutput::kXDtype);
 inline at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w) {
   return few_row_matmul(x, w, best_few_row_kernel(x.scalar_type()));
 }
+
+// x · wᵢᵀ for weights that share x and K (a layer's q, k and v; an MLP's gate and up): x packed
+// once and every weight's rows in one parallel region, each product with the bits
+// few_row_matmul(x, wᵢ, kernel) gives it (a verify pass of a 0.6B target ran ~200 parallel
+// regions, and the threads waited at the end of each).
+std::vector<at::Tensor> few_row_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                       FewRowKernel kernel);
 
 }  // namespace draftgate::model

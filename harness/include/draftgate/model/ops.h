@@ -44,10 +44,11 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& rope);
 // (fma_gemm.h), else widens the weight a block at a time for OpenBLAS. All accumulate in float32.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& w);
 // dense(x, wᵢ) for weights that share x (q, k and v; gate and up), the same bits: where the AMX
-// tiles take them all, x is packed once and one parallel region runs every weight's rows.
+// tiles or the few-row kernels take them all, x is packed once and one parallel region runs every
+// weight's rows.
 std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>& ws);
 // dense(x, w).to(at::kFloat) — the product rounded to x's dtype, then widened — in one pass where
-// the AMX tiles take it (the logits of a verify block).
+// the AMX tiles or the few-row kernels take it (the logits of a decode or verify pass).
 at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
