@@ -6,10 +6,12 @@
 #include <ATen/Parallel.h>
 
 #include "checks/model_engine.h"
+#include "draftgate/model/big_block_cache.h"
 #include "run_cli.h"
 
 int draftgate_engine_main(int argc, char** argv) {
   using namespace draftgate::cli;
+  draftgate::model::cache_big_cpu_blocks();
   return run_cli(
       argc, argv,
       {add_probe, add_forward,

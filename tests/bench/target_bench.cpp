@@ -18,6 +18,7 @@
 #include "bench_models.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/keep_freed_memory.h"
+#include "draftgate/model/big_block_cache.h"
 #include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/target.h"
@@ -165,6 +166,7 @@ void register_all() {
 
 int main(int argc, char** argv) {
   draftgate::keep_freed_memory();  // as draftgate itself runs
+  draftgate::model::cache_big_cpu_blocks();
   at::set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
   // --make-models: write the benchmark models and exit, so a later run's peak RSS excludes their
   // generation.

@@ -184,7 +184,7 @@ at::Tensor StreamedTarget::lm_head(const at::Tensor& x) const {
   for (std::int64_t r = 0; r < vocab; r += rows) {
     const std::int64_t n = std::min(rows, vocab - r);
     file->prefetch(info, bytes_at(r + n), bytes_at(std::min(vocab, r + 2 * rows)));
-    out.narrow(1, r, n).copy_(dense(in, w.converted(name, stored.narrow(0, r, n))));
+    out.narrow(1, r, n).copy_(dense(in, w.converted_linear(name, stored.narrow(0, r, n))));
     file->release(info, bytes_at(r), bytes_at(r + n));
   }
   return out;

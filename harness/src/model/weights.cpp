@@ -174,12 +174,22 @@ at::Tensor WeightLoader::get(const std::string& name,
 at::Tensor WeightLoader::get_linear(const std::string& name,
                                     const std::vector<std::int64_t>& shape) const {
   const io::TensorInfo* info = checkpoint_.info(name);
-  if (owned_ != nullptr || info == nullptr || info->dtype != io::DType::BF16 ||
-      dtype_ != at::kFloat || !device_.is_cpu())
+  if (!keeps_linear_bf16() || info == nullptr || info->dtype != io::DType::BF16)
     return get(name, shape);
   const at::Tensor stored = mapped(name, shape);
   require_finite(name, stored);
   return stored;
+}
+
+at::Tensor WeightLoader::converted_linear(const std::string& name, const at::Tensor& values) const {
+  if (!keeps_linear_bf16() || values.scalar_type() != at::kBFloat16 || !values.device().is_cpu())
+    return converted(name, values);
+  require_finite(name, values);
+  return values;
+}
+
+bool WeightLoader::keeps_linear_bf16() const {
+  return owned_ == nullptr && dtype_ == at::kFloat && device_.is_cpu();
 }
 
 at::Tensor WeightLoader::converted(const std::string& name, const at::Tensor& values) const {

@@ -42,6 +42,9 @@ class WeightLoader {
   // with exact products — so a float32 forward holds and reads half the bytes. A training loader
   // (owned copies) converts as get() does.
   at::Tensor get_linear(const std::string& name, const std::vector<std::int64_t>& shape) const;
+  // Whether get_linear keeps a bf16 weight as stored: a float32 CPU loader that hands out no
+  // copies.
+  bool keeps_linear_bf16() const;
   // Whether the checkpoint stores a tensor `name` (a layer that reads one of two layouts).
   bool contains(const std::string& name) const { return checkpoint_.contains(name); }
   // The checkpoint's directory, for errors about how its tensors fit together.
@@ -63,6 +66,9 @@ class WeightLoader {
   // device: itself when it is already, else converted into a reused buffer where the loader has
   // them.
   at::Tensor converted(const std::string& name, const at::Tensor& values) const;
+  // converted() for rows of a linear weight multiplied only by dense() (lm_head in vocabulary
+  // blocks): a float32 loader keeps bf16 values as stored, checked finite, as get_linear does.
+  at::Tensor converted_linear(const std::string& name, const at::Tensor& values) const;
 
  private:
   at::Tensor checked(const std::string& name, const std::vector<std::int64_t>& shape) const;

@@ -1,0 +1,60 @@
+#pragma once
+// ATen's CPU allocator with freed blocks of 32 MB and more kept for the next tensor of about that
+// size. glibc maps every block over its mmap threshold (32 MB at most, keep_freed_memory.h) fresh
+// and unmaps it when freed, so a check's [positions, vocabulary] float32 logits (127 MB at 128
+// positions of a 248,320-token vocabulary; 0.5 GB at 512) and a 512-position forward's MLP
+// activations came from fresh pages in every operation: a page fault each 4 KB, and on a
+// paravirtualized guest every fault traps to the hypervisor (docs/performance.md).
+//
+// The cache never holds memory beside a block it could not serve: a request that no kept block
+// fits (at most a quarter bigger) first releases every kept block. So what it adds to the peak
+// resident memory is what was freed and not yet asked for again. Blocks are 2 MB aligned and
+// advised for transparent huge pages: a fresh one faults once per 2 MB.
+
+#include <c10/core/Allocator.h>
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+namespace draftgate::model {
+
+class BigBlockCache final : public c10::Allocator {
+ public:
+  static constexpr std::size_t kSmallest = std::size_t{32} << 20;
+
+  // Requests under `smallest` bytes go to `smaller`, which must outlive this and hand out data
+  // pointers that are their own contexts with a raw deleter (ATen's default CPU allocator does);
+  // raw_deallocate, which oneDNN's buffers go through, frees those with it.
+  explicit BigBlockCache(c10::Allocator* smaller, std::size_t smallest = kSmallest);
+  ~BigBlockCache() override;
+  BigBlockCache(const BigBlockCache&) = delete;
+  BigBlockCache& operator=(const BigBlockCache&) = delete;
+
+  c10::DataPtr allocate(std::size_t bytes) const override;
+  c10::DeleterFnPtr raw_deleter() const override;
+
+  // Bytes of freed blocks kept for reuse.
+  std::size_t kept_bytes() const;
+
+ private:
+  struct Block {
+    void* data;
+    std::size_t size;  // a multiple of 2 MB
+  };
+  static void release(void* data);
+  Block take(std::size_t bytes) const;
+  void keep(Block block) const;
+
+  c10::Allocator* smaller_;
+  std::size_t smallest_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Block> kept_;
+};
+
+// Makes a process-wide BigBlockCache ATen's CPU allocator, in front of the one it had; once per
+// process (later calls do nothing). draftgate_engine_main calls it, and the benchmarks that
+// measure what draftgate runs.
+void cache_big_cpu_blocks();
+
+}  // namespace draftgate::model

@@ -1,0 +1,125 @@
+#include "draftgate/model/big_block_cache.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace draftgate::model {
+
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+// Every block a cache has handed out, by address: a deleter gets nothing but the address
+// (raw_deallocate), and the pointers that are not here are the smaller allocator's.
+struct HandedOut {
+  const BigBlockCache* owner;
+  std::size_t size;
+};
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<void*, HandedOut> blocks;
+  c10::DeleterFnPtr smaller_deleter = nullptr;
+};
+Registry& registry() {
+  static auto* r = new Registry;  // never destroyed: blocks may come back during exit
+  return *r;
+}
+
+}  // namespace
+
+BigBlockCache::BigBlockCache(c10::Allocator* smaller, std::size_t smallest)
+    : smaller_(smaller), smallest_(smallest) {
+  const c10::DeleterFnPtr deleter = smaller->raw_deleter();
+  Registry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  if (deleter == nullptr || (r.smaller_deleter != nullptr && r.smaller_deleter != deleter))
+    throw std::invalid_argument(
+        "BigBlockCache: the smaller allocator has no raw deleter, or another than before");
+  r.smaller_deleter = deleter;
+}
+
+BigBlockCache::~BigBlockCache() {
+  for (const Block& b : kept_) std::free(b.data);
+}
+
+c10::DataPtr BigBlockCache::allocate(std::size_t bytes) const {
+  if (bytes < smallest_) return smaller_->allocate(bytes);
+  const Block block = take(bytes);
+  {
+    Registry& r = registry();
+    const std::lock_guard<std::mutex> lock(r.mutex);
+    r.blocks[block.data] = {this, block.size};
+  }
+  return {block.data, block.data, &BigBlockCache::release, c10::Device(c10::DeviceType::CPU)};
+}
+
+c10::DeleterFnPtr BigBlockCache::raw_deleter() const { return &BigBlockCache::release; }
+
+std::size_t BigBlockCache::kept_bytes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::size_t total = 0;
+  for (const Block& b : kept_) total += b.size;
+  return total;
+}
+
+BigBlockCache::Block BigBlockCache::take(std::size_t bytes) const {
+  const std::size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  std::vector<Block> released;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto best = kept_.end();
+    for (auto it = kept_.begin(); it != kept_.end(); ++it)
+      if (it->size >= size && it->size <= size + size / 4 &&
+          (best == kept_.end() || it->size < best->size))
+        best = it;
+    if (best != kept_.end()) {
+      const Block block = *best;
+      kept_.erase(best);
+      return block;
+    }
+    released.swap(kept_);
+  }
+  for (const Block& b : released) std::free(b.data);
+  void* data = std::aligned_alloc(kHugePage, size);
+  if (data == nullptr) throw std::bad_alloc();
+  ::madvise(data, size, MADV_HUGEPAGE);
+  return {data, size};
+}
+
+void BigBlockCache::keep(Block block) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  kept_.push_back(block);
+}
+
+void BigBlockCache::release(void* data) {
+  Registry& r = registry();
+  std::unique_lock<std::mutex> lock(r.mutex);
+  const auto it = r.blocks.find(data);
+  if (it == r.blocks.end()) {
+    const c10::DeleterFnPtr smaller = r.smaller_deleter;
+    lock.unlock();
+    smaller(data);
+    return;
+  }
+  const HandedOut block = it->second;
+  r.blocks.erase(it);
+  lock.unlock();
+  block.owner->keep({data, block.size});
+}
+
+void cache_big_cpu_blocks() {
+  static const bool installed = [] {
+    // Never destroyed: tensors freed during exit still hand their blocks back to it.
+    static auto* cache = new BigBlockCache(c10::GetCPUAllocator());
+    c10::SetCPUAllocator(cache, /*priority=*/1);
+    return true;
+  }();
+  (void)installed;
+}
+
+}  // namespace draftgate::model

@@ -1,0 +1,103 @@
+// The CPU allocator that keeps freed big blocks (model/big_block_cache.h): reuse of a block of
+// about the size asked, release of every kept block on a miss, the small requests left to the
+// allocator behind it, and tensors on it under many threads.
+
+#include "draftgate/model/big_block_cache.h"
+
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/Parallel.h>
+#include <c10/core/CPUAllocator.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace draftgate::model {
+namespace {
+
+constexpr std::size_t kMB = std::size_t{1} << 20;
+
+TEST(BigBlockCache, AFreedBlockServesTheNextRequestOfAboutItsSize) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 4 * kMB);
+  void* first = nullptr;
+  {
+    c10::DataPtr a = cache.allocate(8 * kMB);
+    first = a.get();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % (2 * kMB), 0u) << "2 MB aligned";
+    static_cast<char*>(first)[8 * kMB - 1] = 1;  // the whole size is writable
+  }
+  EXPECT_EQ(cache.kept_bytes(), 8 * kMB);
+  {
+    c10::DataPtr b = cache.allocate(7 * kMB);  // within a quarter: the kept block
+    EXPECT_EQ(b.get(), first);
+    EXPECT_EQ(cache.kept_bytes(), 0u);
+  }
+  EXPECT_EQ(cache.kept_bytes(), 8 * kMB);
+}
+
+TEST(BigBlockCache, ARequestNoKeptBlockFitsReleasesThemAll) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 4 * kMB);
+  { c10::DataPtr a = cache.allocate(8 * kMB), b = cache.allocate(10 * kMB); }
+  EXPECT_EQ(cache.kept_bytes(), 18 * kMB);
+  {
+    c10::DataPtr big = cache.allocate(16 * kMB);  // 10 MB is too small, none is within a quarter
+    EXPECT_EQ(cache.kept_bytes(), 0u);
+    c10::DataPtr small = cache.allocate(4 * kMB);
+    EXPECT_NE(small.get(), big.get());
+  }
+  EXPECT_EQ(cache.kept_bytes(), 20 * kMB);
+}
+
+TEST(BigBlockCache, SmallRequestsGoToTheAllocatorBehindIt) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 4 * kMB);
+  {
+    c10::DataPtr small = cache.allocate(4 * kMB - 1);
+    EXPECT_EQ(small.get_deleter(), c10::GetDefaultCPUAllocator()->allocate(1).get_deleter());
+  }
+  EXPECT_EQ(cache.kept_bytes(), 0u);
+}
+
+// oneDNN's buffers come and go through raw_allocate / raw_deallocate: a bare address.
+TEST(BigBlockCache, RawAllocationsOfEitherSizeGoBackWhereTheyCameFrom) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 4 * kMB);
+  void* big = cache.raw_allocate(6 * kMB);
+  void* small = cache.raw_allocate(1024);
+  static_cast<char*>(small)[1023] = 1;
+  cache.raw_deallocate(small);
+  EXPECT_EQ(cache.kept_bytes(), 0u);
+  cache.raw_deallocate(big);
+  EXPECT_EQ(cache.kept_bytes(), 6 * kMB);
+  EXPECT_EQ(cache.raw_allocate(5 * kMB), big);
+  cache.raw_deallocate(big);
+}
+
+TEST(BigBlockCache, TensorsOnItKeepTheirValuesUnderManyThreads) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 1 * kMB);
+  std::atomic<int> wrong{0};
+  at::parallel_for(0, 64, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t n = (1 + i % 3) * static_cast<std::int64_t>(kMB) / 4 + i;  // floats
+      at::Tensor t(at::detail::empty_generic(
+          {n}, &cache, c10::DispatchKeySet(c10::DispatchKey::CPU), at::kFloat, c10::nullopt));
+      t.fill_(static_cast<float>(i));
+      if (!at::equal(t, at::full({n}, static_cast<float>(i)))) ++wrong;
+    }
+  });
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LE(cache.kept_bytes(), 4 * 2 * kMB * at::get_num_threads()) << "reused, not piled up";
+}
+
+TEST(BigBlockCache, OnceInstalledItIsAtensCpuAllocator) {
+  cache_big_cpu_blocks();
+  cache_big_cpu_blocks();  // a second call changes nothing
+  EXPECT_NE(dynamic_cast<BigBlockCache*>(c10::GetCPUAllocator()), nullptr);
+  const at::Tensor big = at::ones({static_cast<std::int64_t>(40 * kMB / 4)});
+  EXPECT_EQ(big.sum().item<double>(), static_cast<double>(40 * kMB / 4));
+  // oneDNN's bf16 GEMM takes its buffers through raw_allocate / raw_deallocate.
+  const at::Tensor y =
+      at::linear(at::ones({64, 256}, at::kBFloat16), at::ones({128, 256}, at::kBFloat16));
+  EXPECT_EQ(y.to(at::kFloat).sum().item<double>(), 64.0 * 128 * 256);
+}
+
+}  // namespace
+}  // namespace draftgate::model
