@@ -207,6 +207,9 @@ inline std::uint32_t bf16_bits(float f) {
 // Columns [begin, end) of the float32 sums [rows, n], rounded to bf16: into `bf16` where given,
 // else in place as float32 values. The threads round the columns they computed, so no pass of
 // one thread over the whole product follows the product.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t begin,
                    std::int64_t end, std::uint16_t* bf16) {
   for (std::int64_t b = 0; b < rows; ++b) {

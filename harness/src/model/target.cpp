@@ -93,13 +93,13 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
   embed_ = w.get(stack_.embed_tokens, {c.vocab, c.hidden});
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   // lm_head as the streamed forward multiplies it: a float32 CPU forward over a bf16 checkpoint
-  // keeps it bf16 as stored (get_linear: a view, no copy), as it does every linear weight.
+  // keeps it bf16 as stored (get_linear: a view, no copy), as it does every linear weight; a tied
+  // head is otherwise the embedding itself.
   const std::string& head = stack_.tied_embeddings ? stack_.embed_tokens : stack_.lm_head;
   const bool head_as_stored = w.keeps_linear_bf16() && ckpt.info(head) != nullptr &&
                               ckpt.info(head)->dtype == io::DType::BF16;
-  lm_head_ = head_as_stored           ? w.get_linear(head, {c.vocab, c.hidden})
-             : stack_.tied_embeddings ? embed_
-                                      : w.get(head, {c.vocab, c.hidden});
+  lm_head_ =
+      stack_.tied_embeddings && !head_as_stored ? embed_ : w.get_linear(head, {c.vocab, c.hidden});
   check_tie_flag(ckpt, stack_);
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
   for (std::int64_t i = 0; i < (head_only_ ? 0 : c.num_layers); ++i)
