@@ -164,6 +164,7 @@ TEST_P(FewRowMatmul, WeightsSharingXInOneCallHaveTheBitsOfEachAlone) {
   }
   EXPECT_THROW(few_row_matmul(random_x(2, k), {ws[0], random_w(8, k + 1)}, GetParam().kernel),
                std::invalid_argument);
+  EXPECT_TRUE(few_row_matmul(random_x(2, k), std::vector<at::Tensor>{}, GetParam().kernel).empty());
 }
 
 TEST_P(FewRowMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {

@@ -229,6 +229,7 @@ void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t 
 
 std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
                                  FewRowKernel kernel, ProductOutput output) {
+  if (ws.empty()) return {};
   for (const at::Tensor& w : ws)
     if (!few_row_matmul_applies(x, w))
       throw std::invalid_argument("few_row_matmul: not a few-row product with a bf16 weight");
