@@ -19,6 +19,7 @@
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
+#include "draftgate/model/memory_budget.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/model/target.h"
@@ -167,6 +168,43 @@ TEST(MoeLayer, IdenticalExpertsEqualTheDenseMlp) {
   // Without the renormalisation the top-2 of 8 probabilities sum to less than 1: a difference.
   c.norm_topk_prob = false;
   EXPECT_GT(rel_diff(SparseMoe(c, w, "model.layers.0.mlp.")(x), expected), 1e-2);
+}
+
+// A bf16 checkpoint's fused experts stay bf16 as stored in a float32 load, as every linear weight
+// does (WeightLoader::get_linear, get_linear_slice): the memory budget does not count them as
+// converted, the forward is still the naive reference's, and the streamed forward (each expert
+// read on use) gives the in-memory one's bits at either dtype.
+TEST(MoeConfig, Bf16FusedExpertsAreMultipliedAsStoredInAFloat32Forward) {
+  RandomTargetSpec spec = moe_spec();
+  spec.dtype = at::kBFloat16;
+  spec.fused_experts = true;
+  spec.num_experts = 16;
+  spec.moe_intermediate = 64;
+  const fs::path dir = write_target("bf16_fused", spec);
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  ASSERT_TRUE(ckpt.contains("model.layers.0.mlp.experts.gate_up_proj"));
+  std::uint64_t experts_as_f32 = 0, everything_as_f32 = 0;
+  for (const std::string& name : ckpt.names()) {
+    const std::uint64_t bytes = ckpt.info(name)->numel() * 4;
+    everything_as_f32 += bytes;
+    if (name.find(".mlp.experts.") != std::string::npos) experts_as_f32 += bytes;
+  }
+  ASSERT_GT(experts_as_f32, everything_as_f32 / 2);  // converting them would show
+  const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
+  EXPECT_LT(materialised_weight_bytes(ckpt, stack, 4, false), everything_as_f32 - experts_as_f32);
+  EXPECT_EQ(materialised_weight_bytes(ckpt, stack, 4, true), everything_as_f32);  // training
+  expect_matches_naive(dir);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    TargetOptions o;
+    o.dtype = dtype;
+    const auto in_memory = open_sequence_target(ckpt, o, TargetPath::kInMemory);
+    const auto streamed = open_sequence_target(ckpt, o, TargetPath::kStreamed);
+    ASSERT_TRUE(streamed->streamed());
+    const ForwardResult want = in_memory->forward(tokens(), {0, 3});
+    const ForwardResult got = streamed->forward(tokens(), {0, 3});
+    EXPECT_TRUE(at::equal(got.logits, want.logits)) << at::toString(dtype);
+    EXPECT_TRUE(at::equal(got.taps.at(3), want.taps.at(3))) << at::toString(dtype);
+  }
 }
 
 TEST(MoeConfig, SparseLayersFollowMlpOnlyLayersAndDecoderSparseStep) {

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <memory>
 
 #include "checks/check.h"
 #include "checks/model_engine.h"
@@ -189,6 +191,33 @@ TEST(MemoryBudget, TheVariableCapsTheBudgetAndPicksTheStreamedPath) {
       EXPECT_THAT(std::string(e.what()), HasSubstr(kMemoryBudgetVariable));
     }
   }
+}
+
+// A float32 load converts what it does not keep as stored: a bf16 checkpoint's untied lm_head is
+// kept (it is multiplied as stored, as every linear weight), so the untied checkpoint needs no more
+// converted memory than the same one tied, whose head is the embedding; at bf16 nothing is
+// converted, and training copies every tensor.
+TEST(MemoryBudget, AnUntiedBf16HeadIsNotCountedAsConverted) {
+  std::map<bool, std::unique_ptr<io::Checkpoint>> by_tie;
+  for (bool tied : {false, true}) {
+    RandomTargetSpec spec;
+    spec.tied = tied;
+    spec.seed = 3;
+    const fs::path dir = testing::fresh_dir(tied ? "budget_tied" : "budget_untied");
+    write_random_target(dir, spec);
+    by_tie[tied] = std::make_unique<io::Checkpoint>(io::Checkpoint::open(dir));
+  }
+  const auto bytes = [&](bool tied, std::size_t element_bytes, bool copy_all) {
+    const io::Checkpoint& c = *by_tie.at(tied);
+    return materialised_weight_bytes(c, layout::resolve_decoder_stack(c), element_bytes, copy_all);
+  };
+  const io::Checkpoint& untied = *by_tie.at(false);
+  const std::uint64_t head =
+      untied.info(layout::resolve_decoder_stack(untied).lm_head)->numel() * sizeof(float);
+  EXPECT_GT(bytes(false, 4, false), 0u);
+  EXPECT_EQ(bytes(false, 4, false), bytes(true, 4, false));
+  EXPECT_EQ(bytes(false, 2, false), 0u);
+  EXPECT_EQ(bytes(false, 4, true), bytes(true, 4, true) + head);
 }
 
 // The three target-side step-record checks reach the same verdict with the same numbers when the

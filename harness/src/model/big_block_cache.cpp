@@ -1,18 +1,16 @@
 #include "draftgate/model/big_block_cache.h"
 
 #include <c10/core/CPUAllocator.h>
-#include <sys/mman.h>
 
 #include <cstdlib>
-#include <new>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "huge_page_block.h"
 
 namespace draftgate::model {
 
 namespace {
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 // Every block a cache has handed out, by address: a deleter gets nothing but the address
 // (raw_deallocate), and the pointers that are not here are the smaller allocator's.
@@ -68,7 +66,7 @@ std::size_t BigBlockCache::kept_bytes() const {
 }
 
 BigBlockCache::Block BigBlockCache::take(std::size_t bytes) const {
-  const std::size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const std::size_t size = whole_huge_pages(bytes);
   std::vector<Block> released;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -85,10 +83,8 @@ BigBlockCache::Block BigBlockCache::take(std::size_t bytes) const {
     released.swap(kept_);
   }
   for (const Block& b : released) std::free(b.data);
-  void* data = std::aligned_alloc(kHugePage, size);
-  if (data == nullptr) throw std::bad_alloc();
-  ::madvise(data, size, MADV_HUGEPAGE);
-  return {data, size};
+  const HugePageBlock fresh = allocate_huge_page_block(size);
+  return {fresh.data, fresh.size};
 }
 
 void BigBlockCache::keep(Block block) const {

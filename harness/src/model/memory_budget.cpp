@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "draftgate/error.h"
 
@@ -37,6 +38,21 @@ std::uint64_t available_memory_bytes() {
   return available == 0 ? bytes : std::min(available, bytes);
 }
 
+namespace {
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The tensors the engine multiplies only by dense(): the layers' `*_proj.weight` and the fused
+// experts' `experts.gate_up_proj` / `experts.down_proj` (WeightLoader::get_linear).
+bool is_linear_weight(const std::string& name) {
+  return ends_with(name, "_proj.weight") || ends_with(name, ".experts.gate_up_proj") ||
+         ends_with(name, ".experts.down_proj");
+}
+
+}  // namespace
+
 std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                                         const layout::DecoderStack& stack,
                                         std::size_t element_bytes, bool copy_all,
@@ -49,8 +65,8 @@ std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
     const io::TensorInfo* info = checkpoint.info(name);
     if (!used || info == nullptr) continue;
     const bool kept_as_stored = element_bytes == 4 && info->dtype == io::DType::BF16 &&
-                                name.size() > 12 &&
-                                name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+                                (is_linear_weight(name) ||
+                                 (name == stack.lm_head && !stack.tied_embeddings));
     if (copy_all || (io::dtype_size(info->dtype) != element_bytes && !kept_as_stored))
       total += info->numel() * element_bytes;
   }

@@ -31,9 +31,11 @@ SparseMoe::SparseMoe(const TargetConfig& c, const WeightLoader& w, const std::st
   if (loading == ExpertLoading::kOnUse) {
     on_use_ = &w;
   } else if (fused_) {
-    // The experts compute on views of the two fused tensors.
-    const at::Tensor gate_up = w.get(fused_name("gate_up_proj"), fused_shape("gate_up_proj"));
-    const at::Tensor down = w.get(fused_name("down_proj"), fused_shape("down_proj"));
+    // The experts compute on views of the two fused tensors (bf16 as stored in a float32 load,
+    // as every linear weight: WeightLoader::get_linear).
+    const at::Tensor gate_up =
+        w.get_linear(fused_name("gate_up_proj"), fused_shape("gate_up_proj"));
+    const at::Tensor down = w.get_linear(fused_name("down_proj"), fused_shape("down_proj"));
     experts_.reserve(num_experts_);
     for (std::int64_t e = 0; e < num_experts_; ++e)
       experts_.emplace_back(gate_up[e].narrow(0, 0, inter_), gate_up[e].narrow(0, inter_, inter_),
@@ -62,9 +64,9 @@ std::vector<std::int64_t> SparseMoe::fused_shape(const char* projection) const {
 SwiGluMlp SparseMoe::load_expert(const WeightLoader& w, std::int64_t e) const {
   if (!fused_) return SwiGluMlp(w, prefix_ + "experts." + std::to_string(e) + ".", hidden_, inter_);
   const at::Tensor gate_up =
-      w.get_slice(fused_name("gate_up_proj"), fused_shape("gate_up_proj"), e);
+      w.get_linear_slice(fused_name("gate_up_proj"), fused_shape("gate_up_proj"), e);
   return SwiGluMlp(gate_up.narrow(0, 0, inter_), gate_up.narrow(0, inter_, inter_),
-                   w.get_slice(fused_name("down_proj"), fused_shape("down_proj"), e));
+                   w.get_linear_slice(fused_name("down_proj"), fused_shape("down_proj"), e));
 }
 
 at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
@@ -80,7 +82,7 @@ at::Tensor SparseMoe::operator()(const at::Tensor& x) const {
   std::int64_t start = 0;
   for (std::int64_t e = 0; e < num_experts_; ++e) {
     // Loaded on use: every expert, routed or not, is read and checked as an eager load checks it;
-    // one expert's converted copy is held at a time.
+    // where an expert is converted, one converted copy is held at a time.
     std::optional<SwiGluMlp> loaded;
     if (on_use_ != nullptr) loaded.emplace(load_expert(*on_use_, e));
     if (count[e] == 0) continue;

@@ -1,14 +1,12 @@
 #include "draftgate/model/staged_tensors.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
-#include <new>
 
 #include "draftgate/io/direct_read.h"
 #include "draftgate/model/tensor_view.h"
 #include "draftgate/model/weight_buffers.h"
+#include "huge_page_block.h"
 
 namespace draftgate::model {
 namespace {
@@ -16,7 +14,6 @@ namespace {
 constexpr std::uint64_t kAlign = io::kDirectReadAlignment;
 // Tensors closer than this in a file are read as one range: a request is dearer than the gap.
 constexpr std::uint64_t kMergeGap = std::uint64_t{1} << 20;
-constexpr std::uint64_t kHugePage = std::uint64_t{2} << 20;
 
 std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
 
@@ -31,13 +28,12 @@ bool StagedTensors::verified_finite(std::string_view name) const {
   return finite_.find(name) != finite_.end();
 }
 
-// Memory on huge pages where the kernel gives them: fewer faults, and the kernels stream it as
-// they stream a mapped checkpoint's page cache.
+// Memory on huge pages where the kernel gives them (huge_page_block.h).
 struct TensorStager::Buffer {
-  explicit Buffer(std::uint64_t bytes) : size(round_up(bytes, kHugePage)) {
-    data = static_cast<char*>(std::aligned_alloc(kHugePage, size));
-    if (data == nullptr) throw std::bad_alloc();
-    ::madvise(data, size, MADV_HUGEPAGE);
+  explicit Buffer(std::uint64_t bytes) {
+    const HugePageBlock block = allocate_huge_page_block(bytes);
+    data = static_cast<char*>(block.data);
+    size = block.size;
   }
   ~Buffer() { std::free(data); }
   Buffer(const Buffer&) = delete;

@@ -152,12 +152,14 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
   return dequantize_fp8_blocks(codes, scale_inv, *fp8_);
 }
 
-at::Tensor WeightLoader::get_slice(const std::string& name, const std::vector<std::int64_t>& shape,
-                                   std::int64_t index) const {
-  if (owned_ != nullptr) throw std::logic_error("get_slice: a training loader takes whole tensors");
+at::Tensor WeightLoader::get_linear_slice(const std::string& name,
+                                          const std::vector<std::int64_t>& shape,
+                                          std::int64_t index) const {
+  if (owned_ != nullptr)
+    throw std::logic_error("get_linear_slice: a training loader takes whole tensors");
   const io::TensorInfo* info = checkpoint_.info(name);
   if (info == nullptr || !io::is_float8(info->dtype))
-    return converted(name, mapped(name, shape)[index]);
+    return converted_linear(name, mapped(name, shape)[index]);
   const at::Tensor t = dequantized(name, shape, *info, index);
   require_finite(name, t);
   return t.to(device_, dtype_);

@@ -20,7 +20,8 @@ std::uint64_t available_memory_bytes();
 // Bytes the text stack's weights need beyond the mapping when loaded as `element_bytes`-byte
 // elements: every tensor stored at another width is converted into new memory, except the bf16
 // linear weights a float32 load keeps as stored (WeightLoader::get_linear: the decoder layers'
-// `*_proj.weight`); `copy_all` (training) copies every one. Without `with_layers`: the embedding,
+// `*_proj.weight`, fused `experts.gate_up_proj` / `experts.down_proj`, and an untied lm_head);
+// `copy_all` (training) copies every one. Without `with_layers`: the embedding,
 // final norm and lm_head only.
 std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                                         const layout::DecoderStack& stack,

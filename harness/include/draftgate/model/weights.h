@@ -49,11 +49,12 @@ class WeightLoader {
   bool contains(const std::string& name) const { return checkpoint_.contains(name); }
   // The checkpoint's directory, for errors about how its tensors fit together.
   std::string checkpoint_dir() const { return checkpoint_.dir().string(); }
-  // Slice `index` of the first dimension of tensor `name` (an expert of a fused experts tensor),
-  // the whole tensor checked as get() checks it against `shape`, only the slice read, converted
-  // (or dequantized) and checked finite. Not for a loader that hands out owned copies.
-  at::Tensor get_slice(const std::string& name, const std::vector<std::int64_t>& shape,
-                       std::int64_t index) const;
+  // Slice `index` of the first dimension of linear weights stacked in tensor `name` (an expert of
+  // a fused experts tensor), the whole tensor checked as get() checks it against `shape`, only
+  // the slice read, converted (or dequantized) and checked finite; kept bf16 as stored where
+  // get_linear keeps a weight so. Not for a loader that hands out owned copies.
+  at::Tensor get_linear_slice(const std::string& name, const std::vector<std::int64_t>& shape,
+                              std::int64_t index) const;
   // Same, but keeps float32 (parameters the reference computes in float32, e.g. A_log).
   at::Tensor get_f32(const std::string& name, const std::vector<std::int64_t>& shape) const;
   // The stored tensor as a zero-copy view of the mapping, checked like get() except for its
