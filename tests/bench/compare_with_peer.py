@@ -128,18 +128,25 @@ def main():
               "draftgate / peer | peer's output = its greedy |")
         print("|---|---|---|---|---|---|---|")
     for name in loops:
-        out = json.loads(run([bench, f"--benchmark_filter=^BM_SpeculativeLoop/{LOOP_BENCH[name]}/",
-                              "--benchmark_format=json"], env))
-        mine = out["benchmarks"][0]
-        peer = json.loads(run([sys.executable, PEER_LOOP, os.path.join(a.models, name),
-                               os.path.join(a.models, name + "-drafter"), "--threads", str(a.threads),
-                               "--tokens", str(int(mine["name"].split("/")[2]))]))
+        # Alternating rounds here too, each side's best run kept whole: one loop is a single timed run, and
+        # the first after writing a model's checkpoints competes with the page cache's write-back.
+        mine, peer = None, None
+        for _ in range(a.rounds):
+            out = json.loads(run([bench, f"--benchmark_filter=^BM_SpeculativeLoop/{LOOP_BENCH[name]}/",
+                                  "--benchmark_format=json"], env))["benchmarks"][0]
+            if not out["output_matches_greedy"]:
+                sys.exit(f"draftgate's speculative output differs from its greedy decoding on {name}: {out}")
+            if mine is None or out["tokens_per_s"] > mine["tokens_per_s"]:
+                mine = out
+            theirs = json.loads(run([sys.executable, PEER_LOOP, os.path.join(a.models, name),
+                                     os.path.join(a.models, name + "-drafter"), "--threads", str(a.threads),
+                                     "--tokens", str(int(out["name"].split("/")[2]))]))
+            if peer is None or theirs["tokens_per_s"] > peer["tokens_per_s"]:
+                peer = theirs
         # draftgate's verify rows have the bits of decoded rows on these dense targets (its products and attention
         # sum each output in one order whatever the row count), so its loop reproduces greedy decoding; the peer's oneDNN products may round a
         # 16-row verify differently from a one-row decode and flip a near-tie of a random model's flat logits.
         same = "yes" if peer["output_matches_greedy"] else "no (bf16 rounding of its verify rows)"
-        if not mine["output_matches_greedy"]:
-            sys.exit(f"draftgate's speculative output differs from its greedy decoding on {name}: {mine}")
         print(f"| {name} | {mine['tokens_per_s']:.2f} / {peer['tokens_per_s']:.2f} "
               f"({mine['tokens_per_s'] / peer['tokens_per_s']:.2f}x) | {mine['tau']:.2f} / {peer['tau']:.2f} "
               f"| {mine['ms_per_token']:.1f} / {mine['bound_ms_per_token']:.1f} ({100 * mine['of_bound']:.0f}%, "
