@@ -64,9 +64,9 @@ std::uint64_t materialised_weight_bytes(const io::Checkpoint& checkpoint,
                       name == stack.lm_head;
     const io::TensorInfo* info = checkpoint.info(name);
     if (!used || info == nullptr) continue;
-    const bool kept_as_stored = element_bytes == 4 && info->dtype == io::DType::BF16 &&
-                                (is_linear_weight(name) ||
-                                 (name == stack.lm_head && !stack.tied_embeddings));
+    const bool kept_as_stored =
+        element_bytes == 4 && info->dtype == io::DType::BF16 &&
+        (is_linear_weight(name) || (name == stack.lm_head && !stack.tied_embeddings));
     if (copy_all || (io::dtype_size(info->dtype) != element_bytes && !kept_as_stored))
       total += info->numel() * element_bytes;
   }
