@@ -449,27 +449,31 @@ TEST(FusedExperts, Fp8BlocksPerExpertDequantizeAsThePerExpertLayout) {
 }
 
 // A streamed layer reads its experts when it runs, one at a time, but reads and checks every one
-// of them: a NaN in an expert is refused as the in-memory load refuses it, in either layout.
+// of them: a NaN in an expert is refused as the in-memory load refuses it, in either layout, and
+// in a bf16 checkpoint, whose experts a float32 forward multiplies as stored.
 TEST(FusedExperts, AStreamedLayerChecksEveryExpertAsTheInMemoryLoad) {
-  for (const bool fused : {false, true}) {
-    SCOPED_TRACE(fused ? "fused" : "per expert");
-    const fs::path dir = write_target(std::string("nan_") + (fused ? "fused" : "split"),
-                                      fused_spec(Family::kQwen3Moe, TargetLayout::kFlat, fused));
-    const std::string name = fused ? "model.layers.2.mlp.experts.down_proj"
-                                   : "model.layers.2.mlp.experts.7.down_proj.weight";
-    testing::edit_tensor(dir, name, [&](at::Tensor w) {
-      (fused ? w[7] : w)[3][5] = std::nan("");
-      return w;
-    });
-    for (const bool streamed : {false, true}) {
-      try {
-        run(dir, at::kFloat, streamed);
-        ADD_FAILURE() << (streamed ? "streamed" : "in memory") << " accepted the NaN";
-      } catch (const Error& e) {
-        EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor \"" + name + "\" holds NaN or Inf"));
+  for (const bool fused : {false, true})
+    for (const at::ScalarType stored : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(std::string(fused ? "fused " : "per expert ") + at::toString(stored));
+      RandomTargetSpec spec = fused_spec(Family::kQwen3Moe, TargetLayout::kFlat, fused);
+      spec.dtype = stored;
+      const fs::path dir = write_target(
+          std::string("nan_") + (fused ? "fused_" : "split_") + at::toString(stored), spec);
+      const std::string name = fused ? "model.layers.2.mlp.experts.down_proj"
+                                     : "model.layers.2.mlp.experts.7.down_proj.weight";
+      testing::edit_tensor(dir, name, [&](at::Tensor w) {
+        (fused ? w[7] : w)[3][5] = std::nan("");
+        return w;
+      });
+      for (const bool streamed : {false, true}) {
+        try {
+          run(dir, at::kFloat, streamed);
+          ADD_FAILURE() << (streamed ? "streamed" : "in memory") << " accepted the NaN";
+        } catch (const Error& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor \"" + name + "\" holds NaN or Inf"));
+        }
       }
     }
-  }
 }
 
 // A checkpoint holding one layer's experts both ways is ambiguous: refused, naming both tensors.
