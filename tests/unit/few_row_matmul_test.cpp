@@ -5,6 +5,7 @@
 
 #include "draftgate/model/few_row_matmul.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,6 +111,26 @@ TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
           << "N " << n << ", K " << k << ", rows " << rows;
     }
   }
+}
+
+// Threads take chunks of rows and a free thread takes the others' (row_chunks.h): which thread
+// runs a row does not change its bits (N across many chunks, one not whole; weights sharing x).
+TEST_P(FewRowMatmul, AProductHasTheSameBitsOnAnyNumberOfThreads) {
+  at::manual_seed(17);
+  const int saved = at::get_num_threads();
+  const at::Tensor w = random_w(1000, 1500), w2 = random_w(77, 1500);
+  for (std::int64_t rows : {1, 8, 16}) {
+    const at::Tensor x = random_x(rows, 1500);
+    at::set_num_threads(1);
+    const std::vector<at::Tensor> alone = few_row_matmul(x, {w, w2}, GetParam().kernel);
+    for (int threads : {2, 3, 5}) {
+      at::set_num_threads(threads);
+      const std::vector<at::Tensor> split = few_row_matmul(x, {w, w2}, GetParam().kernel);
+      EXPECT_TRUE(at::equal(split[0], alone[0]) && at::equal(split[1], alone[1]))
+          << "rows " << rows << ", threads " << threads;
+    }
+  }
+  at::set_num_threads(saved);
 }
 
 TEST_P(FewRowMatmul, ReadsAWeightWhoseRowsAreStridedAndXOfAnyLeadingShape) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "draftgate/model/row_chunks.h"
 #include "few_row_tiles.h"
 
 namespace draftgate::model {
@@ -227,6 +228,10 @@ void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t 
   }
 }
 
+// Rows of the weights per chunk a thread takes at a time (row_chunks.h): ~200 KB of a 1024-wide
+// weight, 1 MB of a 5120-wide one.
+constexpr std::int64_t kChunkRows = 96;
+
 std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
                                  FewRowKernel kernel, ProductOutput output) {
   if (ws.empty()) return {};
@@ -269,10 +274,14 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
                         xs.data_ptr(), rows, k, out, ws[i].size(0)});
     bf16_ys.push_back(to_bf16 ? static_cast<std::uint16_t*>(ys[i].data_ptr()) : nullptr);
   }
-  // Threads take whole ranges of weight rows, over the weights one after the other, in one
-  // parallel region; under ~64 KB of weight a range is not worth one.
+  // Threads take chunks of weight rows, over the weights one after the other, in one parallel
+  // region (row_chunks.h); under ~64 KB of weight a thread's share is not worth one. A chunk is
+  // whole tiles of every kernel (3, 4 or 8 rows) and a panel of 3-row tiles (few_row_bf16.cpp).
   const std::int64_t grain = std::max<std::int64_t>(8, (std::int64_t{1} << 15) / k);
-  at::parallel_for(0, first.back(), grain, [&](std::int64_t begin, std::int64_t end) {
+  const std::int64_t n = first.back();
+  const int threads =
+      static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), (n + grain - 1) / grain));
+  for_row_chunks(n, kChunkRows, threads, [&](std::int64_t begin, std::int64_t end) {
     for (std::size_t i = 0; i < operands.size(); ++i) {
       const std::int64_t lo = std::max(begin, first[i]) - first[i];
       const std::int64_t hi = std::min(end, first[i + 1]) - first[i];
