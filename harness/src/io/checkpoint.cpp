@@ -186,6 +186,11 @@ const std::shared_ptr<const SafetensorsFile>& Checkpoint::file_of(std::string_vi
   return shards_.at(it->second.shard);
 }
 
+void Checkpoint::settle_in_huge_pages() const {
+  for (const auto& [shard, file] : shards_)
+    if (file != nullptr) file->settle_in_huge_pages();
+}
+
 std::vector<std::string> Checkpoint::shard_names() const {
   std::vector<std::string> names;
   for (const auto& [shard, file] : shards_) names.push_back(shard);

@@ -14,6 +14,7 @@
 #include "draftgate/io/atomic_file.h"
 #include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/io/mapped_pages.h"
 
 namespace draftgate::io {
 namespace fs = std::filesystem;
@@ -228,6 +229,66 @@ void SafetensorsFile::ensure_mapped() const {
     ::madvise(p, file_size_, MADV_HUGEPAGE);
     map_ = static_cast<const char*>(p);
   });
+}
+
+namespace {
+
+constexpr std::uint64_t kHugePage = std::uint64_t{2} << 20;
+
+// Drops [at, at + length) of the mapping `map` from this process and its clean, unmapped pages
+// from the page cache of `path`; views fault the bytes back in from the file.
+void drop_pages(const std::filesystem::path& path, const char* map, std::uint64_t at,
+                std::uint64_t length) {
+  ::madvise(const_cast<char*>(map) + at, length, MADV_DONTNEED);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// Reads one byte of each block: the fault reads the block in (2 MB at a time where it can).
+void touch_blocks(const char* map, const std::vector<std::uint64_t>& blocks) {
+  volatile char sink = 0;
+  for (const std::uint64_t b : blocks) sink = sink + map[b * kHugePage];
+}
+
+}  // namespace
+
+SafetensorsFile::HugePages SafetensorsFile::settle_in_huge_pages() const {
+  HugePages pages;
+  const std::uint64_t whole = file_size_ / kHugePage;
+  // Under 32 MB a mapping's TLB misses are few; an unaligned one cannot be mapped 2 MB at a time.
+  if (map_ == nullptr || whole < 16 || reinterpret_cast<std::uintptr_t>(map_) % kHugePage != 0)
+    return pages;
+  const auto before = mapped_pages(map_, file_size_);
+  if (!before) return pages;
+  pages.resident_bytes = before->resident_bytes;
+  pages.huge_before = pages.huge_after = before->file_huge_bytes;
+  if (pages.resident_bytes == 0 || pages.huge_before * 4 >= pages.resident_bytes * 3) return pages;
+  // The whole 2 MB blocks holding any resident page: those the load read.
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((whole * kHugePage) / page);
+  if (::mincore(const_cast<char*>(map_), whole * kHugePage, resident.data()) != 0) return pages;
+  std::vector<std::uint64_t> blocks;
+  const std::uint64_t per_block = kHugePage / page;
+  for (std::uint64_t b = 0; b < whole; ++b)
+    for (std::uint64_t i = b * per_block; i < (b + 1) * per_block; ++i)
+      if (resident[i] & 1) {
+        blocks.push_back(b);
+        break;
+      }
+  if (blocks.empty()) return pages;
+  if (pages.huge_before == 0) {  // can this kernel map this file 2 MB at a time? ask with a block
+    drop_pages(path_, map_, blocks.front() * kHugePage, kHugePage);
+    touch_blocks(map_, {blocks.front()});
+    const auto probe = mapped_pages(map_, file_size_);
+    if (!probe || probe->file_huge_bytes == 0) return pages;
+  }
+  drop_pages(path_, map_, 0, whole * kHugePage);
+  touch_blocks(map_, blocks);
+  pages.reread = true;
+  if (const auto after = mapped_pages(map_, file_size_)) pages.huge_after = after->file_huge_bytes;
+  return pages;
 }
 
 std::pair<char*, std::size_t> SafetensorsFile::page_span(const TensorInfo& info, std::uint64_t from,

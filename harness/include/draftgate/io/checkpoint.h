@@ -34,6 +34,9 @@ class Checkpoint {
   const std::shared_ptr<const SafetensorsFile>& file_of(std::string_view name) const;
   // Shard file names (relative to dir) in sorted order.
   std::vector<std::string> shard_names() const;
+  // SafetensorsFile::settle_in_huge_pages on each shard: for a model held in memory, after its
+  // load.
+  void settle_in_huge_pages() const;
 
  private:
   struct Entry {
