@@ -108,6 +108,8 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
     layers_.push_back(std::move(l));
   }
   if (d.dflash2) selector_.emplace(ckpt, w, d.hidden, t.vocab, *d.dflash2);
+  // Every block pass reads the mapped weights again, as the target's steps do (target.cpp).
+  if (target.device().is_cpu() && !autograd_) ckpt.settle_in_huge_pages();
 }
 
 void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const TargetModel& target) {
