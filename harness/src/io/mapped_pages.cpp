@@ -1,7 +1,6 @@
 #include "draftgate/io/mapped_pages.h"
 
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <string>
 
