@@ -235,8 +235,9 @@ namespace {
 
 constexpr std::uint64_t kHugePage = std::uint64_t{2} << 20;
 
-// Drops [at, at + length) of the mapping `map` from this process and its clean, unmapped pages
-// from the page cache of `path`; views fault the bytes back in from the file.
+// Drops bytes [at, at + length) of the mapping `map` (at a page boundary) from this process and
+// their clean, unmapped pages from the page cache of `path`; views fault them back in from the
+// file. Best effort: where `path` cannot be opened, only this process's pages go.
 void drop_pages(const std::filesystem::path& path, const char* map, std::uint64_t at,
                 std::uint64_t length) {
   ::madvise(const_cast<char*>(map) + at, length, MADV_DONTNEED);
@@ -309,15 +310,9 @@ void SafetensorsFile::prefetch(const TensorInfo& info, std::uint64_t from, std::
 
 void SafetensorsFile::release(const TensorInfo& info, std::uint64_t from, std::uint64_t to) const {
   const auto [start, length] = page_span(info, from, to);
-  if (length == 0) return;
-  ::madvise(start, length, MADV_DONTNEED);
   // Clean file pages only: dropping them from the page cache frees memory the mapping no longer
   // holds, so a model larger than RAM does not evict everything else on the machine.
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return;
-  ::posix_fadvise(fd, static_cast<off_t>(start - map_), static_cast<off_t>(length),
-                  POSIX_FADV_DONTNEED);
-  ::close(fd);
+  if (length > 0) drop_pages(path_, map_, static_cast<std::uint64_t>(start - map_), length);
 }
 
 void write_safetensors(const fs::path& path, const std::vector<TensorBytes>& tensors,
