@@ -242,32 +242,40 @@ TEST(TargetEngine, GdnChunkedEqualsRecurrentOnRawInputs) {
   }
 }
 
-// The chunked form runs ranges of heads on the threads: each head has the bits it has alone.
+// The chunked form runs ranges of heads on the threads: each head has the bits it has alone, in
+// the fused loops (float32) and in the composition (float64).
 TEST(TargetEngine, GdnChunkedHeadsHaveTheBitsOfEachHeadAlone) {
   at::manual_seed(4);
   const std::int64_t t = 40, h = 5, dk = 16, dv = 8;
-  const DeltaInputs in = random_delta_inputs(t, h, dk, dv);
-  const at::Tensor s0 = at::randn({h, dk, dv});
-  const DeltaOutputs all = delta_rule_chunked(in, s0, 16);
-  {
-    // The workers take the caller's modes: inference tensors written inside inference mode; no
-    // graph under no-grad even for inputs that ask for one.
-    const c10::InferenceMode inference;
-    const DeltaOutputs inferred = delta_rule_chunked(in, s0, 16);
-    EXPECT_TRUE(at::equal(inferred.out, all.out));
-  }
-  {
-    const at::NoGradGuard no_grad;
-    const DeltaOutputs untracked = delta_rule_chunked(in, s0.clone().requires_grad_(), 16);
-    EXPECT_FALSE(untracked.out.requires_grad());
-    EXPECT_TRUE(at::equal(untracked.state, all.state));
-  }
-  for (std::int64_t head = 0; head < h; ++head) {
-    const auto one = [&](const at::Tensor& x) { return x.narrow(1, head, 1); };
-    const DeltaOutputs alone = delta_rule_chunked(
-        {one(in.q), one(in.k), one(in.v), one(in.g), one(in.beta)}, s0.narrow(0, head, 1), 16);
-    EXPECT_TRUE(at::equal(all.out.narrow(1, head, 1), alone.out)) << "head " << head;
-    EXPECT_TRUE(at::equal(all.state.narrow(0, head, 1), alone.state)) << "head " << head;
+  const DeltaInputs raw = random_delta_inputs(t, h, dk, dv);
+  const at::Tensor raw_s0 = at::randn({h, dk, dv});
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const auto as = [&](const at::Tensor& x) { return x.to(dtype); };
+    const DeltaInputs in{as(raw.q), as(raw.k), as(raw.v), as(raw.g), as(raw.beta)};
+    const at::Tensor s0 = as(raw_s0);
+    const DeltaOutputs all = delta_rule_chunked(in, s0, 16);
+    {
+      // The workers take the caller's modes: inference tensors written inside inference mode; no
+      // graph under no-grad even for inputs that ask for one.
+      const c10::InferenceMode inference;
+      const DeltaOutputs inferred = delta_rule_chunked(in, s0, 16);
+      EXPECT_TRUE(at::equal(inferred.out, all.out));
+    }
+    {
+      const at::NoGradGuard no_grad;
+      const DeltaOutputs untracked = delta_rule_chunked(in, s0.clone().requires_grad_(), 16);
+      EXPECT_FALSE(untracked.out.requires_grad());
+      EXPECT_TRUE(at::equal(untracked.state, all.state));
+    }
+    for (std::int64_t head = 0; head < h; ++head) {
+      const auto one = [&](const at::Tensor& x) { return x.narrow(1, head, 1).contiguous(); };
+      const DeltaOutputs alone =
+          delta_rule_chunked({one(in.q), one(in.k), one(in.v), one(in.g), one(in.beta)},
+                             s0.narrow(0, head, 1).contiguous(), 16);
+      EXPECT_TRUE(at::equal(all.out.narrow(1, head, 1), alone.out)) << dtype << " head " << head;
+      EXPECT_TRUE(at::equal(all.state.narrow(0, head, 1), alone.state))
+          << dtype << " head " << head;
+    }
   }
 }
 

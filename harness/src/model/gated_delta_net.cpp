@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 
+#include "draftgate/model/fused_delta_chunk.h"
 #include "draftgate/model/fused_delta_rule.h"
 #include "draftgate/model/fused_rows.h"
 #include "draftgate/model/ops.h"
@@ -97,6 +98,8 @@ DeltaOutputs chunked_heads(const DeltaInputs& in, const at::Tensor& state, std::
 
 DeltaOutputs delta_rule_chunked(const DeltaInputs& in, const at::Tensor& state,
                                 std::int64_t chunk) {
+  if (fused::takes_delta_rule_chunked(in, state, chunk))
+    return fused::delta_rule_chunked(in, state, chunk);
   const std::int64_t heads = state.size(0);
   const bool grad = at::GradMode::is_enabled() &&
                     (state.requires_grad() || in.q.requires_grad() || in.k.requires_grad() ||

@@ -1,0 +1,218 @@
+#include "draftgate/model/fused_delta_chunk.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "f32x8.h"
+
+namespace draftgate::model::fused {
+namespace {
+
+// Tokens whose sums over the state stay in registers together; state rows per block of the
+// update (dK a multiple of 8 divides into them).
+constexpr int kTokenBlock = 4;
+
+struct Chunks {
+  const float *q, *k, *v, *g, *beta, *state;  // [T, H, dK] twice, [T, H, dV], [T, H] twice
+  float *out, *next;                          // [T, H, dV], [H, dK, dV]
+  std::int64_t t_len, heads, dk, dv, chunk;
+};
+
+// a · b over n floats (a multiple of 8): eight lanes of partial sums, then their fixed tree.
+inline __attribute__((always_inline)) float dot(const float* a, const float* b, std::int64_t n) {
+  F32x8 sum{}, x, y;
+  for (std::int64_t i = 0; i < n; i += 8) {
+    load8(x, a + i);
+    load8(y, b + i);
+    sum += x * y;
+  }
+  return sum8(sum);
+}
+
+// to[i] = Σ_{j ≤ i} lower[i][j] · rows[j] for a c × c lower triangle and c rows of n floats (n a
+// multiple of 8).
+inline __attribute__((always_inline)) void lower_times(const float* lower, const float* rows,
+                                                       std::int64_t c, std::int64_t n, float* to) {
+  F32x8 sum, x;
+  for (std::int64_t i = 0; i < c; ++i)
+    for (std::int64_t e = 0; e < n; e += 8) {
+      sum = F32x8{};
+      for (std::int64_t j = 0; j <= i; ++j) {
+        load8(x, rows + j * n + e);
+        sum += lower[i * c + j] * x;
+      }
+      std::memcpy(to + i * n + e, &sum, sizeof sum);
+    }
+}
+
+// Heads [begin, end), each through every chunk (the scratch holds one chunk's matrices).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void chunk_heads(
+    const Chunks& a, std::int64_t begin, std::int64_t end, std::vector<float>& scratch) {
+  const std::int64_t dk = a.dk, dv = a.dv, hs = a.heads, most = std::min(a.chunk, a.t_len);
+  const std::int64_t padded = (most + kTokenBlock - 1) / kTokenBlock * kTokenBlock;
+  scratch.assign(static_cast<std::size_t>(3 * most + padded + 2 * most * most + 4 * padded * dk +
+                                          2 * most * dv),
+                 0.0f);
+  float* const gcum = scratch.data();  // cumulative log decay G_i
+  float* const tail = gcum + most;     // exp(G_last − G_i)
+  float* const beta = tail + most;     // β_i
+  float* const arow = beta + most;  // row i of strict_lower(k_β kᵀ ⊙ decay), of q kᵀ ⊙ decay
+  float* const decay = arow + padded;        // exp(G_i − G_j), j ≤ i
+  float* const solve = decay + most * most;  // (I + strict)⁻¹, lower, unit diagonal
+  float* const kb = solve + most * most;     // k_i β_i e^{G_i}
+  float* const w = kb + padded * dk;         // solve · kb; rows past the chunk's tokens zero
+  float* const qg = w + padded * dk;         // q_i e^{G_i}, the same
+  float* const kd = qg + padded * dk;        // k_i e^{G_last − G_i}
+  float* const vb = kd + padded * dk;        // v_i β_i
+  float* const vnew = vb + most * dv;        // u = solve · vb, then u − Sᵀw
+  F32x8 s[kTokenBlock], x, acc;
+  for (std::int64_t h = begin; h < end; ++h) {
+    const float* from = a.state + h * dk * dv;
+    float* const next = a.next + h * dk * dv;
+    for (std::int64_t start = 0; start < a.t_len; start += a.chunk) {
+      const std::int64_t c = std::min(a.chunk, a.t_len - start);
+      const auto at = [&](auto* base, std::int64_t i, std::int64_t width) {
+        return base + ((start + i) * hs + h) * width;
+      };
+      float run = 0.0f;
+      for (std::int64_t i = 0; i < c; ++i) {
+        run += *at(a.g, i, 1);
+        gcum[i] = run;
+        beta[i] = *at(a.beta, i, 1);
+      }
+      const float last = std::exp(gcum[c - 1]);
+      for (std::int64_t i = 0; i < c; ++i) {
+        tail[i] = std::exp(gcum[c - 1] - gcum[i]);
+        for (std::int64_t j = 0; j <= i; ++j) decay[i * c + j] = std::exp(gcum[i] - gcum[j]);
+      }
+      // The UT transform by forward substitution: row i of (I + A)⁻¹ is e_i − Σ_{m<i} A[i][m] ·
+      // row m, A[i][m] = β_i (k_i · k_m) decay[i][m].
+      for (std::int64_t i = 0; i < c; ++i) {
+        const float* ki = at(a.k, i, dk);
+        for (std::int64_t m = 0; m < i; ++m)
+          arow[m] = beta[i] * dot(ki, at(a.k, m, dk), dk) * decay[i * c + m];
+        for (std::int64_t j = 0; j < i; ++j) {
+          float sum = 0.0f;
+          for (std::int64_t m = j; m < i; ++m) sum += arow[m] * solve[m * c + j];
+          solve[i * c + j] = -sum;
+        }
+        solve[i * c + i] = 1.0f;
+        const float eg = std::exp(gcum[i]);
+        const float* qi = at(a.q, i, dk);
+        for (std::int64_t r = 0; r < dk; ++r) {
+          kb[i * dk + r] = ki[r] * beta[i] * eg;
+          qg[i * dk + r] = qi[r] * eg;
+          kd[i * dk + r] = ki[r] * tail[i];
+        }
+        const float* vi = at(a.v, i, dv);
+        for (std::int64_t e = 0; e < dv; ++e) vb[i * dv + e] = vi[e] * beta[i];
+      }
+      lower_times(solve, vb, c, dv, vnew);  // u
+      lower_times(solve, kb, c, dk, w);
+      for (std::int64_t i = c; i < padded; ++i)
+        for (std::int64_t r = 0; r < dk; ++r) w[i * dk + r] = qg[i * dk + r] = 0.0f;
+      // One pass over the state: Sᵀw (v_new = u − Sᵀw) and Sᵀ(q e^G), into `out`, for a block of
+      // tokens at a time with their sums in registers, one 8-lane column of the state at a time
+      // (its dK rows stay in L1 across the blocks).
+      for (std::int64_t e = 0; e < dv; e += 8)
+        for (std::int64_t i0 = 0; i0 < c; i0 += kTokenBlock) {
+          F32x8 sw[kTokenBlock] = {}, sq[kTokenBlock] = {};
+          for (std::int64_t r = 0; r < dk; ++r) {
+            load8(x, from + r * dv + e);
+#pragma GCC unroll 4
+            for (int b = 0; b < kTokenBlock; ++b) {
+              sw[b] += w[(i0 + b) * dk + r] * x;
+              sq[b] += qg[(i0 + b) * dk + r] * x;
+            }
+          }
+          for (std::int64_t b = 0; b < kTokenBlock && i0 + b < c; ++b) {
+            load8(acc, vnew + (i0 + b) * dv + e);
+            acc -= sw[b];
+            std::memcpy(vnew + (i0 + b) * dv + e, &acc, sizeof acc);
+            std::memcpy(at(a.out, i0 + b, dv) + e, &sq[b], sizeof acc);
+          }
+        }
+      // o_i = Sᵀ(q_i e^{G_i}) + Σ_{j ≤ i} (q_i · k_j) decay[i][j] v_new_j.
+      for (std::int64_t i = 0; i < c; ++i) {
+        const float* qi = at(a.q, i, dk);
+        for (std::int64_t j = 0; j <= i; ++j)
+          arow[j] = dot(qi, at(a.k, j, dk), dk) * decay[i * c + j];
+        float* const oi = at(a.out, i, dv);
+        for (std::int64_t e = 0; e < dv; e += 8) {
+          load8(acc, oi + e);
+          for (std::int64_t j = 0; j <= i; ++j) {
+            load8(x, vnew + j * dv + e);
+            acc += arow[j] * x;
+          }
+          std::memcpy(oi + e, &acc, sizeof acc);
+        }
+      }
+      // S' = S e^{G_last} + Σ_i (k_i e^{G_last − G_i}) ⊗ v_new_i, a block of state rows at a time
+      // (each v_new vector loaded once per block); in place after the first chunk.
+      for (std::int64_t r0 = 0; r0 < dk; r0 += kTokenBlock)
+        for (std::int64_t e = 0; e < dv; e += 8) {
+#pragma GCC unroll 4
+          for (int b = 0; b < kTokenBlock; ++b) {
+            load8(s[b], from + (r0 + b) * dv + e);
+            s[b] = s[b] * last;
+          }
+          for (std::int64_t i = 0; i < c; ++i) {
+            load8(x, vnew + i * dv + e);
+#pragma GCC unroll 4
+            for (int b = 0; b < kTokenBlock; ++b) s[b] += kd[i * dk + r0 + b] * x;
+          }
+#pragma GCC unroll 4
+          for (int b = 0; b < kTokenBlock; ++b)
+            std::memcpy(next + (r0 + b) * dv + e, &s[b], sizeof x);
+        }
+      from = next;
+    }
+    if (a.t_len == 0) std::copy(from, from + dk * dv, next);
+  }
+}
+
+}  // namespace
+
+bool takes_delta_rule_chunked(const DeltaInputs& in, const at::Tensor& state, std::int64_t chunk) {
+  for (const at::Tensor* t : {&state, &in.q, &in.k, &in.v, &in.g, &in.beta})
+    if (!t->defined() || !t->device().is_cpu() || t->scalar_type() != at::kFloat ||
+        !t->is_contiguous() || (at::GradMode::is_enabled() && t->requires_grad()))
+      return false;
+  if (state.dim() != 3 || in.q.dim() != 3) return false;
+  const std::int64_t heads = state.size(0), dk = state.size(1), dv = state.size(2);
+  const std::int64_t t = in.q.size(0);
+  return chunk > 0 && std::min(chunk, t) <= kFusedDeltaChunkMax && dk % 8 == 0 && dv % 8 == 0 &&
+         in.q.sizes() == at::IntArrayRef{t, heads, dk} && in.k.sizes() == in.q.sizes() &&
+         in.v.sizes() == at::IntArrayRef{t, heads, dv} &&
+         in.g.sizes() == at::IntArrayRef{t, heads} && in.beta.sizes() == in.g.sizes();
+}
+
+DeltaOutputs delta_rule_chunked(const DeltaInputs& in, const at::Tensor& state,
+                                std::int64_t chunk) {
+  TORCH_CHECK(chunk > 0, "delta_rule_chunked: chunk must be positive");
+  at::Tensor out = at::empty(in.v.sizes(), in.v.options());
+  at::Tensor next = at::empty_like(state);
+  const Chunks a{in.q.data_ptr<float>(),
+                 in.k.data_ptr<float>(),
+                 in.v.data_ptr<float>(),
+                 in.g.data_ptr<float>(),
+                 in.beta.data_ptr<float>(),
+                 state.data_ptr<float>(),
+                 out.data_ptr<float>(),
+                 next.data_ptr<float>(),
+                 in.q.size(0),
+                 state.size(0),
+                 state.size(1),
+                 state.size(2),
+                 chunk};
+  at::parallel_for(0, a.heads, 1, [&](std::int64_t begin, std::int64_t end) {
+    thread_local std::vector<float> scratch;
+    chunk_heads(a, begin, end, scratch);
+  });
+  return {out, next};
+}
+
+}  // namespace draftgate::model::fused
