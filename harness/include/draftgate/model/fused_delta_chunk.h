@@ -15,9 +15,9 @@
 
 namespace draftgate::model::fused {
 
-// Chunks of up to this many tokens: a verify block's. At a prefill's 64 the composition's BLAS
-// products are the faster (a Qwen3.5-0.8B prefill of 128 tokens: 0.86-0.97 s composed, 1.13-1.20 s
-// here, where each chunk's sums no longer fit L1).
+// Chunks of up to this many tokens: a verify block's. At a prefill's 64 these loops measured the
+// same as the composition (a Qwen3.5-0.8B prefill of 128 tokens, docs/performance.md), so a prefill
+// keeps the composition's bits.
 constexpr std::int64_t kFusedDeltaChunkMax = 16;
 
 // Whether delta_rule_chunked takes these: chunks of at most kFusedDeltaChunkMax tokens (the
