@@ -21,6 +21,18 @@ struct Chunks {
   std::int64_t t_len, heads, dk, dv, chunk;
 };
 
+// Sixteen float32 lanes: one AVX-512 register in the x86-64-v4 clone, two or four halves in the
+// others. The state's passes take them where dK and dV are multiples of 16.
+typedef float F32x16 __attribute__((vector_size(64)));
+
+template <class V>
+inline __attribute__((always_inline)) void load(V& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+
+template <class V>
+constexpr std::int64_t kLanes = static_cast<std::int64_t>(sizeof(V) / sizeof(float));
+
 // a · b over n floats (a multiple of 8): eight lanes of partial sums, then their fixed tree.
 inline __attribute__((always_inline)) float dot(const float* a, const float* b, std::int64_t n) {
   F32x8 sum{}, x, y;
@@ -33,24 +45,29 @@ inline __attribute__((always_inline)) float dot(const float* a, const float* b, 
 }
 
 // to[i] = Σ_{j ≤ i} lower[i][j] · rows[j] for a c × c lower triangle and c rows of n floats (n a
-// multiple of 8).
+// multiple of V's lanes).
+template <class V>
 inline __attribute__((always_inline)) void lower_times(const float* lower, const float* rows,
                                                        std::int64_t c, std::int64_t n, float* to) {
-  F32x8 sum, x;
+  V sum, x;
   for (std::int64_t i = 0; i < c; ++i)
-    for (std::int64_t e = 0; e < n; e += 8) {
-      sum = F32x8{};
+    for (std::int64_t e = 0; e < n; e += kLanes<V>) {
+      sum = V{};
       for (std::int64_t j = 0; j <= i; ++j) {
-        load8(x, rows + j * n + e);
+        load(x, rows + j * n + e);
         sum += lower[i * c + j] * x;
       }
       std::memcpy(to + i * n + e, &sum, sizeof sum);
     }
 }
 
-// Heads [begin, end), each through every chunk (the scratch holds one chunk's matrices).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void chunk_heads(
-    const Chunks& a, std::int64_t begin, std::int64_t end, std::vector<float>& scratch) {
+// Heads [begin, end), each through every chunk (the scratch holds one chunk's matrices), the
+// state's rows V's lanes at a time.
+template <class V>
+inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int64_t begin,
+                                                      std::int64_t end,
+                                                      std::vector<float>& scratch) {
+  constexpr std::int64_t lanes = kLanes<V>;
   const std::int64_t dk = a.dk, dv = a.dv, hs = a.heads, most = std::min(a.chunk, a.t_len);
   const std::int64_t padded = (most + kTokenBlock - 1) / kTokenBlock * kTokenBlock;
   scratch.assign(static_cast<std::size_t>(3 * most + padded + 2 * most * most + 4 * padded * dk +
@@ -68,7 +85,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   float* const kd = qg + padded * dk;        // k_i e^{G_last − G_i}
   float* const vb = kd + padded * dk;        // v_i β_i
   float* const vnew = vb + most * dv;        // u = solve · vb, then u − Sᵀw
-  F32x8 s[kTokenBlock], x, acc;
+  V s[kTokenBlock], x, acc;
   for (std::int64_t h = begin; h < end; ++h) {
     const float* from = a.state + h * dk * dv;
     float* const next = a.next + h * dk * dv;
@@ -110,18 +127,18 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
         const float* vi = at(a.v, i, dv);
         for (std::int64_t e = 0; e < dv; ++e) vb[i * dv + e] = vi[e] * beta[i];
       }
-      lower_times(solve, vb, c, dv, vnew);  // u
-      lower_times(solve, kb, c, dk, w);
+      lower_times<V>(solve, vb, c, dv, vnew);  // u
+      lower_times<V>(solve, kb, c, dk, w);
       for (std::int64_t i = c; i < padded; ++i)
         for (std::int64_t r = 0; r < dk; ++r) w[i * dk + r] = qg[i * dk + r] = 0.0f;
       // One pass over the state: Sᵀw (v_new = u − Sᵀw) and Sᵀ(q e^G), into `out`, for a block of
       // tokens at a time with their sums in registers, one 8-lane column of the state at a time
       // (its dK rows stay in L1 across the blocks).
-      for (std::int64_t e = 0; e < dv; e += 8)
+      for (std::int64_t e = 0; e < dv; e += lanes)
         for (std::int64_t i0 = 0; i0 < c; i0 += kTokenBlock) {
-          F32x8 sw[kTokenBlock] = {}, sq[kTokenBlock] = {};
+          V sw[kTokenBlock] = {}, sq[kTokenBlock] = {};
           for (std::int64_t r = 0; r < dk; ++r) {
-            load8(x, from + r * dv + e);
+            load(x, from + r * dv + e);
 #pragma GCC unroll 4
             for (int b = 0; b < kTokenBlock; ++b) {
               sw[b] += w[(i0 + b) * dk + r] * x;
@@ -129,7 +146,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
             }
           }
           for (std::int64_t b = 0; b < kTokenBlock && i0 + b < c; ++b) {
-            load8(acc, vnew + (i0 + b) * dv + e);
+            load(acc, vnew + (i0 + b) * dv + e);
             acc -= sw[b];
             std::memcpy(vnew + (i0 + b) * dv + e, &acc, sizeof acc);
             std::memcpy(at(a.out, i0 + b, dv) + e, &sq[b], sizeof acc);
@@ -141,10 +158,10 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
         for (std::int64_t j = 0; j <= i; ++j)
           arow[j] = dot(qi, at(a.k, j, dk), dk) * decay[i * c + j];
         float* const oi = at(a.out, i, dv);
-        for (std::int64_t e = 0; e < dv; e += 8) {
-          load8(acc, oi + e);
+        for (std::int64_t e = 0; e < dv; e += lanes) {
+          load(acc, oi + e);
           for (std::int64_t j = 0; j <= i; ++j) {
-            load8(x, vnew + j * dv + e);
+            load(x, vnew + j * dv + e);
             acc += arow[j] * x;
           }
           std::memcpy(oi + e, &acc, sizeof acc);
@@ -153,14 +170,14 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
       // S' = S e^{G_last} + Σ_i (k_i e^{G_last − G_i}) ⊗ v_new_i, a block of state rows at a time
       // (each v_new vector loaded once per block); in place after the first chunk.
       for (std::int64_t r0 = 0; r0 < dk; r0 += kTokenBlock)
-        for (std::int64_t e = 0; e < dv; e += 8) {
+        for (std::int64_t e = 0; e < dv; e += lanes) {
 #pragma GCC unroll 4
           for (int b = 0; b < kTokenBlock; ++b) {
-            load8(s[b], from + (r0 + b) * dv + e);
+            load(s[b], from + (r0 + b) * dv + e);
             s[b] = s[b] * last;
           }
           for (std::int64_t i = 0; i < c; ++i) {
-            load8(x, vnew + i * dv + e);
+            load(x, vnew + i * dv + e);
 #pragma GCC unroll 4
             for (int b = 0; b < kTokenBlock; ++b) s[b] += kd[i * dk + r0 + b] * x;
           }
@@ -172,6 +189,14 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     }
     if (a.t_len == 0) std::copy(from, from + dk * dv, next);
   }
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void chunk_heads(
+    const Chunks& a, std::int64_t begin, std::int64_t end, std::vector<float>& scratch) {
+  if (a.dk % 16 == 0 && a.dv % 16 == 0)
+    walk_heads<F32x16>(a, begin, end, scratch);
+  else
+    walk_heads<F32x8>(a, begin, end, scratch);
 }
 
 }  // namespace

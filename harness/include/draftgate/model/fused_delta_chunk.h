@@ -4,7 +4,8 @@
 // [H, c, c] and [H, c, dK] tensors and five batched BLAS products whose packing dominates at a
 // verify block's c = 8 or 16: in a Qwen3.5-0.8B verify of 8 tokens it was 14 % of the pass, for
 // ~0.2 GFLOP. Here each head walks its chunks with its state in place: the UT transform by forward
-// substitution, one pass over the state forming Sᵀw and Sᵀq together, one writing the next state.
+// substitution, one pass over the state forming Sᵀw and Sᵀq together, one writing the next state,
+// 16 lanes at a time where dK and dV are multiples of 16 (a register of AVX-512), else 8.
 // The same formula as the composition, summed in other orders: within float32's budget of it and
 // of the recurrent form (tests/unit/fused_delta_chunk_test.cpp), not its bits. Every target clone
 // gives the same bits (compiled without contraction), and each head has the bits it has alone.
