@@ -72,6 +72,26 @@ TEST(FusedDeltaChunk, IsAsCloseToFloat64AsTheComposition) {
   }
 }
 
+// One large decay and small ones after it in the chunk (a head that forgets at one token): a
+// float32 running sum of g cancels in G_i − G_j to ~|G| · 2⁻²⁴ (found by an outside test: 1.7e-5 of
+// the scale at g_0 = −100, 6.6e-5 at −300).
+TEST(FusedDeltaChunk, ALargeDecayFollowedBySmallOnesKeepsItsPrecision) {
+  for (const double first : {-100.0, -300.0, -1e4}) {
+    const Case c{16, 2, 32, 32, 16};
+    DeltaInputs in = inputs(c, 21);
+    in.g.fill_(-0.05);
+    in.g[0].fill_(first);
+    const at::Tensor s0 = at::randn({c.heads, c.dk, c.dv});
+    ASSERT_TRUE(fused::takes_delta_rule_chunked(in, s0, c.chunk));
+    const DeltaOutputs got = fused::delta_rule_chunked(in, s0, c.chunk);
+    const DeltaOutputs want = delta_rule_recurrent(to_double(in), s0.to(at::kDouble));
+    EXPECT_LT(distance(got.out, want.out), 1e-5 * want.out.abs().max().item<double>())
+        << "g_0 " << first;
+    EXPECT_LT(distance(got.state, want.state), 1e-5 * want.state.abs().max().item<double>())
+        << "g_0 " << first;
+  }
+}
+
 TEST(FusedDeltaChunk, TheModelsChunkedFormTakesItAndLeavesTheStateAsItIs) {
   const Case c{16, 16, 128, 128, 64};
   const DeltaInputs in = inputs(c, 2);
