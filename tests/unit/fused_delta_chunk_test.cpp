@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace draftgate::model {

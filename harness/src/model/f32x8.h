@@ -1,7 +1,8 @@
 #pragma once
 // Eight float32 lanes as GCC vectors (a register of each target clone: AVX2's on x86-64-v3 and
-// v4, two SSE halves on the baseline): the loads, stores and roundings the one-pass kernels of
-// few_row_attention.cpp, fused_rows.cpp and fused_delta_rule.cpp share. Vectors go by reference:
+// v4, two SSE halves on the baseline): the loads, stores, roundings and dot products the one-pass
+// kernels of few_row_attention.cpp, fused_rows.cpp, fused_delta_rule.cpp and fused_delta_chunk.cpp
+// share. Vectors go by reference:
 // one passed or returned by value has another ABI in each clone. A multiply-add may be contracted
 // into one rounding (FMA) in the clones that have it, unless the file is compiled with
 // -ffp-contract=off (fused_rows.cpp and fused_delta_rule.cpp are).
@@ -67,6 +68,29 @@ inline __attribute__((always_inline)) void store8(T* p, const F32x8& value) {
 // The lanes' sum as a fixed tree: one order whatever the lanes hold.
 inline __attribute__((always_inline)) float sum8(const F32x8& v) {
   return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+
+// Dot products of q with R rows of k (row stride `stride`; attention's key rows, the delta
+// rule's keys): each row's sum formed in one order whatever R (lane j takes the i = j mod 8
+// in order, the lanes summed as a tree, then the tail), so a score has the same bits in a block of
+// rows as alone; R independent chains keep the vector units busy.
+template <int R>
+inline __attribute__((always_inline)) void dots(const float* q, const float* k, std::int64_t stride,
+                                                std::int64_t n, float* out) {
+  F32x8 acc[R] = {}, x, y;
+  const std::int64_t whole = n / 8 * 8;
+  for (std::int64_t i = 0; i < whole; i += 8) {
+    load8(x, q + i);
+    for (int j = 0; j < R; ++j) {
+      load8(y, k + j * stride + i);
+      acc[j] += x * y;
+    }
+  }
+  for (int j = 0; j < R; ++j) {
+    float sum = sum8(acc[j]);
+    for (std::int64_t i = whole; i < n; ++i) sum += q[i] * k[j * stride + i];
+    out[j] = sum;
+  }
 }
 
 // exp per lane (Cephes' expf: x = n ln2 + r, a degree-5 polynomial in r, times 2^n): within ~1 ulp

@@ -40,28 +40,6 @@ struct Problem {
 
 // The products of a head in float32, in vectors of 8 lanes (f32x8.h).
 
-// Scores of R key rows: each row's sum formed in one order whatever R (lane j takes the i = j mod 8
-// in order, the lanes summed as a tree, then the tail), so a score has the same bits in a block of
-// rows as alone; R independent chains keep the vector units busy.
-template <int R>
-inline __attribute__((always_inline)) void dots(const float* q, const float* k, std::int64_t stride,
-                                                std::int64_t n, float* out) {
-  F32x8 acc[R] = {}, x, y;
-  const std::int64_t whole = n / 8 * 8;
-  for (std::int64_t i = 0; i < whole; i += 8) {
-    load8(x, q + i);
-    for (int j = 0; j < R; ++j) {
-      load8(y, k + j * stride + i);
-      acc[j] += x * y;
-    }
-  }
-  for (int j = 0; j < R; ++j) {
-    float sum = sum8(acc[j]);
-    for (std::int64_t i = whole; i < n; ++i) sum += q[i] * k[j * stride + i];
-    out[j] = sum;
-  }
-}
-
 // sums[i] += Σ_r p[r] · v[r][i] over R value rows, in the order of the rows.
 template <int R>
 inline __attribute__((always_inline)) void add_weighted(const float* p, const float* v,

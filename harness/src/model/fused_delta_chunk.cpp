@@ -33,15 +33,11 @@ inline __attribute__((always_inline)) void load(V& v, const float* p) {
 template <class V>
 constexpr std::int64_t kLanes = static_cast<std::int64_t>(sizeof(V) / sizeof(float));
 
-// a · b over n floats (a multiple of 8): eight lanes of partial sums, then their fixed tree.
+// a · b over n floats (dots' fixed order: eight lanes of partial sums, their tree, the tail).
 inline __attribute__((always_inline)) float dot(const float* a, const float* b, std::int64_t n) {
-  F32x8 sum{}, x, y;
-  for (std::int64_t i = 0; i < n; i += 8) {
-    load8(x, a + i);
-    load8(y, b + i);
-    sum += x * y;
-  }
-  return sum8(sum);
+  float out;
+  dots<1>(a, b, 0, n, &out);
+  return out;
 }
 
 // to[i] = Σ_{j ≤ i} lower[i][j] · rows[j] for a c × c lower triangle and c rows of n floats (n a
