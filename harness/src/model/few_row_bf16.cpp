@@ -66,10 +66,15 @@ constexpr bool every_tile_fits_a_slot() {
 }
 static_assert(every_tile_fits_a_slot(), "a tile's sums fit its slot of the scratch");
 
+// Which steps of a tile fetch ahead: every one where one group of x rows runs over the weight; of
+// two groups, the first group's even steps and the second's odd ones (Bf16DotTile::run).
+enum class Fetch { kEvery, kEven, kOdd };
+static_assert(kMaxGroups <= 2, "a tile's fetches are split between two groups of x rows at most");
+
 template <int R, int BT>
 struct Bf16DotTile {
   // near / far: where the next tile and the one far ahead start, in elements from w.
-  template <bool Fetch>
+  template <bool Ahead>
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
                                     const std::uint16_t* x, std::int64_t at, std::int64_t near,
                                     std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
@@ -77,7 +82,7 @@ struct Bf16DotTile {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
-      if (Fetch) {
+      if (Ahead) {
         _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(w + far + r * ldw + at), _MM_HINT_T1);
       }
@@ -90,14 +95,28 @@ struct Bf16DotTile {
     }
   }
 
-  template <bool Fetch>
+  // The steps over k in [k0, k1): every one fetching ahead, or every other one from the first
+  // (kEven) or the second (kOdd). Both of the latter run the same loop of pairs.
   static DRAFTGATE_INLINE void steps(const std::uint16_t* w, std::int64_t ldw,
                                      const std::uint16_t* x, std::int64_t k0, std::int64_t k1,
-                                     std::int64_t near, std::int64_t far, __m512 (&acc)[R][BT]) {
+                                     std::int64_t near, std::int64_t far, Fetch fetch,
+                                     __m512 (&acc)[R][BT]) {
     const std::int64_t whole = k1 / 32 * 32;
-    for (std::int64_t at = k0; at < whole; at += 32)
-      step<Fetch>(w, ldw, x, at, near, far, ~0u, acc);
-    if (whole < k1) step<Fetch>(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
+    std::int64_t at = k0;
+    if (fetch == Fetch::kEvery) {
+      for (; at < whole; at += 32) step<true>(w, ldw, x, at, near, far, ~0u, acc);
+    } else {
+      if (fetch == Fetch::kOdd && at < whole) {
+        step<false>(w, ldw, x, at, near, far, ~0u, acc);
+        at += 32;
+      }
+      for (; at + 32 < whole; at += 64) {
+        step<true>(w, ldw, x, at, near, far, ~0u, acc);
+        step<false>(w, ldw, x, at + 32, near, far, ~0u, acc);
+      }
+      if (at < whole) step<true>(w, ldw, x, at, near, far, ~0u, acc);
+    }
+    if (whole < k1) step<true>(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
   }
 
   // The tile's sums over k in [k0, k1), started from `from` (zeros at k0 == 0): written to out as
@@ -105,22 +124,22 @@ struct Bf16DotTile {
   // blocks, so each output is summed in the same order as in one pass over k: the same bits.
   // Not inlined: in one function with all the other tiles, GCC spilled an accumulator of the
   // loop to the stack (a store and a load in every step's chain; 10 % of 8 rows from L3).
-  // `fetch`: whether to fetch the tiles ahead; only the first group of x rows does, the second
-  // runs over the same weight (without the repeated prefetches, 16 rows read 10-25 % faster).
+  // `fetch`: which of the tile's steps fetch the tiles ahead. Where two groups of x rows run over
+  // the same weight, each fetches half of it (the first at even steps, the second at odd ones),
+  // so the fetches spread over both groups' time: with the first group alone fetching, memory
+  // idled while the second ran (16 rows read a streamed weight 5-35 % slower on a Zen 5 EPYC),
+  // and with both fetching every line the repeated fetches cost 10-25 %.
   static __attribute__((noinline)) void run(const std::uint16_t* w, std::int64_t ldw,
                                             const std::uint16_t* x, std::int64_t k0,
                                             std::int64_t k1, std::int64_t k, std::int64_t near,
-                                            std::int64_t far, bool fetch, const __m512* from,
+                                            std::int64_t far, Fetch fetch, const __m512* from,
                                             __m512* saved, float* out, std::int64_t ldo) {
     __m512 acc[R][BT];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int b = 0; b < BT; ++b) acc[r][b] = from[r * BT + b];
-    if (fetch)
-      steps<true>(w, ldw, x, k0, k1, near, far, acc);
-    else
-      steps<false>(w, ldw, x, k0, k1, near, far, acc);
+    steps(w, ldw, x, k0, k1, near, far, fetch, acc);
     if (k1 < k) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
@@ -154,6 +173,9 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
   const auto* x = static_cast<const std::uint16_t*>(a.x);
+  auto fetch = [&](std::int64_t b) {
+    return a.rows_x <= kGroupRows ? Fetch::kEvery : b == 0 ? Fetch::kEven : Fetch::kOdd;
+  };
   for (std::int64_t p0 = 0; p0 < tiles; p0 += panel) {
     const std::int64_t count = lesser(panel, tiles - p0);
     for (std::int64_t kb = 0; kb < blocks; ++kb) {
@@ -169,7 +191,7 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
         __m512* saved = saved_sums + t * kMaxGroups * kSlot;
         for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows, saved += kSlot)
           run_tile<Bf16DotTile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)),
-                                   a.w + n * ldw, ldw, x + b * kp, k0, k1, k, near, far, b == 0,
+                                   a.w + n * ldw, ldw, x + b * kp, k0, k1, k, near, far, fetch(b),
                                    kb == 0 ? zero_sums : saved, saved, a.out + b * a.ldo + n,
                                    a.ldo);
       }
