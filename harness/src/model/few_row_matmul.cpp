@@ -131,12 +131,17 @@ void pack_bf16_x(const std::uint16_t* x, std::int64_t rows, std::int64_t k, std:
   for (std::int64_t b0 = 0; b0 < rows; b0 += kGroupRows) {
     const std::int64_t bt = lesser(rows - b0, kGroupRows);
     std::uint16_t* group = packed + b0 * kp;
+    const std::int64_t whole = k / 32 * 32;
     for (std::int64_t at = 0; at < kp; at += 32)
       for (std::int64_t b = 0; b < bt; ++b) {
         std::uint16_t* to = group + at * bt + b * 32;
-        const std::int64_t n = lesser(32, k - at);
-        std::memcpy(to, x + (b0 + b) * k + at, sizeof(std::uint16_t) * n);
-        std::fill(to + n, to + 32, std::uint16_t{0});  // 0 · 0 in the weight's masked tail
+        const std::uint16_t* from = x + (b0 + b) * k + at;
+        if (at < whole) {  // a copy of constant size, inlined (a call each was 1.4 % of a verify)
+          std::memcpy(to, from, sizeof(std::uint16_t) * 32);
+          continue;
+        }
+        std::memcpy(to, from, sizeof(std::uint16_t) * (k - at));
+        std::fill(to + (k - at), to + 32, std::uint16_t{0});  // 0 · 0 in the weight's masked tail
       }
   }
 }
