@@ -96,7 +96,8 @@ struct Bf16DotTile {
   }
 
   // The steps over k in [k0, k1): every one fetching ahead, or every other one from the first
-  // (kEven) or the second (kOdd). Both of the latter run the same loop of pairs.
+  // (kEven) or the second (kOdd), both of the latter in the same loop of pairs; a masked last step
+  // fetches in every group (one step of a block).
   static DRAFTGATE_INLINE void steps(const std::uint16_t* w, std::int64_t ldw,
                                      const std::uint16_t* x, std::int64_t k0, std::int64_t k1,
                                      std::int64_t near, std::int64_t far, Fetch fetch,

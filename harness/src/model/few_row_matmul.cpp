@@ -127,11 +127,10 @@ struct Float32FmaTile {
 
 // rows x k bf16 values, row after row, into the bf16 kernel's packed layout (few_row_tiles.h).
 void pack_bf16_x(const std::uint16_t* x, std::int64_t rows, std::int64_t k, std::uint16_t* packed) {
-  const std::int64_t kp = packed_k(k);
+  const std::int64_t kp = packed_k(k), whole = k / 32 * 32;
   for (std::int64_t b0 = 0; b0 < rows; b0 += kGroupRows) {
     const std::int64_t bt = lesser(rows - b0, kGroupRows);
     std::uint16_t* group = packed + b0 * kp;
-    const std::int64_t whole = k / 32 * 32;
     for (std::int64_t at = 0; at < kp; at += 32)
       for (std::int64_t b = 0; b < bt; ++b) {
         std::uint16_t* to = group + at * bt + b * 32;
