@@ -5,6 +5,7 @@
 
 #include "draftgate/decode/ddtree.h"
 #include "draftgate/error.h"
+#include "draftgate/model/argmax_rows.h"
 
 namespace draftgate::decode {
 namespace {
@@ -12,12 +13,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::vector<std::int64_t> argmax_rows(const at::Tensor& logits) {
-  const at::Tensor a = logits.argmax(-1).to(at::kCPU).contiguous();
-  return std::vector<std::int64_t>(a.data_ptr<std::int64_t>(),
-                                   a.data_ptr<std::int64_t>() + a.numel());
 }
 
 std::vector<std::int64_t> iota(std::int64_t from, std::int64_t to) {
@@ -87,7 +82,7 @@ class OracleBlockDrafter : public BlockDrafter {
 }  // namespace
 
 std::vector<std::int64_t> BlockDrafter::propose(std::int64_t anchor, std::int64_t rows) {
-  return argmax_rows(draft(anchor).narrow(0, 0, rows - 1));
+  return model::argmax_rows(draft(anchor).narrow(0, 0, rows - 1));
 }
 
 std::unique_ptr<BlockDrafter> dflash_block_drafter(const model::DFlashDrafter& drafter) {
@@ -109,7 +104,7 @@ std::vector<std::int64_t> greedy_generate(const model::TargetModel& target,
   while (static_cast<std::int64_t>(out.size()) < max_new) {
     const auto r = target.extend(state, next);
     target.commit_all(state);
-    out.push_back(argmax_rows(r.logits).back());
+    out.push_back(model::argmax_rows(r.logits).back());
     if (std::find(eos_ids.begin(), eos_ids.end(), out.back()) != eos_ids.end()) break;
     next = {out.back()};
   }
@@ -137,7 +132,7 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
   target.commit_all(state);
   run.target_seconds += since(t);
   run.target_forwards = 1;
-  std::int64_t bonus = argmax_rows(prefill.logits).back();
+  std::int64_t bonus = model::argmax_rows(prefill.logits).back();
   run.output.push_back(bonus);
   t = Clock::now();
   drafter.add_context(prefill, iota(0, static_cast<std::int64_t>(prompt.size())));
@@ -169,7 +164,7 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
     t = Clock::now();
     const model::ForwardResult verify = target.extend(
         state, tokens, config.tree_budget > 0 ? parents : std::vector<std::int64_t>{}, taps);
-    const auto posterior = argmax_rows(verify.logits);
+    const auto posterior = model::argmax_rows(verify.logits);
     const auto path = follow_verified_path(tokens, parents, posterior);
     target.commit(state, path);
     run.target_seconds += since(t);

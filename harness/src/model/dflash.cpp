@@ -12,6 +12,7 @@
 #include "draftgate/arch/family_table.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/draft_vocab.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/weights.h"
@@ -245,8 +246,7 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
   if (selector_) {
     out.tokens = selector_->walk(y, l, anchor);
   } else {
-    const at::Tensor a = l.argmax(-1).to(at::kCPU).contiguous();
-    out.tokens.assign(a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel());
+    out.tokens = argmax_rows(l);
   }
   return out;
 }
