@@ -1,5 +1,7 @@
 #include "cli_options.h"
 
+#include <filesystem>
+
 #include "draftgate/error.h"
 
 namespace draftgate::cli {
@@ -65,6 +67,21 @@ void require_slots(
     const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots) {
   for (const auto& [path, kind, flag] : slots)
     if (!path.empty()) io::require_slot(path, kind, flag);
+}
+
+void require_empty_directory(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return;  // a new one, or io::check_outputs' case
+  fs::directory_iterator entry(path, ec);
+  if (ec || entry == fs::directory_iterator()) return;
+  const std::string first = entry->path().filename().string();
+  const bool more = entry.increment(ec) != fs::directory_iterator();
+  throw Error(path,
+              "already holds files (" + first + (more ? ", …" : "") + "); " + flag +
+                  " takes a new or empty directory",
+              "a checkpoint written there would replace the files it writes and leave the rest "
+              "(another checkpoint's shards, its index) to be read with it");
 }
 
 }  // namespace draftgate::cli

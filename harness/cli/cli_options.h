@@ -34,6 +34,11 @@ void add_device_option(CLI::App* cmd, std::string& device);
 void require_slots(
     const std::vector<std::tuple<std::string, io::ArtifactKind, const char*>>& slots);
 
+// A checkpoint written by make-target / make-drafter goes into a new or empty directory: written
+// into one that holds files, it replaced another checkpoint's weights in place, and files it does
+// not write (another checkpoint's shards and index) were read beside its config afterwards.
+void require_empty_directory(const std::string& path, const char* flag);
+
 // The help page's footer: "Example:" and the command line(s).
 void set_example(CLI::App* cmd, const std::string& example);
 

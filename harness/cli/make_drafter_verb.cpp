@@ -26,6 +26,7 @@ struct MakeDrafterOptions {
 
 int run_make_drafter(MakeDrafterOptions opt) {
   io::check_outputs({{opt.out, "--out", true}}, {{opt.target, "--target", true}});
+  require_empty_directory(opt.out, "--out");
   require_slots({{opt.target, io::ArtifactKind::kTarget, "--target"}});
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.target);
   const auto stack = layout::resolve_decoder_stack(ckpt);

@@ -25,6 +25,7 @@ struct MakeTargetOptions {
 
 int run_make_target(MakeTargetOptions opt) {
   io::check_outputs({{opt.out, "--out", true}}, {});
+  require_empty_directory(opt.out, "--out");
   auto& s = opt.spec;
   // A family's name or any of its model types; an unknown one is refused as everywhere else.
   const model::FamilyEntry* family = model::find_family(opt.family);

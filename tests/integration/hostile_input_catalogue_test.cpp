@@ -908,7 +908,19 @@ INSTANTIATE_TEST_SUITE_P(
                 [](const fs::path& dir) {
                   return "make-target --family qwen3 --layout vlm --out " + (dir / "t").string();
                 },
-                "--layout: layout \"vlm\" is not one of qwen3's (flat)"}),
+                "--layout: layout \"vlm\" is not one of qwen3's (flat)"},
+        // Into a checkpoint: its weights would be replaced in place (the case's snapshot sees it).
+        Hostile{"make_target_into_a_checkpoint",
+                [](const fs::path& dir) {
+                  return "make-target --out " + copy_of(dir, "qwen3-target").string();
+                },
+                "already holds files"},
+        Hostile{"make_drafter_into_a_drafter",
+                [](const fs::path& dir) {
+                  return "make-drafter --target " + target() + " --out " +
+                         copy_of(dir, "qwen3-drafter-reference").string();
+                },
+                "already holds files"}),
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
@@ -946,6 +958,43 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                    return with_raw(c, "/rms_norm_eps", "1e400");
                                                  }),
                                                  "number overflow parsing '1e400'"),
+                                    forward_case("rms_eps_beyond_float32",
+                                                 config_edit([](json& c) {
+                                                   c["rms_norm_eps"] = 1e300;
+                                                 }),
+                                                 "rms_norm_eps = 1e+300 overflows float32"),
+                                    forward_case("hidden_act_gelu", config_edit([](json& c) {
+                                                   c["hidden_act"] = "gelu";
+                                                 }),
+                                                 "hidden_act = \"gelu\" is not supported"),
+                                    forward_case("rope_theta_flat_and_nested_differ",
+                                                 config_edit([](json& c) {
+                                                   c["rope_theta"] = 1e6;
+                                                   c["rope_parameters"] = {{"rope_theta", 1e4},
+                                                                           {"rope_type", "default"}};
+                                                 }),
+                                                 "rope_theta = 1e+06 but "
+                                                 "rope_parameters.rope_theta = 10000"),
+                                    drafter_case("drafter_taps_top_level_and_nested_differ",
+                                                 config_edit([](json& c) {
+                                                   c["target_layer_ids"] = {0, 1};
+                                                 }),
+                                                 "target_layer_ids = [0, 1] at the top level but "
+                                                 "[0, 2] under dflash_config"),
+                                    // check's drafter_config and the checks that load the drafter
+                                    // meet the same problem: one line.
+                                    Hostile{"check_drafter_tap_not_an_integer",
+                                            [](const fs::path& dir) {
+                                              const fs::path d =
+                                                  copy_of(dir, "qwen3-drafter-reference");
+                                              config_edit([](json& c) {
+                                                c["dflash_config"]["target_layer_ids"] = {0, 2.0};
+                                              })(d);
+                                              return "check --target " + target() +
+                                                     " --drafter " + d.string();
+                                            },
+                                            "dflash_config.target_layer_ids holds 2.0, not a "
+                                            "layer id"},
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),

@@ -267,18 +267,12 @@ DrafterConfig read_zlab_layout(const io::ModelConfig& c, CausalityReading readin
   d.num_heads = c.require_int("num_attention_heads");
   d.num_kv_heads = c.find_int("num_key_value_heads").value_or(d.num_heads);
   d.head_dim = c.require_int("head_dim");
-  d.rms_eps = c.non_negative_finite("rms_norm_eps", c.find_double("rms_norm_eps").value_or(1e-6));
-  const auto thetas = io::rope_number_sources(c, "rope_theta");
-  if (thetas.empty())
+  d.rms_eps = c.rms_norm_eps();
+  const std::optional<double> theta = io::agreed_rope_number(c, "rope_theta");
+  if (!theta)
     throw Error(c.file(), "missing rope_theta (top level or rope_parameters.rope_theta)",
                 "engines default it differently (vLLM 1e6, transformers' Qwen3Config 1e4)");
-  for (const auto& [where, theta] : thetas)
-    if (theta != thetas.front().second)
-      throw Error(c.file(),
-                  thetas.front().first + " = " + format_number(thetas.front().second, 6) + " but " +
-                      where + " = " + format_number(theta, 6),
-                  "keep one RoPE theta: engines read different places");
-  d.rope_theta = c.positive_finite("rope_theta", thetas.front().second);
+  d.rope_theta = c.positive_finite("rope_theta", *theta);
   if (const std::string type = io::rope_type(c); type != "default")
     throw Error(c.file(),
                 "drafter rope type \"" + type + "\" is not supported (only default RoPE)");
@@ -299,19 +293,33 @@ DrafterConfig read_zlab_layout(const io::ModelConfig& c, CausalityReading readin
   if (!mask) throw Error(c.file(), "missing mask_token_id (dflash_config or top level)");
   d.mask_token_id = *mask;
 
+  // Under dflash_config, else at the top level (z-lab's `_draft_value` order); given in both, the
+  // two must agree, since engines read different places. Messages name the key as the
+  // drafter_config check does, so a run that meets both says it once.
   const nlohmann::json* taps = nullptr;
-  if (const auto* blk = dflash_block(c); blk != nullptr && blk->contains("target_layer_ids"))
-    taps = &(*blk)["target_layer_ids"];
-  else if (c.root().contains("target_layer_ids"))
-    taps = &c.root()["target_layer_ids"];
+  std::string taps_key = "target_layer_ids";
+  const nlohmann::json* top =
+      c.root().contains(taps_key) && !c.root()[taps_key].is_null() ? &c.root()[taps_key] : nullptr;
+  if (const auto* blk = dflash_block(c);
+      blk != nullptr && blk->contains(taps_key) && !(*blk)[taps_key].is_null()) {
+    taps = &(*blk)[taps_key];
+    if (top != nullptr && *top != *taps)
+      throw Error(c.file(),
+                  "target_layer_ids = " + io::json_excerpt(*top) + " at the top level but " +
+                      io::json_excerpt(*taps) + " under dflash_config",
+                  "keep one list of taps: engines read different places");
+    taps_key = "dflash_config." + taps_key;
+  } else {
+    taps = top;
+  }
   if (taps == nullptr)
     throw Error(c.file(), "missing dflash_config.target_layer_ids",
                 "declare the taps the drafter was trained with; the default formula is not used");
   if (!taps->is_array() || taps->empty())
-    throw Error(c.file(), "target_layer_ids must be a non-empty array of layer ids");
+    throw Error(c.file(), taps_key + " must be a non-empty array of layer ids");
   for (const auto& t : *taps) {
     if (!t.is_number_integer())
-      throw Error(c.file(), "target_layer_ids holds " + io::json_excerpt(t) + ", not an integer");
+      throw Error(c.file(), taps_key + " holds " + io::json_excerpt(t) + ", not a layer id");
     d.target_layer_ids.push_back(t.get<std::int64_t>());
   }
   d.num_target_layers = c.find_int("num_target_layers");

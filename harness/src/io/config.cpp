@@ -1,6 +1,7 @@
 #include "draftgate/io/config.h"
 
 #include <cmath>
+#include <limits>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
@@ -104,6 +105,17 @@ double ModelConfig::non_negative_finite(const char* key, double value) const {
     throw Error(file_,
                 where(key) + " = " + format_number(value, 6) + " must be a finite number >= 0");
   return value;
+}
+
+double ModelConfig::rms_norm_eps() const {
+  const double eps =
+      non_negative_finite("rms_norm_eps", find_double("rms_norm_eps").value_or(1e-6));
+  if (eps > std::numeric_limits<float>::max())
+    throw Error(file_,
+                where("rms_norm_eps") + " = " + format_number(eps, 6) +
+                    " overflows float32, in which the norms add it",
+                "give the epsilon the model was trained with (1e-6 in the Qwen configs)");
+  return eps;
 }
 
 std::int64_t ModelConfig::num_hidden_layers() const {

@@ -1,6 +1,7 @@
 #include "draftgate/io/rope_config.h"
 
 #include "draftgate/error.h"
+#include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::io {
@@ -24,6 +25,18 @@ std::vector<std::pair<std::string, double>> rope_number_sources(const ModelConfi
     if (it != c.text().end() && it->is_object()) take(*it, text_prefix + block + "." + key);
   }
   return found;
+}
+
+std::optional<double> agreed_rope_number(const ModelConfig& c, const char* key) {
+  const auto sources = rope_number_sources(c, key);
+  if (sources.empty()) return std::nullopt;
+  for (const auto& [where, value] : sources)
+    if (value != sources.front().second)
+      throw Error(c.file(),
+                  sources.front().first + " = " + format_number(sources.front().second, 6) +
+                      " but " + where + " = " + format_number(value, 6),
+                  std::string("keep one ") + key + ": engines read different places");
+  return sources.front().second;
 }
 
 std::string rope_type(const ModelConfig& c) {

@@ -12,10 +12,9 @@ namespace draftgate::model {
 namespace {
 
 // rope_theta / partial_rotary_factor live at the text-config level (Qwen3) or under rope_parameters
-// (Qwen3.5); the first place given wins.
+// (Qwen3.5); given in both, they must agree.
 double rope_field(const io::ModelConfig& config, const char* key, double fallback, bool required) {
-  const auto sources = io::rope_number_sources(config, key);
-  if (!sources.empty()) return sources.front().second;
+  if (const std::optional<double> value = io::agreed_rope_number(config, key)) return *value;
   if (required) throw Error(config.file(), std::string("missing required field ") + key);
   return fallback;
 }
@@ -113,8 +112,7 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   c.vocab = config.require_int("vocab_size");
   c.num_layers = stack.num_layers;
   c.layer_types = stack.layer_types;
-  c.rms_eps =
-      config.non_negative_finite("rms_norm_eps", config.find_double("rms_norm_eps").value_or(1e-6));
+  c.rms_eps = config.rms_norm_eps();
   c.max_positions = config.find_int("max_position_embeddings").value_or(0);
   if (c.max_positions < 0)
     throw Error(config.file(), config.where("max_position_embeddings") + " must be positive, got " +
@@ -151,6 +149,14 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
     if (config.find_bool(key).value_or(false))
       throw Error(config.file(), config.where(key) + " = true is not supported",
                   "the engine's projections have no bias");
+  // The MLP is SwiGLU with silu, every supported family's default: another activation would be
+  // run as silu.
+  for (const nlohmann::json* scope : {&config.text(), &config.root()})
+    if (const auto act = scope->find("hidden_act");
+        act != scope->end() && !act->is_null() && *act != "silu")
+      throw Error(config.file(),
+                  config.where("hidden_act") + " = " + io::json_excerpt(*act) + " is not supported",
+                  "the engine's MLP is SwiGLU with silu, as every supported family's");
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 

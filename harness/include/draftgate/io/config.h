@@ -38,6 +38,10 @@ class ModelConfig {
   double positive_finite(const char* key, double value) const;
   double non_negative_finite(const char* key, double value) const;
 
+  // rms_norm_eps, 1e-6 where absent (the supported config classes' default): finite, >= 0 and a
+  // float32, in which the norms add it (1e300 read as float32 infinity made every output 0).
+  double rms_norm_eps() const;
+
   // num_hidden_layers (or n_layer / num_layers / n_layers); required.
   std::int64_t num_hidden_layers() const;
   // Extra next-token-prediction (MTP) layers: num_nextn_predict_layers or mtp_num_hidden_layers,
