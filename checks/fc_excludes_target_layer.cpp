@@ -14,6 +14,7 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
+#include "draftgate/io/float8.h"
 #include "draftgate/layout/decoder_stack.h"
 
 namespace draftgate::checks {
@@ -53,6 +54,15 @@ class FcExcludesTargetLayer : public Check {
     const io::Checkpoint drafter = io::Checkpoint::open(*a.drafter);
     const auto stack = layout::resolve_decoder_stack(target);
     const auto d = model::DrafterConfig::from(drafter.config());
+    // What loading the drafter refuses, from its headers: a gate that passes a drafter `eval`
+    // cannot load is not one (a layer count its tensors do not hold, an integer fc).
+    d.check_tensors(drafter.names(), drafter.dir().string());
+    for (const std::string name : {"fc.weight", "hidden_norm.weight"})
+      if (const io::TensorInfo* t = drafter.info(name);
+          t != nullptr && t->dtype != io::DType::BF16 && t->dtype != io::DType::F16 &&
+          t->dtype != io::DType::F32 && t->dtype != io::DType::F64 && !io::is_float8(t->dtype))
+        throw Error(drafter.dir().string(), "tensor \"" + name + "\" has non-float dtype " +
+                                                std::string(io::dtype_name(t->dtype)));
     const std::int64_t l = stack.num_layers;
     const std::int64_t target_hidden = target.config().require_int("hidden_size");
     CheckResult r;

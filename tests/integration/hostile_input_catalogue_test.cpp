@@ -995,6 +995,36 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                             },
                                             "dflash_config.target_layer_ids holds 2.0, not a "
                                             "layer id"},
+                                    // check refuses what eval's load refuses, from the headers.
+                                    Hostile{"check_drafter_declares_more_layers",
+                                            [](const fs::path& dir) {
+                                              const fs::path d =
+                                                  copy_of(dir, "qwen3-drafter-reference");
+                                              config_edit([](json& c) {
+                                                c["num_hidden_layers"] = 3;
+                                              })(d);
+                                              return "check --target " + target() +
+                                                     " --drafter " + d.string();
+                                            },
+                                            "num_hidden_layers is 3 but the tensors hold 2 layers"},
+                                    Hostile{"check_drafter_fc_of_integers",
+                                            [](const fs::path& dir) {
+                                              const fs::path d =
+                                                  copy_of(dir, "qwen3-drafter-reference");
+                                              io::NamedTensors tensors;
+                                              {
+                                                const io::Checkpoint c = io::Checkpoint::open(d);
+                                                for (const auto& n : c.names()) {
+                                                  at::Tensor w = io::load_tensor(c, n).clone();
+                                                  if (n == "fc.weight") w = w.to(at::kShort);
+                                                  tensors.emplace_back(n, w);
+                                                }
+                                              }
+                                              io::write_tensors(d / "model.safetensors", tensors);
+                                              return "check --target " + target() +
+                                                     " --drafter " + d.string();
+                                            },
+                                            "tensor \"fc.weight\" has non-float dtype I16"},
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),
