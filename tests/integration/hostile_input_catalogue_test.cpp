@@ -963,6 +963,13 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                    c["rms_norm_eps"] = 1e300;
                                                  }),
                                                  "rms_norm_eps = 1e+300 overflows float32"),
+                                    forward_case("llama_model_type_over_qwen3_weights",
+                                                 config_edit([](json& c) {
+                                                   c["model_type"] = "llama";
+                                                   c["architectures"] = {"LlamaForCausalLM"};
+                                                 }),
+                                                 "self_attn.q_norm.weight\" is a q/k norm, which "
+                                                 "llama attention does not have"),
                                     forward_case("hidden_act_gelu", config_edit([](json& c) {
                                                    c["hidden_act"] = "gelu";
                                                  }),

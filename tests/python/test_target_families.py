@@ -12,6 +12,7 @@ Exit 0 pass, 1 fail, 77 (ctest's skip) without python3-torch.
 import argparse
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def main():
         # Routed experts stored both ways: per expert (Qwen3-MoE releases) and fused (Qwen3.5 / 3.6 MoE).
         name = f"{family['name']}_{layout}" + ("_fused" if fused else "")
         target = os.path.join(a.work, name)
+        shutil.rmtree(target, ignore_errors=True)  # make-target writes into a new or empty directory
         made = run([a.draftgate, "make-target", "--family", family["name"], "--layout", layout, "--dtype", "f32",
                     "--layers", "4", "--seed", "3", "--out", target] + (["--fused-experts"] if fused else []))
         if made.returncode != 0:

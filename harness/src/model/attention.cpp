@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "draftgate/arch/family_table.h"
+#include "draftgate/error.h"
 #include "draftgate/model/few_row_attention.h"
 #include "draftgate/model/ops.h"
 
@@ -72,6 +74,16 @@ Attention::Attention(const TargetConfig& c, const WeightLoader& w, const std::st
   if (c.traits.qk_norm) {
     q_norm_ = w.get(p + "q_norm.weight", {c.head_dim});
     k_norm_ = w.get(p + "k_norm.weight", {c.head_dim});
+  } else {
+    // A family without q/k norms would run such a checkpoint without them (a Qwen3 checkpoint
+    // whose config says model_type llama).
+    for (const char* norm : {"q_norm.weight", "k_norm.weight"})
+      if (w.contains(p + norm))
+        throw Error(w.checkpoint_dir(),
+                    "tensor \"" + p + norm + "\" is a q/k norm, which " + family_name(c.family) +
+                        " attention does not have",
+                    "the config's model_type names another family than the weights were trained "
+                    "as (Qwen3 has q/k norms)");
   }
 }
 
