@@ -165,6 +165,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadHeader{"entry_not_object", R"({"a":3})", 0, "entry is not an object"}),
     [](const auto& p) { return p.param.label; });
 
+// `"__metadata__": null` is no metadata (the reference reader's Option<HashMap> reads null as
+// None); a list or a number is not.
+TEST(HeaderOnly, NullMetadataIsNone) {
+  const SafetensorsHeader h = parse_safetensors_header(
+      R"({"__metadata__":null,"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4,
+      "f.safetensors");
+  EXPECT_TRUE(h.metadata.empty());
+  ASSERT_EQ(h.tensors.size(), 1u);
+  EXPECT_THAT(error_of([] { parse_safetensors_header(R"({"__metadata__":[]})", 0, "f"); }),
+              HasSubstr("__metadata__ is not an object"));
+}
+
 // --- file-level framing ---
 
 void write_raw(const fs::path& path, const std::string& bytes) {

@@ -138,6 +138,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view json_text, std::uint
   SafetensorsHeader header;
   for (const auto& [name, entry] : root.items()) {
     if (name == "__metadata__") {
+      if (entry.is_null()) continue;  // none, as the reference reader's Option reads it
       if (!entry.is_object()) throw Error(file, "__metadata__ is not an object");
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string())
