@@ -98,6 +98,19 @@ std::function<void(const fs::path&)> config_text(std::function<std::string(json)
 }
 
 std::string target() { return (kTrained / "qwen3-target").string(); }
+
+// A mutated copy of the reference drafter run through `check` beside the target: every check that
+// meets the drafter's problem says it in the one line.
+Hostile check_drafter_case(std::string label, std::function<void(const fs::path&)> mutate,
+                           std::string message) {
+  return {label,
+          [mutate](const fs::path& dir) {
+            const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+            mutate(d);
+            return "check --target " + target() + " --drafter " + d.string();
+          },
+          message};
+}
 std::string drafter() { return (kTrained / "qwen3-drafter-reference").string(); }
 
 // A structural check on the bundled target with `extra` arguments (the front end's path).
@@ -988,50 +1001,33 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                  }),
                                                  "target_layer_ids = [0, 1] at the top level but "
                                                  "[0, 2] under dflash_config"),
-                                    // check's drafter_config and the checks that load the drafter
-                                    // meet the same problem: one line.
-                                    Hostile{"check_drafter_tap_not_an_integer",
-                                            [](const fs::path& dir) {
-                                              const fs::path d =
-                                                  copy_of(dir, "qwen3-drafter-reference");
-                                              config_edit([](json& c) {
-                                                c["dflash_config"]["target_layer_ids"] = {0, 2.0};
-                                              })(d);
-                                              return "check --target " + target() +
-                                                     " --drafter " + d.string();
-                                            },
-                                            "dflash_config.target_layer_ids holds 2.0, not a "
-                                            "layer id"},
+                                    check_drafter_case("check_drafter_tap_not_an_integer",
+                                                       config_edit([](json& c) {
+                                                         c["dflash_config"]["target_layer_ids"] = {
+                                                             0, 2.0};
+                                                       }),
+                                                       "dflash_config.target_layer_ids holds 2.0, "
+                                                       "not a layer id"),
                                     // check refuses what eval's load refuses, from the headers.
-                                    Hostile{"check_drafter_declares_more_layers",
-                                            [](const fs::path& dir) {
-                                              const fs::path d =
-                                                  copy_of(dir, "qwen3-drafter-reference");
-                                              config_edit([](json& c) {
-                                                c["num_hidden_layers"] = 3;
-                                              })(d);
-                                              return "check --target " + target() +
-                                                     " --drafter " + d.string();
-                                            },
-                                            "num_hidden_layers is 3 but the tensors hold 2 layers"},
-                                    Hostile{"check_drafter_fc_of_integers",
-                                            [](const fs::path& dir) {
-                                              const fs::path d =
-                                                  copy_of(dir, "qwen3-drafter-reference");
-                                              io::NamedTensors tensors;
-                                              {
-                                                const io::Checkpoint c = io::Checkpoint::open(d);
-                                                for (const auto& n : c.names()) {
-                                                  at::Tensor w = io::load_tensor(c, n).clone();
-                                                  if (n == "fc.weight") w = w.to(at::kShort);
-                                                  tensors.emplace_back(n, w);
-                                                }
-                                              }
-                                              io::write_tensors(d / "model.safetensors", tensors);
-                                              return "check --target " + target() +
-                                                     " --drafter " + d.string();
-                                            },
-                                            "tensor \"fc.weight\" has non-float dtype I16"},
+                                    check_drafter_case(
+                                        "check_drafter_declares_more_layers",
+                                        config_edit([](json& c) { c["num_hidden_layers"] = 3; }),
+                                        "num_hidden_layers is 3 but the tensors hold 2 layers"),
+                                    check_drafter_case(
+                                        "check_drafter_fc_of_integers",
+                                        [](const fs::path& d) {
+                                          io::NamedTensors tensors;
+                                          {
+                                            const io::Checkpoint c = io::Checkpoint::open(d);
+                                            for (const auto& n : c.names()) {
+                                              at::Tensor w = io::load_tensor(c, n).clone();
+                                              if (n == "fc.weight") w = w.to(at::kShort);
+                                              tensors.emplace_back(n, w);
+                                            }
+                                          }
+                                          io::write_tensors(d / "model.safetensors", tensors);
+                                        },
+                                        "tensor \"fc.weight\" has non-float dtype I16"),
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),
