@@ -983,6 +983,13 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                  }),
                                                  "self_attn.q_norm.weight\" is a q/k norm, which "
                                                  "llama attention does not have"),
+                                    forward_case("awq_config_over_bf16_weights",
+                                                 config_edit([](json& c) {
+                                                   c["quantization_config"] = {
+                                                       {"quant_method", "awq"}, {"bits", 4}};
+                                                 }),
+                                                 "quantization_config.quant_method awq: the engine "
+                                                 "runs unquantised"),
                                     forward_case("hidden_act_gelu", config_edit([](json& c) {
                                                    c["hidden_act"] = "gelu";
                                                  }),

@@ -27,7 +27,16 @@ WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtyp
       device_(device),
       owned_(owned),
       reuse_(reuse),
-      staged_(staged) {}
+      staged_(staged) {
+  // A quantization_config the engine does not read (AWQ, GPTQ, …) over tensors that load as
+  // floats: probe and layer_path say the engine cannot run it, so loading it runs nothing either.
+  if (const auto method = io::quant_method(checkpoint.config()); method && !fp8_)
+    throw Error(checkpoint.config().file(),
+                "quantization_config.quant_method " + *method +
+                    ": the engine runs unquantised bf16/f32 weights or fine-grained fp8",
+                "use the original checkpoint, or remove the quantization_config if its tensors "
+                "are not quantised");
+}
 
 at::Tensor WeightLoader::stored_tensor(const std::string& name) const {
   if (staged_ != nullptr)
