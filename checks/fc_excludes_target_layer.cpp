@@ -14,7 +14,6 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/checkpoint.h"
-#include "draftgate/io/float8.h"
 #include "draftgate/layout/decoder_stack.h"
 
 namespace draftgate::checks {
@@ -59,8 +58,7 @@ class FcExcludesTargetLayer : public Check {
     d.check_tensors(drafter.names(), drafter.dir().string());
     for (const std::string name : {"fc.weight", "hidden_norm.weight"})
       if (const io::TensorInfo* t = drafter.info(name);
-          t != nullptr && t->dtype != io::DType::BF16 && t->dtype != io::DType::F16 &&
-          t->dtype != io::DType::F32 && t->dtype != io::DType::F64 && !io::is_float8(t->dtype))
+          t != nullptr && !io::is_floating_point(t->dtype))
         throw Error(drafter.dir().string(), "tensor \"" + name + "\" has non-float dtype " +
                                                 std::string(io::dtype_name(t->dtype)));
     const std::int64_t l = stack.num_layers;

@@ -15,6 +15,10 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The logits [T, vocab] of the last position: the next token is its pick alone (a prompt's other
+// rows need no scan).
+at::Tensor last_row(const at::Tensor& logits) { return logits.narrow(0, logits.size(0) - 1, 1); }
+
 std::vector<std::int64_t> iota(std::int64_t from, std::int64_t to) {
   std::vector<std::int64_t> v;
   for (auto i = from; i < to; ++i) v.push_back(i);
@@ -104,7 +108,7 @@ std::vector<std::int64_t> greedy_generate(const model::TargetModel& target,
   while (static_cast<std::int64_t>(out.size()) < max_new) {
     const auto r = target.extend(state, next);
     target.commit_all(state);
-    out.push_back(model::argmax_rows(r.logits).back());
+    out.push_back(model::argmax_rows(last_row(r.logits)).front());
     if (std::find(eos_ids.begin(), eos_ids.end(), out.back()) != eos_ids.end()) break;
     next = {out.back()};
   }
@@ -132,7 +136,7 @@ PromptRun speculative_generate(const model::TargetModel& target, BlockDrafter& d
   target.commit_all(state);
   run.target_seconds += since(t);
   run.target_forwards = 1;
-  std::int64_t bonus = model::argmax_rows(prefill.logits).back();
+  std::int64_t bonus = model::argmax_rows(last_row(prefill.logits)).front();
   run.output.push_back(bonus);
   t = Clock::now();
   drafter.add_context(prefill, iota(0, static_cast<std::int64_t>(prompt.size())));

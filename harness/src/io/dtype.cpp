@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "draftgate/io/float8.h"
+
 namespace draftgate::io {
 namespace {
 
@@ -39,6 +41,11 @@ const DTypeRow& row(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype
 
 std::size_t dtype_size(DType dtype) { return row(dtype).size; }
 std::string_view dtype_name(DType dtype) { return row(dtype).name; }
+
+bool is_floating_point(DType dtype) {
+  return dtype == DType::F64 || dtype == DType::F32 || dtype == DType::F16 ||
+         dtype == DType::BF16 || is_float8(dtype);
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& r : kDTypes)

@@ -52,7 +52,7 @@ row_argmax(const float* x, std::int64_t n) {
 bool scans(const at::Tensor& logits) {
   return logits.device().is_cpu() && logits.scalar_type() == at::kFloat && logits.dim() > 0 &&
          logits.size(-1) > 0 && logits.size(-1) <= std::numeric_limits<std::int32_t>::max() - 8 &&
-         logits.is_contiguous() && !logits.requires_grad();
+         logits.is_contiguous();
 }
 
 }  // namespace

@@ -31,6 +31,8 @@ enum class DType {
 // Bytes per element (every supported dtype is byte-sized or larger).
 std::size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);
+// Whether elements are floating point: F64, F32, F16, BF16 and the five F8_* types.
+bool is_floating_point(DType dtype);
 // Parses a spec name ("BF16", "F8_E4M3", ...). Sub-byte types (F4, F6_*) and unknown names give
 // nullopt.
 std::optional<DType> parse_dtype(std::string_view name);
