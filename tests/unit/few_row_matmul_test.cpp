@@ -92,15 +92,17 @@ TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
 }
 
 // Each output is summed in one order whatever the number of rows: a row of a verify pass has the
-// bits of the same row decoded alone (K across the steps, the widened chunks and a tail; from 9
-// rows at these K the bf16 kernel splits K into blocks, and at N = 451 into several panels of
-// tiles, a partial one and a one-row tail per thread).
+// bits of the same row decoded alone (K across the steps, the widened chunks and a tail; the bf16
+// kernel keeps x of up to 32 KB whole and splits a larger one into blocks of K — 16 rows at K =
+// 1040, from 11 at 1500 — so rows in blocks are compared with rows whole; at N = 451 into several
+// panels of tiles, a partial one and a one-row tail per thread).
 TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
   at::manual_seed(13);
   for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{37, 15},
                              {37, 100},
                              {37, 1040},
                              {37, 1500},
+                             {451, 1024},
                              {451, 1500},
                              {451, 2080}}) {
     const at::Tensor w = random_w(n, k), x = random_x(16, k);

@@ -51,6 +51,12 @@ constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
 // with the other changes of that day 8 / 16 rows read Qwen3-8B's MLP down at 34.5 -> 49.5 /
 // 21.0 -> 25.0 GB/s (stand-alone, interleaved, on a Zen 5 EPYC: docs/performance.md).
 constexpr std::int64_t kXBlockBytes = 16 * 1024;
+// x of up to 32 KB is one block: the tiles' sums then stay in registers (in blocks, every tile
+// stores and reloads them between blocks, 96 KB a panel through L1), and the weight is read row
+// after row. 16 rows at k = 1024 (Qwen3-0.6B's q, k, v, gate, up and lm_head) read a streamed
+// weight at 37-41 GB/s in two blocks, 44-50 in one (interleaved, Zen 5 EPYC: docs/performance.md);
+// x of 64-96 KB in one block, read from L2 for every tile, was slower than blocks.
+constexpr std::int64_t kWholeXBytes = 32 * 1024;
 // Tiles per panel: the panel's sums between k blocks (32 · 2 groups · 24 vectors = 96 KB) stay
 // in L2. 16 to 128 tiles measured the same.
 constexpr std::int64_t kPanelTiles = 32;
@@ -169,7 +175,8 @@ struct Bf16DotTile {
 template <int R>
 DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t to) {
   const std::int64_t k = a.k, kp = packed_k(k), ldw = a.ldw;
-  const std::int64_t kc = lesser(k, kXBlockBytes / (2 * a.rows_x) / 32 * 32);
+  const std::int64_t kc =
+      2 * a.rows_x * k <= kWholeXBytes ? k : lesser(k, kXBlockBytes / (2 * a.rows_x) / 32 * 32);
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
