@@ -92,10 +92,11 @@ TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
 }
 
 // Each output is summed in one order whatever the number of rows: a row of a verify pass has the
-// bits of the same row decoded alone (K across the steps, the widened chunks and a tail; the bf16
-// kernel keeps x of up to 32 KB whole and splits a larger one into blocks of K — 16 rows at K =
-// 1040, from 11 at 1500 — so rows in blocks are compared with rows whole; at N = 451 into several
-// panels of tiles, a partial one and a one-row tail per thread).
+// bits of the same row decoded alone (K across the steps, the widened chunks and a tail, and
+// across the bf16 kernel's blocks of 1024; that kernel runs each tile over all of K where x fits
+// 32 KB and a block at a time over panels of tiles where it does not — 16 rows at K = 1040, from
+// 11 at 1500 — so rows of the one order are compared with rows of the other; at N = 451 into
+// several panels of tiles, a partial one and a one-row tail per thread).
 TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
   at::manual_seed(13);
   for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{37, 15},

@@ -14,24 +14,35 @@ namespace {
 // The lane sums of 16 vectors at once: lane 4q + m of the result is the sum of v[4m + q]. Each is
 // the tree that summing one vector's lanes by shuffles would form (lane i with i + 8, then i + 4,
 // i + 2, i + 1), so the bits are the same, in 45 shuffles and adds instead of 128 (3-6 % more
-// GFLOP/s with the weight in L3 at 8 and 16 rows on a Zen 5 EPYC).
+// GFLOP/s with the weight in L3 at 8 and 16 rows on a Zen 5 EPYC). Only v[0, Live) are summed
+// (the rest must be zero): no lane of the tree adds one vector's values to another's, so the
+// steps that hold only the zeros are left out (a one-row tile has 8 sums, a 3 x 8 tile 16 + 8).
+template <int Live>
 DRAFTGATE_INLINE __m512 lane_sums(const __m512 (&v)[16]) {
   __m512 halves[8], quarters[4], pairs[2];
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j)  // v[2j] in lanes 0-7, v[2j + 1] in 8-15: lane i + lane i + 8
     halves[j] =
-        _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                      _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        2 * j >= Live
+            ? _mm512_setzero_ps()
+            : _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j)  // quarter q: v[4j + q]'s 4 sums so far (i + 4)
-    quarters[j] = _mm512_add_ps(
-        _mm512_shuffle_f32x4(halves[2 * j], halves[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-        _mm512_shuffle_f32x4(halves[2 * j], halves[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    quarters[j] =
+        4 * j >= Live
+            ? _mm512_setzero_ps()
+            : _mm512_add_ps(
+                  _mm512_shuffle_f32x4(halves[2 * j], halves[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                  _mm512_shuffle_f32x4(halves[2 * j], halves[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
 #pragma GCC unroll 2
   for (int j = 0; j < 2; ++j)  // quarter q: 2 sums of v[q + 8j], then of v[q + 8j + 4] (i + 2)
-    pairs[j] = _mm512_add_ps(
-        _mm512_shuffle_ps(quarters[2 * j], quarters[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-        _mm512_shuffle_ps(quarters[2 * j], quarters[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    pairs[j] =
+        8 * j >= Live
+            ? _mm512_setzero_ps()
+            : _mm512_add_ps(
+                  _mm512_shuffle_ps(quarters[2 * j], quarters[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                  _mm512_shuffle_ps(quarters[2 * j], quarters[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
   return _mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], _MM_SHUFFLE(2, 0, 2, 0)),  // (i + 1)
                        _mm512_shuffle_ps(pairs[0], pairs[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
@@ -46,36 +57,27 @@ constexpr std::int64_t kFarBytes = 32 * 1024;
 // hide the latency of its dot products, few enough to stay in 32 vector registers.
 constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
 
-// A k block of x is kept to 16 KB so that it stays in L1 (48 KB on Zen 5) beside the weight tile
-// and the next one. x of 16 rows at k = 3072 (96 KB) was read again from L2 for every tile, and
-// with the other changes of that day 8 / 16 rows read Qwen3-8B's MLP down at 34.5 -> 49.5 /
-// 21.0 -> 25.0 GB/s (stand-alone, interleaved, on a Zen 5 EPYC: docs/performance.md).
-constexpr std::int64_t kXBlockBytes = 16 * 1024;
-// x of up to 32 KB is one block: the tiles' sums then stay in registers (in blocks, every tile
-// stores and reloads them between blocks, 96 KB a panel through L1), and the weight is read row
-// after row. 16 rows at k = 1024 (Qwen3-0.6B's q, k, v, gate, up and lm_head) read a streamed
-// weight at 37-41 GB/s in two blocks, 44-50 in one (interleaved, Zen 5 EPYC: docs/performance.md);
-// x of 64-96 KB in one block, read from L2 for every tile, was slower than blocks.
+// Each output's k runs in blocks of 1024 whatever the rows of x: a block's 16 lane sums are reduced
+// to one (lane_sums) and the blocks' sums added in order, so a row has the same bits in a product
+// of any number of rows. Sums carried whole between blocks instead (16 float32 lanes an output,
+// stored and reloaded by every tile at every block, as many bytes as the tile's weight) held 16
+// rows at K = 2048 / 3072 / 4096 to 380 / 525 / 730 us a 3072-row weight streamed from memory,
+// against 340 / 470 / 660 so (1 and 8 rows within 3 %; interleaved, Zen 5 EPYC:
+// docs/performance.md).
+constexpr std::int64_t kBlockK = 1024;
+// x of up to 32 KB (16 rows at K = 1024, 8 at 2048, one row at any K up to 16384) stays in L1
+// whole: each tile then runs over all of k in one call, so the weight is read row after row.
+// A larger x runs a block of k at a time over a panel of tiles (x of 16 rows for a block is
+// 32 KB); x of 64-96 KB read whole from L2 for every tile was slower.
 constexpr std::int64_t kWholeXBytes = 32 * 1024;
-// Tiles per panel: the panel's sums between k blocks (32 · 2 groups · 24 vectors = 96 KB) stay
-// in L2. 16 to 128 tiles measured the same.
+// Tiles per panel: the panel's weight rows stream past a block of x in L1. 16 to 128 tiles
+// measured the same.
 constexpr std::int64_t kPanelTiles = 32;
-constexpr int kMaxGroups = kMaxRows / kGroupRows;
-constexpr int kSlot = 24;  // vectors per tile and group, R · BT at most
-thread_local __m512 saved_sums[kPanelTiles * kMaxGroups * kSlot];
-const __m512 zero_sums[kSlot] = {};
-
-constexpr bool every_tile_fits_a_slot() {
-  for (int bt = 1; bt <= kGroupRows; ++bt)
-    if (rows_per_tile(bt) * bt > kSlot) return false;
-  return true;
-}
-static_assert(every_tile_fits_a_slot(), "a tile's sums fit its slot of the scratch");
+static_assert(kMaxRows / kGroupRows <= 2, "a tile's fetches are split between two groups");
 
 // Which steps of a tile fetch ahead: every one where one group of x rows runs over the weight; of
 // two groups, the first group's even steps and the second's odd ones (Bf16DotTile::run).
 enum class Fetch { kEvery, kEven, kOdd };
-static_assert(kMaxGroups <= 2, "a tile's fetches are split between two groups of x rows at most");
 
 template <int R, int BT>
 struct Bf16DotTile {
@@ -126,9 +128,8 @@ struct Bf16DotTile {
     if (whole < k1) step<true>(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
   }
 
-  // The tile's sums over k in [k0, k1), started from `from` (zeros at k0 == 0): written to out as
-  // lane sums at k1 == k, else to `saved` for the next block. The sums are kept whole between
-  // blocks, so each output is summed in the same order as in one pass over k: the same bits.
+  // The tile's sums over [k0, k1), block by block (kBlockK): each block's reduced (lane_sums),
+  // stored to out at k = 0, added to it after.
   // Not inlined: in one function with all the other tiles, GCC spilled an accumulator of the
   // loop to the stack (a store and a load in every step's chain; 10 % of 8 rows from L3).
   // `fetch`: which of the tile's steps fetch the tiles ahead. Where two groups of x rows run over
@@ -138,45 +139,46 @@ struct Bf16DotTile {
   // and with both fetching every line the repeated fetches cost 10-25 %.
   static __attribute__((noinline)) void run(const std::uint16_t* w, std::int64_t ldw,
                                             const std::uint16_t* x, std::int64_t k0,
-                                            std::int64_t k1, std::int64_t k, std::int64_t near,
-                                            std::int64_t far, Fetch fetch, const __m512* from,
-                                            __m512* saved, float* out, std::int64_t ldo) {
-    __m512 acc[R][BT];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-      for (int b = 0; b < BT; ++b) acc[r][b] = from[r * BT + b];
-    steps(w, ldw, x, k0, k1, near, far, fetch, acc);
-    if (k1 < k) {
+                                            std::int64_t k1, std::int64_t near, std::int64_t far,
+                                            Fetch fetch, float* out, std::int64_t ldo) {
+    for (std::int64_t b0 = k0; b0 < k1; b0 += kBlockK) {
+      __m512 acc[R][BT];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-        for (int b = 0; b < BT; ++b) saved[r * BT + b] = acc[r][b];
-      return;
+        for (int b = 0; b < BT; ++b) acc[r][b] = _mm512_setzero_ps();
+      steps(w, ldw, x, b0, lesser(k1, b0 + kBlockK), near, far, fetch, acc);
+      add_sums<0>(acc, b0, out, ldo);
+      if constexpr (R * BT > 16) add_sums<16>(acc, b0, out, ldo);
     }
-#pragma GCC unroll 2
-    for (int first = 0; first < R * BT; first += 16) {  // 16 sums at a time, zeros past the last
-      __m512 v[16];
+  }
+
+  // Sums [First, First + 16) of the tile (zeros past the last), reduced and stored or added.
+  template <int First>
+  static DRAFTGATE_INLINE void add_sums(const __m512 (&acc)[R][BT], std::int64_t k0, float* out,
+                                        std::int64_t ldo) {
+    constexpr int kLive = R * BT - First < 16 ? R * BT - First : 16;
+    __m512 v[16];
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i)
-        v[i] = first + i < R * BT ? acc[(first + i) / BT][(first + i) % BT] : _mm512_setzero_ps();
-      alignas(64) float sums[16];
-      _mm512_store_ps(sums, lane_sums(v));
+    for (int i = 0; i < 16; ++i)
+      v[i] = i < kLive ? acc[(First + i) / BT][(First + i) % BT] : _mm512_setzero_ps();
+    alignas(64) float sums[16];
+    _mm512_store_ps(sums, lane_sums<kLive>(v));
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i)
-        if (first + i < R * BT)
-          out[(first + i) % BT * ldo + (first + i) / BT] = sums[i % 4 * 4 + i / 4];
+    for (int i = 0; i < kLive; ++i) {
+      float& o = out[(First + i) % BT * ldo + (First + i) / BT];
+      o = k0 == 0 ? sums[i % 4 * 4 + i / 4] : o + sums[i % 4 * 4 + i / 4];
     }
   }
 };
 
 // The tiles run a panel at a time, the panel's tiles one k block after another, so the panel's
-// block of x stays in L1 while the panel's weight rows stream past it.
+// block of x stays in L1 while the panel's weight rows stream past it; where x fits L1 whole
+// (kWholeXBytes), every tile over all of k in one call.
 template <int R>
 DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t to) {
   const std::int64_t k = a.k, kp = packed_k(k), ldw = a.ldw;
-  const std::int64_t kc =
-      2 * a.rows_x * k <= kWholeXBytes ? k : lesser(k, kXBlockBytes / (2 * a.rows_x) / 32 * 32);
+  const std::int64_t kc = 2 * a.rows_x * k <= kWholeXBytes ? k : lesser(k, kBlockK);
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
@@ -196,12 +198,10 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
       };
       for (std::int64_t t = 0; t < count; ++t) {
         const std::int64_t n = from + (p0 + t) * R, near = later(t, 1), far = later(t, ahead);
-        __m512* saved = saved_sums + t * kMaxGroups * kSlot;
-        for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows, saved += kSlot)
+        for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
           run_tile<Bf16DotTile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)),
-                                   a.w + n * ldw, ldw, x + b * kp, k0, k1, k, near, far, fetch(b),
-                                   kb == 0 ? zero_sums : saved, saved, a.out + b * a.ldo + n,
-                                   a.ldo);
+                                   a.w + n * ldw, ldw, x + b * kp, k0, k1, near, far, fetch(b),
+                                   a.out + b * a.ldo + n, a.ldo);
       }
     }
   }

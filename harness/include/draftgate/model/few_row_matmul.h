@@ -6,14 +6,14 @@
 // bandwidth on one row here, these kernels at 60-92 %; docs/performance.md).
 //
 // Precision: every kernel forms the products exactly (a bf16 times a bf16 or a float32 is exact in
-// float32 up to the float32 rounding of the product) and accumulates in float32 in 16 (bf16-dot)
-// or 32 (float32-fma) partial sums per output, reduced at the end in a fixed order — the same for
-// any number of rows, so a row of a verify pass has the bits of that row decoded alone; the result
-// is rounded once to x's dtype. Its error is that of any
-// float32 GEMM, |y - y_exact| <= K · 2^-24 · Σ|w||x| (tests/unit/few_row_matmul_test.cpp checks
-// each kernel against float64 on that bound). The bf16 dot-product kernel also flushes denormal
-// inputs and partial sums to zero (the CPU instruction does), which moves a result by at most K ·
-// 2^-126 · max|x|.
+// float32 up to the float32 rounding of the product) and accumulates in float32 in 16 (bf16-dot,
+// reduced every 1024 of K and the blocks' sums added in order) or 32 (float32-fma, reduced at the
+// end) partial sums per output, in a fixed order — the same for any number of rows, so a row of a
+// verify pass has the bits of that row decoded alone; the result is rounded once to x's dtype. Its
+// error is that of any float32 GEMM, |y - y_exact| <= K · 2^-24 · Σ|w||x|
+// (tests/unit/few_row_matmul_test.cpp checks each kernel against float64 on that bound). The bf16
+// dot-product kernel also flushes denormal inputs and partial sums to zero (the CPU instruction
+// does), which moves a result by at most K · 2^-126 · max|x|.
 
 #include <ATen/ATen.h>
 
