@@ -146,6 +146,8 @@ void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
   state.counters["of_bound"] = bound_ms / ms;
   state.counters["compute_bound_ms"] = compute_ms;
   state.counters["of_roofline"] = std::max(bound_ms, compute_ms) / ms;
+  state.counters["of_paired_bound"] = bench::paired_read_share(
+      bytes, 7, [&] { benchmark::DoNotOptimize(dflash->propose(drafter_state, 5).tokens); });
   state.counters["bytes_MB"] = bytes / 1e6;
   state.counters["threads"] = at::get_num_threads();
 }

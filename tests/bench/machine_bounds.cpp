@@ -35,6 +35,24 @@ double read_bandwidth() {
   return best;
 }
 
+double paired_read_share(double bytes, int pairs, const std::function<void()>& pass) {
+  const BandwidthBuffer held = bandwidth_buffer();
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> shares;
+  for (int i = 0; i < pairs; ++i) {
+    const auto start = Clock::now();
+    benchmark::DoNotOptimize(held.values.sum().item<float>());
+    const auto read = Clock::now();
+    pass();
+    const std::chrono::duration<double> sum_s = read - start, pass_s = Clock::now() - read;
+    const double bound_s = bytes / (static_cast<double>(held.values.nbytes()) / sum_s.count());
+    shares.push_back(bound_s / pass_s.count());
+  }
+  std::sort(shares.begin(), shares.end());
+  const std::size_t mid = shares.size() / 2;
+  return shares.size() % 2 == 1 ? shares[mid] : (shares[mid - 1] + shares[mid]) / 2;
+}
+
 typedef float F32x8 __attribute__((vector_size(32)));
 
 // The few-row float32 kernel's own vectors (8 lanes), cloned per instruction set as it is.

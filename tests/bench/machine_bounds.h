@@ -5,6 +5,8 @@
 // value, B per weight byte: one row is bound by reading, 16 rows can be bound by arithmetic
 // (16 FLOPs a byte outrun two cores' bf16 dot products at ~30 GB/s).
 
+#include <functional>
+
 #include "draftgate/io/checkpoint.h"
 
 namespace draftgate::bench {
@@ -14,6 +16,13 @@ double checkpoint_bytes(const io::Checkpoint& ckpt);
 
 // Best of three sums of the buffer MemoryReadBandwidth times, bytes per second.
 double read_bandwidth();
+
+// The share of its read bound (`bytes` at the read bandwidth) a pass reaches, the bound measured
+// right before the pass: `pairs` times one sum of MemoryReadBandwidth's buffer, then one pass; the
+// median of the pairs' bound / pass time. This host's read bandwidth moved between 40 and 77 GB/s
+// within a session, so a bound measured minutes apart from the pass measures the host's moment as
+// much as the pass (one build's decode came out at 63 % and 114 % of such bounds in two runs).
+double paired_read_share(double bytes, int pairs, const std::function<void()>& pass);
 
 // FLOPs per second of independent chains of the instruction the few-row products multiply bf16
 // weights with on this CPU (vdpbf16ps where it has AVX-512 BF16, 8-lane float32 FMAs elsewhere),

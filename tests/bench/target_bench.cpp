@@ -90,6 +90,13 @@ void BM_DecodeStep(benchmark::State& state, const std::string& name) {
   state.counters["flops"] =
       static_cast<double>(state.range(1)) * bench::checkpoint_bytes(l.checkpoint);
   state.counters["peak_rss_MB"] = peak_rss_mb();
+  // Its bytes against the read bandwidth measured just before each of 7 more steps
+  // (machine_bounds.h).
+  state.counters["of_paired_bound"] =
+      bench::paired_read_share(bench::checkpoint_bytes(l.checkpoint), 7, [&] {
+        benchmark::DoNotOptimize(l.model->extend(s, block).logits);
+        l.model->commit(s, {});
+      });
   state.counters["threads"] = at::get_num_threads();
 }
 
