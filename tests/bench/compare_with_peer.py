@@ -68,7 +68,7 @@ def main():
     # The machine is shared and noisy: alternate draftgate and the peer for --rounds rounds per model and keep
     # each side's best (highest throughput, lowest latency), the usual practice for noisy hosts.
     def ours(name):
-        out = json.loads(run([bench, f"--benchmark_filter=^(Prefill|DecodeStep|VerifyStep)/{name}/|^{name}(/|$)",
+        out = json.loads(run([bench, f"--benchmark_filter=^(Prefill|DecodeStep|VerifyStep|PairedBound)/{name}/|^{name}(/|$)",
                               "--benchmark_format=json",
                               f"--benchmark_min_time={a.min_time}"], env))
         return {b["name"]: b for b in out["benchmarks"]}
@@ -97,9 +97,11 @@ def main():
                 sample[f"pver{b}"] = -peer["verify_step_ms"][str(b)]
             # The share of the read bound measured just before each of a few more passes (machine_bounds.h):
             # the host's bandwidth moves within a run, and the bound above is its best moment, not the pass's.
-            sample["pdec_share"] = dec["of_paired_bound"]
+            paired = {b: mine[f"PairedBound/{name}/64/{b}/iterations:1"]["of_paired_bound"]
+                      for b in (1,) + VERIFY_ROWS}
+            sample["pdec_share"] = paired[1]
             for b in VERIFY_ROWS:
-                sample[f"pver{b}_share"] = mine[f"VerifyStep/{name}/64/{b}"]["of_paired_bound"]
+                sample[f"pver{b}_share"] = paired[b]
             for k, v in sample.items():
                 best[k] = max(best.get(k, v), v)
             best["weights"], best["rss"], best["prss"] = dec["weights_MB"], dec["peak_rss_MB"], peer["peak_rss_mb"]
