@@ -32,6 +32,7 @@
 #include <memory>
 
 #include "chat_checkpoint.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "engine_outputs.h"
 #include "engine_stand_in.h"
@@ -308,6 +309,29 @@ INSTANTIATE_TEST_SUITE_P(
                     with_raw(index, "/weight_map/model.norm.weight", deep_array()));
             },
             "model.safetensors.index.json: JSON nests deeper than 64 levels"),
+        probe_case(
+            "single_file_beside_a_sharded_index",
+            [](const fs::path& ckpt) {
+              fs::copy_file(ckpt / "model.safetensors", ckpt / "model-00001-of-00001.safetensors");
+              json index = {{"weight_map", json::object()}};
+              const io::Checkpoint single = io::Checkpoint::open(ckpt);
+              for (const auto& name : single.names())
+                index["weight_map"][name] = "model-00001-of-00001.safetensors";
+              write(ckpt / "model.safetensors.index.json", index.dump());
+            },
+            "holds both model.safetensors and model.safetensors.index.json, whose shards are "
+            "other files"),
+        probe_case(
+            "shard_tensor_the_index_does_not_list",
+            [](const fs::path& ckpt) {
+              json index = {{"weight_map", json::object()}};
+              const io::Checkpoint single = io::Checkpoint::open(ckpt);
+              for (const auto& name : single.names())
+                if (name != "model.norm.weight") index["weight_map"][name] = "model.safetensors";
+              write(ckpt / "model.safetensors.index.json", index.dump());
+            },
+            "model.safetensors: holds tensor \"model.norm.weight\", which "
+            "model.safetensors.index.json does not list"),
         probe_case(
             "index_of_100k_entries_with_a_duplicate",
             [](const fs::path& ckpt) {

@@ -97,6 +97,40 @@ TEST(Checkpoint, IndexProblems) {
   EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }), HasSubstr("missing \"weight_map\""));
 }
 
+// What the index says must be what the shards hold: transformers and vLLM load every tensor of a
+// listed shard, and pick model.safetensors or the index differently where both are present.
+TEST(Checkpoint, IndexAndShardsMustAgree) {
+  const fs::path dir = testing::fresh_dir("index_vs_shards");
+  const float v[1] = {3.0f};
+  const std::string_view b(reinterpret_cast<const char*>(v), 4);
+  write_json(dir / "config.json", {{"num_hidden_layers", 1}});
+  const fs::path index = dir / "model.safetensors.index.json";
+
+  write_safetensors(dir / "a.safetensors", {{"x", DType::F32, {1}, b}, {"y", DType::F32, {1}, b}});
+  write_json(index, {{"weight_map", {{"x", "a.safetensors"}}}});
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("a.safetensors: holds tensor \"y\", which model.safetensors.index.json "
+                        "does not list"));
+
+  write_safetensors(dir / "b.safetensors", {{"y", DType::F32, {1}, b}});
+  write_json(index, {{"weight_map", {{"x", "a.safetensors"}, {"y", "b.safetensors"}}}});
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("a.safetensors: tensor \"y\" also appears in b.safetensors"));
+
+  write_safetensors(dir / "a.safetensors", {{"x", DType::F32, {1}, b}});
+  EXPECT_EQ(Checkpoint::open(dir).names().size(), 2u);  // index and shards agree
+
+  write_safetensors(dir / "model.safetensors", {{"x", DType::F32, {1}, b}});
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("holds both model.safetensors and model.safetensors.index.json, whose "
+                        "shards are other files"));
+  // An index whose one shard is model.safetensors is the same weights.
+  write_safetensors(dir / "model.safetensors",
+                    {{"x", DType::F32, {1}, b}, {"y", DType::F32, {1}, b}});
+  write_json(index, {{"weight_map", {{"x", "model.safetensors"}, {"y", "model.safetensors"}}}});
+  EXPECT_EQ(Checkpoint::open(dir).names().size(), 2u);
+}
+
 TEST(Checkpoint, DuplicateTensorAcrossShardsWithoutIndex) {
   const fs::path dir = testing::fresh_dir("dupshards");
   const float v[1] = {3.0f};

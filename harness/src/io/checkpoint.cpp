@@ -99,7 +99,17 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   const fs::path index = dir / kIndexName;
   if (fs::exists(index, ec)) {
     weight_map = read_weight_map(index);
-    std::vector<std::string> present, missing;
+    // Loaders disagree on such a directory: transformers loads model.safetensors, vLLM the shards.
+    const bool lists_single =
+        std::any_of(weight_map.begin(), weight_map.end(),
+                    [](const auto& entry) { return entry.second == kSingleName; });
+    if (!lists_single && fs::exists(dir / kSingleName, ec))
+      throw Error(dir.string(),
+                  "holds both " + std::string(kSingleName) + " and " + kIndexName +
+                      ", whose shards are other files",
+                  "keep the weights you mean: transformers loads model.safetensors, vLLM the "
+                  "index's shards");
+    std::vector<std::string> missing;
     for (const auto& [name, shard] : weight_map) {
       (void)name;
       if (ckpt.shards_.count(shard)) continue;
@@ -152,6 +162,20 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
                     "maps \"" + name + "\" to " + shard + ", which has no such tensor");
       ckpt.entries_.emplace(name, Entry{shard, info});
     }
+    // A listed shard is loaded whole by transformers and vLLM: a tensor of it that the index does
+    // not map there would be loaded by them and not here (or twice, from two shards).
+    for (const auto& [shard, file] : ckpt.shards_)
+      for (const TensorInfo& info : file->header().tensors) {
+        const auto mapped = weight_map.find(info.name);
+        if (mapped == weight_map.end())
+          throw Error((dir / shard).string(),
+                      "holds tensor \"" + info.name + "\", which " + kIndexName + " does not list",
+                      "regenerate the index from the shards");
+        if (mapped->second != shard)
+          throw Error((dir / shard).string(),
+                      "tensor \"" + info.name + "\" also appears in " + mapped->second,
+                      "keep one copy and regenerate the index");
+      }
   } else {
     for (const auto& [shard, file] : ckpt.shards_) {
       for (const TensorInfo& info : file->header().tensors) {
