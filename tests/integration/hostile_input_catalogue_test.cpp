@@ -1014,6 +1014,10 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                  }),
                                                  "quantization_config.quant_method awq: the engine "
                                                  "runs unquantised"),
+                                    forward_case("model_type_a_number", config_edit([](json& c) {
+                                                   c["model_type"] = 3;
+                                                 }),
+                                                 "model_type must be a string, got 3"),
                                     forward_case("hidden_act_gelu", config_edit([](json& c) {
                                                    c["hidden_act"] = "gelu";
                                                  }),

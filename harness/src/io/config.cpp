@@ -172,7 +172,10 @@ std::optional<bool> ModelConfig::tie_word_embeddings() const {
 
 std::string ModelConfig::model_type() const {
   const json* v = lookup("model_type");
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+  if (v == nullptr) return std::string();
+  if (!v->is_string())
+    throw Error(file_, where("model_type") + " must be a string, got " + json_excerpt(*v));
+  return v->get<std::string>();
 }
 
 }  // namespace draftgate::io
