@@ -232,7 +232,7 @@ TEST(ProbeCli, SaysWhetherTheEngineCanRunEachRealLayout) {
               HasSubstr("engine       supported"));
 }
 
-TEST(ProbeCli, FlagsMoeSlidingWindowRopeScalingAndQuantisedTensors) {
+TEST(ProbeCli, FlagsMoeSlidingWindowActivationBiasRopeScalingAndQuantisedTensors) {
   const fs::path src = kRealLayouts / "qwen3-4b-hf";
   const auto variant = [&](const std::string& name, const nlohmann::json& patch) {
     const fs::path dir = testing::fresh_dir("engine_" + name);
@@ -254,6 +254,15 @@ TEST(ProbeCli, FlagsMoeSlidingWindowRopeScalingAndQuantisedTensors) {
   std::tie(supported, notes) = engine_verdict(variant("swa", {{"use_sliding_window", true}}));
   EXPECT_FALSE(supported);
   EXPECT_THAT(notes, HasSubstr("sliding-window attention"));
+  // What loading the target refuses (model::unsupported_config_value), probe does not call
+  // supported.
+  std::tie(supported, notes) = engine_verdict(variant("gelu", {{"hidden_act", "gelu"}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("hidden_act = \"gelu\" is not supported: the engine's MLP is "
+                               "SwiGLU with silu"));
+  std::tie(supported, notes) = engine_verdict(variant("bias", {{"attention_bias", true}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("attention_bias = true is not supported"));
   std::tie(supported, notes) =
       engine_verdict(variant("yarn", {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}}));
   EXPECT_FALSE(supported);

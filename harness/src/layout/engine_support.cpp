@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "draftgate/arch/config_limits.h"
 #include "draftgate/arch/family_table.h"
 #include "draftgate/format.h"
 #include "draftgate/io/fp8_scheme.h"
@@ -101,6 +102,9 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
       (family == nullptr || !family->traits.shared_expert))
     add("a shared expert (tensors such as " + *shared + "): the engine runs routed experts only" +
         (family ? " for " + family->name : std::string()));
+
+  if (const auto limit = model::unsupported_config_value(config))
+    add(limit->problem + ": " + limit->hint);
 
   const bool sliding_layers =
       std::any_of(stack.layer_types.begin(), stack.layer_types.end(),

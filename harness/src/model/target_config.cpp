@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "draftgate/arch/config_limits.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/json_util.h"
@@ -144,19 +145,8 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   const double theta_default = family.defaults.rope_theta;
   c.rope_theta = config.positive_finite(
       "rope_theta", rope_field(config, "rope_theta", theta_default, theta_default == 0));
-  // Biased projections (LlamaConfig's attention_bias / mlp_bias) would be silently ignored.
-  for (const char* key : {"attention_bias", "mlp_bias"})
-    if (config.find_bool(key).value_or(false))
-      throw Error(config.file(), config.where(key) + " = true is not supported",
-                  "the engine's projections have no bias");
-  // The MLP is SwiGLU with silu, every supported family's default: another activation would be
-  // run as silu.
-  for (const nlohmann::json* scope : {&config.text(), &config.root()})
-    if (const auto act = scope->find("hidden_act");
-        act != scope->end() && !act->is_null() && *act != "silu")
-      throw Error(config.file(),
-                  config.where("hidden_act") + " = " + io::json_excerpt(*act) + " is not supported",
-                  "the engine's MLP is SwiGLU with silu, as every supported family's");
+  if (const auto limit = unsupported_config_value(config))
+    throw Error(config.file(), limit->problem, limit->hint);
   if (config.find_bool("use_sliding_window").value_or(false))
     throw Error(config.file(), "use_sliding_window = true is not supported");
 
