@@ -154,38 +154,33 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
 
   if (ckpt.metadata_only_) {
     for (const auto& [name, shard] : weight_map) ckpt.entries_.emplace(name, Entry{shard, nullptr});
-  } else if (!weight_map.empty()) {
-    for (const auto& [name, shard] : weight_map) {
-      const TensorInfo* info = ckpt.shards_.at(shard)->header().find(name);
-      if (info == nullptr)
-        throw Error(index.string(),
-                    "maps \"" + name + "\" to " + shard + ", which has no such tensor");
-      ckpt.entries_.emplace(name, Entry{shard, info});
-    }
-    // A listed shard is loaded whole by transformers and vLLM: a tensor of it that the index does
-    // not map there would be loaded by them and not here (or twice, from two shards).
+  } else {
+    // Every tensor of every shard: transformers and vLLM load a listed shard whole, so where an
+    // index is given each tensor must be listed, and listed in the shard that holds it.
     for (const auto& [shard, file] : ckpt.shards_)
       for (const TensorInfo& info : file->header().tensors) {
-        const auto mapped = weight_map.find(info.name);
-        if (mapped == weight_map.end())
-          throw Error((dir / shard).string(),
-                      "holds tensor \"" + info.name + "\", which " + kIndexName + " does not list",
-                      "regenerate the index from the shards");
-        if (mapped->second != shard)
-          throw Error((dir / shard).string(),
-                      "tensor \"" + info.name + "\" also appears in " + mapped->second,
-                      "keep one copy and regenerate the index");
-      }
-  } else {
-    for (const auto& [shard, file] : ckpt.shards_) {
-      for (const TensorInfo& info : file->header().tensors) {
+        if (!weight_map.empty()) {
+          const auto mapped = weight_map.find(info.name);
+          if (mapped == weight_map.end())
+            throw Error(
+                (dir / shard).string(),
+                "holds tensor \"" + info.name + "\", which " + kIndexName + " does not list",
+                "regenerate the index from the shards");
+          if (mapped->second != shard)
+            throw Error((dir / shard).string(),
+                        "tensor \"" + info.name + "\" also appears in " + mapped->second,
+                        "keep one copy and regenerate the index");
+        }
         if (!ckpt.entries_.emplace(info.name, Entry{shard, &info}).second)
           throw Error(
               (dir / shard).string(),
               "tensor \"" + info.name + "\" also appears in " + ckpt.entries_.at(info.name).shard,
               "add a model.safetensors.index.json that says which copy is meant");
       }
-    }
+    for (const auto& [name, shard] : weight_map)
+      if (ckpt.entries_.count(name) == 0)
+        throw Error(index.string(),
+                    "maps \"" + name + "\" to " + shard + ", which has no such tensor");
   }
   if (ckpt.entries_.empty()) throw Error(dir.string(), "checkpoint holds no tensors");
   ckpt.names_.reserve(ckpt.entries_.size());
