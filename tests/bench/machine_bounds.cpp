@@ -22,31 +22,35 @@ double checkpoint_bytes(const io::Checkpoint& ckpt) {
   return bytes;
 }
 
+namespace {
+// Seconds `f` takes.
+template <class F>
+double seconds(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Bytes per second of one sum of the buffer.
+double one_read(const BandwidthBuffer& held) {
+  return static_cast<double>(held.values.nbytes()) /
+         seconds([&] { benchmark::DoNotOptimize(held.values.sum().item<float>()); });
+}
+}  // namespace
+
 double read_bandwidth() {
   const BandwidthBuffer held = bandwidth_buffer();
-  const at::Tensor& buffer = held.values;
   double best = 0;
-  for (int i = 0; i < 3; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(buffer.sum().item<float>());
-    const std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
-    best = std::max(best, static_cast<double>(buffer.nbytes()) / s.count());
-  }
+  for (int i = 0; i < 3; ++i) best = std::max(best, one_read(held));
   return best;
 }
 
 double paired_read_share(double bytes, int pairs, const std::function<void()>& pass) {
   const BandwidthBuffer held = bandwidth_buffer();
-  using Clock = std::chrono::steady_clock;
   std::vector<double> shares;
   for (int i = 0; i < pairs; ++i) {
-    const auto start = Clock::now();
-    benchmark::DoNotOptimize(held.values.sum().item<float>());
-    const auto read = Clock::now();
-    pass();
-    const std::chrono::duration<double> sum_s = read - start, pass_s = Clock::now() - read;
-    const double bound_s = bytes / (static_cast<double>(held.values.nbytes()) / sum_s.count());
-    shares.push_back(bound_s / pass_s.count());
+    const double bound_s = bytes / one_read(held);
+    shares.push_back(bound_s / seconds(pass));
   }
   std::sort(shares.begin(), shares.end());
   const std::size_t mid = shares.size() / 2;
