@@ -53,10 +53,6 @@ DRAFTGATE_INLINE __m512 lane_sums(const __m512 (&v)[16]) {
 // weight, read 1 / 8 / 16 rows at 88 / 98 / 66 % of it (docs/performance.md).
 constexpr std::int64_t kFarBytes = 32 * 1024;
 
-// The bf16 kernel's weight rows per tile for a group of `bt` rows of x: enough accumulators to
-// hide the latency of its dot products, few enough to stay in 32 vector registers.
-constexpr int rows_per_tile(int bt) { return bt == 1 ? 8 : bt <= 4 ? 4 : 3; }
-
 // Each output's k runs in blocks of 1024 whatever the rows of x: a block's 16 lane sums are reduced
 // to one (lane_sums) and the blocks' sums added in order, so a row has the same bits in a product
 // of any number of rows. Sums carried whole between blocks instead (16 float32 lanes an output,
@@ -70,6 +66,20 @@ constexpr std::int64_t kBlockK = 1024;
 // A larger x runs a block of k at a time over a panel of tiles (x of 16 rows for a block is
 // 32 KB); x of 64-96 KB read whole from L2 for every tile was slower.
 constexpr std::int64_t kWholeXBytes = 32 * 1024;
+DRAFTGATE_INLINE bool x_fits_whole(const Operands& a) { return 2 * a.rows_x * a.k <= kWholeXBytes; }
+
+// The bf16 kernel's weight rows per tile. One row of x that fits L1 whole: one weight row at a
+// time, so each thread reads its share of the weight as one sequential stream (a decode step's
+// products read 17-25 % faster than with 8 rows side by side, 8 streams a thread: 0.6B / 0.8B
+// decode 36.0 / 43.6 -> 30.2 / 35.2 ms, docs/performance.md); its one chain of dot products still
+// outruns a core's share of the reading. Else, for a group of `bt` rows of x, enough accumulators
+// to hide the latency of the dot products, few enough to stay in 32 vector registers (a one-row
+// tile for 8 rows read as fast alone but slower in a verify pass).
+DRAFTGATE_INLINE int rows_per_tile(const Operands& a) {
+  const std::int64_t bt = lesser(a.rows_x, kGroupRows);
+  return bt == 1 ? (x_fits_whole(a) ? 1 : 8) : bt <= 4 ? 4 : 3;
+}
+
 // Tiles per panel: the panel's weight rows stream past a block of x in L1. 16 to 128 tiles
 // measured the same.
 constexpr std::int64_t kPanelTiles = 32;
@@ -91,7 +101,9 @@ struct Bf16DotTile {
     for (int r = 0; r < R; ++r) {
       wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
       if (Ahead) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
+        // A one-row tile's next tile is the rest of its stream: fetching it too was slower.
+        if (R > 1)
+          _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(w + far + r * ldw + at), _MM_HINT_T1);
       }
     }
@@ -178,7 +190,7 @@ struct Bf16DotTile {
 template <int R>
 DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t to) {
   const std::int64_t k = a.k, kp = packed_k(k), ldw = a.ldw;
-  const std::int64_t kc = 2 * a.rows_x * k <= kWholeXBytes ? k : lesser(k, kBlockK);
+  const std::int64_t kc = x_fits_whole(a) ? k : lesser(k, kBlockK);
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
@@ -210,16 +222,17 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
 }  // namespace
 
 void bf16_dot_rows(const Operands& all, std::int64_t begin, std::int64_t end) {
-  const int bt = static_cast<int>(lesser(all.rows_x, kGroupRows));
-  const int r = rows_per_tile(bt);
+  const int r = rows_per_tile(all);
   const std::int64_t split = begin + (end - begin) / r * r;
   if (r == 8)
     blocked<8>(all, begin, split);
   else if (r == 4)
     blocked<4>(all, begin, split);
-  else
+  else if (r == 3)
     blocked<3>(all, begin, split);
-  blocked<1>(all, split, end);
+  else
+    blocked<1>(all, begin, split);
+  blocked<1>(all, split, end);  // rows short of a whole tile
 }
 
 }  // namespace draftgate::model::few_row
