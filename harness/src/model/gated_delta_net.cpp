@@ -195,8 +195,10 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
                                  GdnAlgorithm algorithm) const {
   const std::int64_t t_len = x.size(0), nk = c_.linear_k_heads, nv = c_.linear_v_heads;
   const std::int64_t dk = c_.linear_k_dim, dv = c_.linear_v_dim;
-  const std::vector<at::Tensor> qkv_z = dense(x, {in_proj_qkv_, in_proj_z_});
-  const at::Tensor& raw = qkv_z[0];
+  // One product for the four projections of x (one parallel region, x packed once).
+  const std::vector<at::Tensor> projected =
+      dense(x, {in_proj_qkv_, in_proj_z_, in_proj_b_, in_proj_a_});
+  const at::Tensor &raw = projected[0], &z_flat = projected[1];
   // Long chains convolve with conv1d; short ones (decode, verify blocks) and trees gather each
   // token's window, several times cheaper than a depthwise conv1d call at these sizes.
   const bool long_chain = parents.empty() && t_len > kGatherConvMaxTokens;
@@ -214,8 +216,8 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   in.q = l2_normalise(q, 1.0 / std::sqrt(static_cast<double>(dk)));
   in.k = l2_normalise(k);
   in.v = parts[2].reshape({t_len, nv, dv}).to(at::kFloat);
-  in.beta = at::sigmoid(dense(x, in_proj_b_)).to(at::kFloat);
-  in.g = neg_a_ * at::softplus(dense(x, in_proj_a_).to(at::kFloat) + dt_bias_);
+  in.beta = at::sigmoid(projected[2]).to(at::kFloat);
+  in.g = neg_a_ * at::softplus(projected[3].to(at::kFloat) + dt_bias_);
 
   at::Tensor out;
   state.pending_final = at::Tensor();
@@ -245,7 +247,7 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   state.pending_g = in.g;
   state.pending_beta = in.beta;
 
-  const at::Tensor z = qkv_z[1].view({t_len, nv, dv});
+  const at::Tensor z = z_flat.view({t_len, nv, dv});
   const at::Tensor normed = rms_norm_gated(out.to(x.scalar_type()), norm_, z, c_.rms_eps);
   return dense(normed.reshape({t_len, nv * dv}), out_proj_);
 }
