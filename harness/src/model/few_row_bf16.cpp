@@ -91,8 +91,12 @@ enum class Fetch { kEvery, kEven, kOdd };
 
 template <int R, int BT>
 struct Bf16DotTile {
-  // near / far: where the next tile and the one far ahead start, in elements from w.
-  template <bool Ahead>
+  // near / far: where the next tile and the one far ahead start, in elements from w. Linear: the
+  // tiles' rows lie back to back (ldw = k) and run over all of k from 0, and the far tile is
+  // fetched in address order, R lines a step (R rows side by side were R streams a thread: a
+  // verify pass's 8-row products read 5-6 % slower, docs/performance.md); else its rows at this
+  // step's k.
+  template <bool Ahead, bool Linear>
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
                                     const std::uint16_t* x, std::int64_t at, std::int64_t near,
                                     std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
@@ -104,7 +108,9 @@ struct Bf16DotTile {
         // A one-row tile's next tile is the rest of its stream: fetching it too was slower.
         if (R > 1)
           _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w + far + r * ldw + at), _MM_HINT_T1);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w + far + (Linear ? at * R + r * 32 : r * ldw + at)),
+            _MM_HINT_T1);
       }
     }
 #pragma GCC unroll 8
@@ -118,6 +124,7 @@ struct Bf16DotTile {
   // The steps over k in [k0, k1): every one fetching ahead, or every other one from the first
   // (kEven) or the second (kOdd), both of the latter in the same loop of pairs; a masked last step
   // fetches in every group (one step of a block).
+  template <bool Linear>
   static DRAFTGATE_INLINE void steps(const std::uint16_t* w, std::int64_t ldw,
                                      const std::uint16_t* x, std::int64_t k0, std::int64_t k1,
                                      std::int64_t near, std::int64_t far, Fetch fetch,
@@ -125,19 +132,19 @@ struct Bf16DotTile {
     const std::int64_t whole = k1 / 32 * 32;
     std::int64_t at = k0;
     if (fetch == Fetch::kEvery) {
-      for (; at < whole; at += 32) step<true>(w, ldw, x, at, near, far, ~0u, acc);
+      for (; at < whole; at += 32) step<true, Linear>(w, ldw, x, at, near, far, ~0u, acc);
     } else {
       if (fetch == Fetch::kOdd && at < whole) {
-        step<false>(w, ldw, x, at, near, far, ~0u, acc);
+        step<false, Linear>(w, ldw, x, at, near, far, ~0u, acc);
         at += 32;
       }
       for (; at + 32 < whole; at += 64) {
-        step<true>(w, ldw, x, at, near, far, ~0u, acc);
-        step<false>(w, ldw, x, at + 32, near, far, ~0u, acc);
+        step<true, Linear>(w, ldw, x, at, near, far, ~0u, acc);
+        step<false, Linear>(w, ldw, x, at + 32, near, far, ~0u, acc);
       }
-      if (at < whole) step<true>(w, ldw, x, at, near, far, ~0u, acc);
+      if (at < whole) step<true, Linear>(w, ldw, x, at, near, far, ~0u, acc);
     }
-    if (whole < k1) step<true>(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
+    if (whole < k1) step<true, Linear>(w, ldw, x, whole, near, far, (1u << (k1 - whole)) - 1, acc);
   }
 
   // The tile's sums over [k0, k1), block by block (kBlockK): each block's reduced (lane_sums),
@@ -152,14 +159,19 @@ struct Bf16DotTile {
   static __attribute__((noinline)) void run(const std::uint16_t* w, std::int64_t ldw,
                                             const std::uint16_t* x, std::int64_t k0,
                                             std::int64_t k1, std::int64_t near, std::int64_t far,
-                                            Fetch fetch, float* out, std::int64_t ldo) {
+                                            Fetch fetch, bool linear, float* out,
+                                            std::int64_t ldo) {
     for (std::int64_t b0 = k0; b0 < k1; b0 += kBlockK) {
       __m512 acc[R][BT];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
         for (int b = 0; b < BT; ++b) acc[r][b] = _mm512_setzero_ps();
-      steps(w, ldw, x, b0, lesser(k1, b0 + kBlockK), near, far, fetch, acc);
+      const std::int64_t b1 = lesser(k1, b0 + kBlockK);
+      if (linear)
+        steps<true>(w, ldw, x, b0, b1, near, far, fetch, acc);
+      else
+        steps<false>(w, ldw, x, b0, b1, near, far, fetch, acc);
       add_sums<0>(acc, b0, out, ldo);
       if constexpr (R * BT > 16) add_sums<16>(acc, b0, out, ldo);
     }
@@ -194,6 +206,7 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
+  const bool linear = kc == k && ldw == k;
   const auto* x = static_cast<const std::uint16_t*>(a.x);
   auto fetch = [&](std::int64_t b) {
     return a.rows_x <= kGroupRows ? Fetch::kEvery : b == 0 ? Fetch::kEven : Fetch::kOdd;
@@ -213,7 +226,7 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
         for (std::int64_t b = 0; b < a.rows_x; b += kGroupRows)
           run_tile<Bf16DotTile, R>(static_cast<int>(lesser(a.rows_x - b, kGroupRows)),
                                    a.w + n * ldw, ldw, x + b * kp, k0, k1, near, far, fetch(b),
-                                   a.out + b * a.ldo + n, a.ldo);
+                                   linear, a.out + b * a.ldo + n, a.ldo);
       }
     }
   }
