@@ -92,10 +92,10 @@ enum class Fetch { kEvery, kEven, kOdd };
 template <int R, int BT>
 struct Bf16DotTile {
   // near / far: where the next tile and the one far ahead start, in elements from w. Linear: the
-  // tiles' rows lie back to back (ldw = k) and run over all of k from 0, and the far tile is
-  // fetched in address order, R lines a step (R rows side by side were R streams a thread: a
-  // verify pass's 8-row products read 5-6 % slower, docs/performance.md); else its rows at this
-  // step's k.
+  // tiles' rows lie back to back (ldw = k) and run over all of k from 0, and the next and the far
+  // tile are fetched in address order, R lines a step; else their rows at this step's k. R rows
+  // side by side were R streams a thread: 8-row verify passes ran 5-11 % slower (two groups of x
+  // rows, which fetch alternate steps, the same either way: docs/performance.md).
   template <bool Ahead, bool Linear>
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
                                     const std::uint16_t* x, std::int64_t at, std::int64_t near,
@@ -105,12 +105,10 @@ struct Bf16DotTile {
     for (int r = 0; r < R; ++r) {
       wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
       if (Ahead) {
+        const std::int64_t line = Linear ? at * R + r * 32 : r * ldw + at;
         // A one-row tile's next tile is the rest of its stream: fetching it too was slower.
-        if (R > 1)
-          _mm_prefetch(reinterpret_cast<const char*>(w + near + r * ldw + at), _MM_HINT_T0);
-        _mm_prefetch(
-            reinterpret_cast<const char*>(w + far + (Linear ? at * R + r * 32 : r * ldw + at)),
-            _MM_HINT_T1);
+        if (R > 1) _mm_prefetch(reinterpret_cast<const char*>(w + near + line), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + far + line), _MM_HINT_T1);
       }
     }
 #pragma GCC unroll 8
@@ -206,7 +204,7 @@ DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);
-  const bool linear = kc == k && ldw == k;
+  const bool linear = kc == k && ldw == k && a.rows_x <= kGroupRows;
   const auto* x = static_cast<const std::uint16_t*>(a.x);
   auto fetch = [&](std::int64_t b) {
     return a.rows_x <= kGroupRows ? Fetch::kEvery : b == 0 ? Fetch::kEven : Fetch::kOdd;
