@@ -1018,6 +1018,16 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                    c["model_type"] = 3;
                                                  }),
                                                  "model_type must be a string, got 3"),
+                                    forward_case("architectures_of_another_family",
+                                                 config_edit([](json& c) {
+                                                   c["architectures"] = {"Qwen3MoeForCausalLM"};
+                                                 }),
+                                                 "architectures names Qwen3MoeForCausalLM, a "
+                                                 "Qwen3-MoE"),
+                                    forward_case("rms_norm_eps_null", config_edit([](json& c) {
+                                                   c["rms_norm_eps"] = nullptr;
+                                                 }),
+                                                 "rms_norm_eps is null"),
                                     forward_case("hidden_act_gelu", config_edit([](json& c) {
                                                    c["hidden_act"] = "gelu";
                                                  }),

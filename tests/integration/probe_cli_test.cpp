@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "draftgate/io/safetensors.h"
 #include "fixture_paths.h"
 #include "run_cli.h"
 #include "synthetic_layouts.h"
@@ -232,7 +233,7 @@ TEST(ProbeCli, SaysWhetherTheEngineCanRunEachRealLayout) {
               HasSubstr("engine       supported"));
 }
 
-TEST(ProbeCli, FlagsMoeSlidingWindowActivationBiasRopeScalingAndQuantisedTensors) {
+TEST(ProbeCli, FlagsMoeSlidingWindowActivationBiasRopeScalingQuantisedTensorsAndLoadRefusals) {
   const fs::path src = kRealLayouts / "qwen3-4b-hf";
   const auto variant = [&](const std::string& name, const nlohmann::json& patch) {
     const fs::path dir = testing::fresh_dir("engine_" + name);
@@ -278,6 +279,34 @@ TEST(ProbeCli, FlagsMoeSlidingWindowActivationBiasRopeScalingAndQuantisedTensors
   EXPECT_FALSE(supported);
   EXPECT_THAT(notes, HasSubstr("quantised weights (AWQ/GPTQ tensors such as "
                                "model.layers.0.mlp.down_proj.qweight)"));
+
+  // What loading the target refuses beyond the config's values: a class of another family in
+  // architectures, an untied lm_head the checkpoint lacks, float8 tensors nothing scales.
+  std::tie(supported, notes) =
+      engine_verdict(variant("arch", {{"architectures", {"Qwen3MoeForCausalLM"}}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("architectures names Qwen3MoeForCausalLM, a Qwen3-MoE"));
+  EXPECT_THAT(notes, HasSubstr("class, but model_type \"qwen3\" is Qwen3 dense"));
+  std::tie(supported, notes) = engine_verdict(variant("untied", {{"tie_word_embeddings", false}}));
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("tie_word_embeddings is false but the checkpoint has no lm_head"));
+  const fs::path f8 = testing::fresh_dir("engine_f8");
+  fs::copy_file(src / "config.json", f8 / "config.json");
+  static const char kBytes[8] = {};
+  std::vector<io::TensorBytes> tensors;
+  for (const auto& [name, file] : index["weight_map"].items()) {
+    const bool float8 = name == "model.layers.1.mlp.up_proj.weight";
+    if (name != "model.layers.0.mlp.down_proj.qweight")  // the GPTQ entry above
+      tensors.push_back({name,
+                         float8 ? io::DType::F8_E4M3 : io::DType::F32,
+                         {2},
+                         std::string_view(kBytes, float8 ? 2 : 8)});
+  }
+  io::write_safetensors(f8 / "model.safetensors", tensors);
+  std::tie(supported, notes) = engine_verdict(f8);
+  EXPECT_FALSE(supported);
+  EXPECT_THAT(notes, HasSubstr("float8 weights (model.layers.1.mlp.up_proj.weight is stored "
+                               "F8_E4M3) but no quantization_config says how they are scaled"));
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ fs::path random_target(const testing::FamilyCase& c, const nlohmann::json& patch
 }
 
 TEST(FamilyTable, EveryEntryIsWellFormed) {
-  std::set<std::string> names, types;
+  std::set<std::string> names, types, classes;
   std::set<Family> enumerators;
   for_each_family([&](const FamilyEntry& f) {
     EXPECT_TRUE(names.insert(f.name).second) << f.name << " twice";
@@ -53,6 +53,9 @@ TEST(FamilyTable, EveryEntryIsWellFormed) {
         << f.name << ": the name must be one of its model types (make-target --family takes both)";
     for (const auto& t : f.model_types)
       EXPECT_TRUE(types.insert(t).second) << "model_type " << t << " belongs to two families";
+    EXPECT_FALSE(f.architectures.empty()) << f.name << " names no architectures class";
+    for (const auto& a : f.architectures)
+      EXPECT_TRUE(classes.insert(a).second) << "architectures class " << a << " in two families";
     EXPECT_FALSE(f.layouts.empty()) << f.name << " has no layout";
     EXPECT_FALSE(f.engine.rope_types.empty()) << f.name << " runs no RoPE type";
     EXPECT_EQ(&entry_of(f.family), &f);
@@ -78,6 +81,37 @@ TEST(FamilyTable, EveryModelTypeFindsItsFamilyAndNoOtherDoes) {
     for (const auto& f : families())
       for (const auto& t : f.model_types) EXPECT_THAT(e.problem(), HasSubstr(t));
   }
+}
+
+// Each family's classes go with each of its model types; a class of another family is refused
+// naming both, a class no family lists (a drafter's DFlashDraftModel) is not.
+TEST(FamilyTable, ArchitecturesOfAnotherFamilyAreRefused) {
+  for_each_family([](const FamilyEntry& f) {
+    for (const auto& t : f.model_types) {
+      for (const auto& a : f.architectures)
+        EXPECT_EQ(&family_of(io::ModelConfig::from_json({{"model_type", t}, {"architectures", {a}}},
+                                                        "config.json")),
+                  &f)
+            << t << " with " << a;
+      EXPECT_EQ(&family_of(io::ModelConfig::from_json(
+                    {{"model_type", t}, {"architectures", {"DFlashDraftModel"}}}, "config.json")),
+                &f);
+      for (const auto& other : families()) {
+        if (&other == &f) continue;
+        try {
+          family_of(io::ModelConfig::from_json(
+              {{"model_type", t}, {"architectures", {other.architectures.front()}}},
+              "dir/config.json"));
+          ADD_FAILURE() << t << " with " << other.architectures.front() << " was accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.file(), "dir/config.json");
+          EXPECT_THAT(e.problem(), HasSubstr("architectures names " + other.architectures.front() +
+                                             ", a " + other.display_name + " class"));
+          EXPECT_THAT(e.problem(), HasSubstr("model_type \"" + t + "\" is " + f.display_name));
+        }
+      }
+    }
+  });
 }
 
 class FamilyTableCase : public ::testing::TestWithParam<testing::FamilyCase> {};

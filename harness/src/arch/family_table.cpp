@@ -1,5 +1,7 @@
 #include "draftgate/arch/family_table.h"
 
+#include <algorithm>
+
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 
@@ -66,6 +68,7 @@ std::vector<FamilyEntry> make_table() {
     e.name = "qwen3";
     e.display_name = "Qwen3 dense";
     e.model_types = {"qwen3"};
+    e.architectures = {"Qwen3ForCausalLM"};
     e.traits = kQwen3Traits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};
@@ -78,6 +81,7 @@ std::vector<FamilyEntry> make_table() {
     e.name = "qwen3_5";
     e.display_name = "Qwen3.5 / 3.6 dense hybrid (Gated DeltaNet)";
     e.model_types = {"qwen3_5", "qwen3_5_text"};
+    e.architectures = {"Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"};
     e.traits = kQwen3_5Traits;
     e.layouts = {TargetLayout::kVlm, TargetLayout::kTextResave};
     e.engine.rope_types = {"default"};
@@ -90,6 +94,7 @@ std::vector<FamilyEntry> make_table() {
     e.name = "llama";
     e.display_name = "Llama-style dense (Llama 2, TinyLlama, SmolLM)";
     e.model_types = {"llama"};
+    e.architectures = {"LlamaForCausalLM"};
     e.traits = kLlamaTraits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};  // Llama 3.1+'s "llama3" scaling is not computed
@@ -106,6 +111,7 @@ std::vector<FamilyEntry> make_table() {
     e.name = "qwen3_moe";
     e.display_name = "Qwen3-MoE (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B)";
     e.model_types = {"qwen3_moe"};
+    e.architectures = {"Qwen3MoeForCausalLM"};
     e.traits = kQwen3MoeTraits;
     e.layouts = {TargetLayout::kFlat};
     e.engine.rope_types = {"default"};
@@ -123,6 +129,7 @@ std::vector<FamilyEntry> make_table() {
     e.display_name =
         "Qwen3.5 / 3.6 MoE hybrid (Qwen3.5-35B-A3B, Qwen3.6-35B-A3B, Qwen3.5-122B-A10B)";
     e.model_types = {"qwen3_5_moe", "qwen3_5_moe_text"};
+    e.architectures = {"Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM"};
     e.traits = kQwen3_5MoeTraits;
     e.layouts = {TargetLayout::kVlm, TargetLayout::kTextResave};
     e.engine.rope_types = {"default"};
@@ -205,11 +212,34 @@ std::string unknown_model_type(const std::string& model_type) {
          "\" is not a target family draftgate knows (known: " + format_list(known) + ")";
 }
 
+std::optional<std::string> architectures_disagree(const io::ModelConfig& config,
+                                                  const FamilyEntry& family) {
+  const auto listed = config.root().find("architectures");
+  if (listed == config.root().end() || !listed->is_array()) return std::nullopt;
+  const auto lists = [](const FamilyEntry& e, const std::string& name) {
+    return std::find(e.architectures.begin(), e.architectures.end(), name) != e.architectures.end();
+  };
+  for (const auto& item : *listed) {
+    if (!item.is_string() || lists(family, item.get<std::string>())) continue;
+    for (const auto& other : families())
+      if (lists(other, item.get<std::string>()))
+        return "architectures names " + item.get<std::string>() + ", a " + other.display_name +
+               " class, but model_type \"" + config.model_type() + "\" is " + family.display_name;
+  }
+  return std::nullopt;
+}
+
 const FamilyEntry& family_of(const io::ModelConfig& config) {
   const std::string type = config.model_type();
-  if (const FamilyEntry* e = find_family(type)) return *e;
-  throw Error(config.file(), unknown_model_type(type),
-              "docs/development/adding-a-target-family.md says how to add a family");
+  const FamilyEntry* e = find_family(type);
+  if (e == nullptr)
+    throw Error(config.file(), unknown_model_type(type),
+                "docs/development/adding-a-target-family.md says how to add a family");
+  if (const auto problem = architectures_disagree(config, *e))
+    throw Error(config.file(), *problem,
+                "make them agree: serving engines pick the model class by architectures, "
+                "transformers by model_type");
+  return *e;
 }
 
 nlohmann::json families_json() {

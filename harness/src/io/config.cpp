@@ -108,6 +108,11 @@ double ModelConfig::non_negative_finite(const char* key, double value) const {
 }
 
 double ModelConfig::rms_norm_eps() const {
+  // Absent is the families' default; null is what transformers hands the norms (None: a TypeError
+  // at the first norm), not a default.
+  if (const auto it = text().find("rms_norm_eps"); it != text().end() && it->is_null())
+    throw Error(file_, where("rms_norm_eps") + " is null",
+                "give the epsilon the model was trained with (1e-6 in the Qwen configs)");
   const double eps =
       non_negative_finite("rms_norm_eps", find_double("rms_norm_eps").value_or(1e-6));
   if (eps > std::numeric_limits<float>::max())

@@ -384,6 +384,13 @@ nlohmann::json to_json(const DecoderStack& stack) {
           {"notes", stack.notes}};
 }
 
+std::optional<std::string> untied_lm_head_missing(const io::ModelConfig& config,
+                                                  const DecoderStack& stack) {
+  const auto tie = config.tie_word_embeddings();
+  if (!tie || *tie || !stack.tied_embeddings) return std::nullopt;
+  return "tie_word_embeddings is false but the checkpoint has no lm_head weight";
+}
+
 DecoderStack resolve_decoder_stack(const io::Checkpoint& checkpoint) {
   return resolve_decoder_stack(checkpoint.names(), checkpoint.config(), checkpoint.dir().string());
 }

@@ -5,6 +5,7 @@
 #include "draftgate/arch/config_limits.h"
 #include "draftgate/arch/family_table.h"
 #include "draftgate/format.h"
+#include "draftgate/io/float8.h"
 #include "draftgate/io/fp8_scheme.h"
 #include "draftgate/io/json_util.h"
 
@@ -60,6 +61,8 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   const std::string type = config.model_type();
   const model::FamilyEntry* family = model::find_family(type);
   if (family == nullptr) add(model::unknown_model_type(type));
+  if (family != nullptr)
+    if (const auto problem = model::architectures_disagree(config, *family)) add(*problem);
   // What the engine computes of the family (its table entry); of an unknown family, nothing
   // beyond unquantised, dense, default-RoPE weights.
   const std::vector<std::string> no_quantization, default_rope = {"default"};
@@ -77,13 +80,27 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
           "; use the original checkpoint");
     }
   } else {
-    for (const auto& name : checkpoint.names())
-      if (const char* scheme = quantised_suffix_scheme(name)) {
-        add(std::string("quantised weights (") + scheme + " tensors such as " + name +
-            "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
-        break;
-      }
+    const auto suffixed =
+        std::find_if(checkpoint.names().begin(), checkpoint.names().end(),
+                     [](const std::string& n) { return quantised_suffix_scheme(n) != nullptr; });
+    // FP8 weights without the config that says how they are scaled: loading refuses them.
+    const auto float8 = std::find_if(checkpoint.names().begin(), checkpoint.names().end(),
+                                     [&](const std::string& n) {
+                                       const io::TensorInfo* info = checkpoint.info(n);
+                                       return info != nullptr && io::is_float8(info->dtype);
+                                     });
+    if (suffixed != checkpoint.names().end())
+      add(std::string("quantised weights (") + quantised_suffix_scheme(*suffixed) +
+          " tensors such as " + *suffixed +
+          "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
+    else if (float8 != checkpoint.names().end())
+      add("float8 weights (" + *float8 + " is stored " +
+          std::string(io::dtype_name(checkpoint.info(*float8)->dtype)) +
+          ") but no quantization_config says how they are scaled: use the checkpoint's own "
+          "config.json");
   }
+  if (const auto problem = untied_lm_head_missing(config, stack))
+    add(*problem + ": loaders would initialise it randomly");
 
   const bool moe =
       type.find("moe") != std::string::npos || config.find_int("num_experts").value_or(0) > 0 ||

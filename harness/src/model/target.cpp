@@ -119,12 +119,11 @@ at::ScalarType compute_dtype(const io::Checkpoint& ckpt, const layout::DecoderSt
 // and trains on noise), and a tied config beside a different lm_head is two answers to one
 // question.
 void check_tie_flag(const io::Checkpoint& ckpt, const layout::DecoderStack& stack) {
+  if (const auto problem = layout::untied_lm_head_missing(ckpt.config(), stack))
+    throw Error(ckpt.config().file(), *problem,
+                "loaders would initialise lm_head randomly; add it or set tie_word_embeddings");
   const auto tie = ckpt.config().tie_word_embeddings();
   if (!tie || *tie == stack.tied_embeddings) return;
-  if (!*tie)
-    throw Error(ckpt.config().file(),
-                "tie_word_embeddings is false but the checkpoint has no lm_head weight",
-                "loaders would initialise lm_head randomly; add it or set tie_word_embeddings");
   const at::Tensor lm_head = io::load_tensor(ckpt, stack.lm_head);
   const at::Tensor embed = io::load_tensor(ckpt, stack.embed_tokens);
   bool same = lm_head.sizes() == embed.sizes();

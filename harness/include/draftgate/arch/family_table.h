@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct FamilyEntry {
   // config.json model_type values of this family: the text config's and, for VLM wrappers, the
   // root's.
   std::vector<std::string> model_types;
+  // config.json architectures classes of this family (the root's): serving engines pick the model
+  // class by these, transformers by model_type, so a class of another family beside this
+  // family's model_type is refused (architectures_disagree).
+  std::vector<std::string> architectures;
   FamilyTraits traits;
   std::vector<TargetLayout> layouts;  // its released layouts; front() is make-target's default
   FamilyEngineSupport engine;
@@ -82,7 +87,13 @@ const FamilyEntry* find_family(const std::string& model_type);
 // The one line every refusal of an unknown model type uses: `model_type "x" is not a target
 // family draftgate knows (known: ...)`.
 std::string unknown_model_type(const std::string& model_type);
-// The family of a config's model_type; an unknown one is a draftgate::Error naming config.json.
+// What is wrong where config.json's architectures name a class of another family than its
+// model_type's (`architectures names Qwen3MoeForCausalLM, a Qwen3-MoE class, but model_type
+// "qwen3" is Qwen3 dense`); nothing where a class is this family's, or no family's.
+std::optional<std::string> architectures_disagree(const io::ModelConfig& config,
+                                                  const FamilyEntry& family);
+// The family of a config's model_type; an unknown one, or architectures of another family, is a
+// draftgate::Error naming config.json.
 const FamilyEntry& family_of(const io::ModelConfig& config);
 
 // The table as data, for the references written in Python (tests/support/families.json holds a

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct DecoderStack {
 DecoderStack resolve_decoder_stack(const std::vector<std::string>& names,
                                    const io::ModelConfig& config, const std::string& source);
 DecoderStack resolve_decoder_stack(const io::Checkpoint& checkpoint);
+
+// What is wrong where config.json unties the lm_head (tie_word_embeddings false) but the stack has
+// none: loaders would initialise one randomly. Nothing otherwise.
+std::optional<std::string> untied_lm_head_missing(const io::ModelConfig& config,
+                                                  const DecoderStack& stack);
 
 // {decoder_prefix, num_layers, layer_types, embed_tokens, final_norm, lm_head, tied_embeddings,
 //  inline_mtp_layers, rejected_stacks: [{prefix, count, min_index, max_index, reason}], notes}
