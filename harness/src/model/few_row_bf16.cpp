@@ -85,8 +85,8 @@ DRAFTGATE_INLINE int rows_per_tile(const Operands& a) {
 constexpr std::int64_t kPanelTiles = 32;
 static_assert(kMaxRows / kGroupRows <= 2, "a tile's fetches are split between two groups");
 
-// Which steps of a tile fetch ahead: every one where one group of x rows runs over the weight; of
-// two groups, the first group's even steps and the second's odd ones (Bf16DotTile::run).
+// Which steps of a tile fetch the far tile: every one where one group of x rows runs over the
+// weight; of two groups, the first group's even steps and the second's odd ones (Bf16DotTile::run).
 enum class Fetch { kEvery, kEven, kOdd };
 
 template <int R, int BT>
@@ -95,8 +95,8 @@ struct Bf16DotTile {
   // tiles' rows lie back to back (ldw = k) and run over all of k from 0, and the next and the far
   // tile are fetched in address order, R lines a step; else their rows at this step's k. R rows
   // side by side were R streams a thread: 8-row verify passes ran 5-11 % slower (two groups of x
-  // rows, which fetch alternate steps, the same either way: docs/performance.md).
-  template <bool Ahead, bool Linear>
+  // rows, which fetch the far tile at alternate steps, the same either way: docs/performance.md).
+  template <bool FetchFar, bool Linear>
   static DRAFTGATE_INLINE void step(const std::uint16_t* w, std::int64_t ldw,
                                     const std::uint16_t* x, std::int64_t at, std::int64_t near,
                                     std::int64_t far, __mmask32 mask, __m512 (&acc)[R][BT]) {
@@ -104,12 +104,12 @@ struct Bf16DotTile {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + r * ldw + at);
-      if (Ahead) {
-        const std::int64_t line = Linear ? at * R + r * 32 : r * ldw + at;
-        // A one-row tile's next tile is the rest of its stream: fetching it too was slower.
-        if (R > 1) _mm_prefetch(reinterpret_cast<const char*>(w + near + line), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w + far + line), _MM_HINT_T1);
-      }
+      const std::int64_t line = Linear ? at * R + r * 32 : r * ldw + at;
+      // The next tile into L1 at every step, in both groups of x rows (at alternate steps, 15 and
+      // 16 rows ran 1-4 % slower); a one-row tile's next tile is the rest of its stream: fetching
+      // it too was slower.
+      if (R > 1) _mm_prefetch(reinterpret_cast<const char*>(w + near + line), _MM_HINT_T0);
+      if (FetchFar) _mm_prefetch(reinterpret_cast<const char*>(w + far + line), _MM_HINT_T1);
     }
 #pragma GCC unroll 8
     for (int b = 0; b < BT; ++b) {
@@ -119,9 +119,9 @@ struct Bf16DotTile {
     }
   }
 
-  // The steps over k in [k0, k1): every one fetching ahead, or every other one from the first
-  // (kEven) or the second (kOdd), both of the latter in the same loop of pairs; a masked last step
-  // fetches in every group (one step of a block).
+  // The steps over k in [k0, k1): every one fetching the far tile, or every other one from the
+  // first (kEven) or the second (kOdd), both of the latter in the same loop of pairs; a masked last
+  // step fetches in every group (one step of a block).
   template <bool Linear>
   static DRAFTGATE_INLINE void steps(const std::uint16_t* w, std::int64_t ldw,
                                      const std::uint16_t* x, std::int64_t k0, std::int64_t k1,
@@ -149,11 +149,11 @@ struct Bf16DotTile {
   // stored to out at k = 0, added to it after.
   // Not inlined: in one function with all the other tiles, GCC spilled an accumulator of the
   // loop to the stack (a store and a load in every step's chain; 10 % of 8 rows from L3).
-  // `fetch`: which of the tile's steps fetch the tiles ahead. Where two groups of x rows run over
+  // `fetch`: which of the tile's steps fetch the far tile. Where two groups of x rows run over
   // the same weight, each fetches half of it (the first at even steps, the second at odd ones),
   // so the fetches spread over both groups' time: with the first group alone fetching, memory
   // idled while the second ran (16 rows read a streamed weight 5-35 % slower on a Zen 5 EPYC),
-  // and with both fetching every line the repeated fetches cost 10-25 %.
+  // and with both fetching every line (far and next) the repeated fetches cost 10-25 %.
   static __attribute__((noinline)) void run(const std::uint16_t* w, std::int64_t ldw,
                                             const std::uint16_t* x, std::int64_t k0,
                                             std::int64_t k1, std::int64_t near, std::int64_t far,
