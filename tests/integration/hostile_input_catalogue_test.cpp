@@ -1024,6 +1024,12 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                                  }),
                                                  "architectures names Qwen3MoeForCausalLM, a "
                                                  "Qwen3-MoE"),
+                                    forward_case("architectures_a_string",
+                                                 config_edit([](json& c) {
+                                                   c["architectures"] = "Qwen3ForCausalLM";
+                                                 }),
+                                                 "architectures must be a list of class names, "
+                                                 "got \"Qwen3ForCausalLM\""),
                                     forward_case("rms_norm_eps_null", config_edit([](json& c) {
                                                    c["rms_norm_eps"] = nullptr;
                                                  }),

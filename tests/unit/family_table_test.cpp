@@ -114,6 +114,21 @@ TEST(FamilyTable, ArchitecturesOfAnotherFamilyAreRefused) {
   });
 }
 
+// Not a list of class names is refused by name; absent or null is no claim at all.
+TEST(FamilyTable, ArchitecturesMustBeAListOfClassNames) {
+  const FamilyEntry& qwen3 = entry_of(Family::kQwen3);
+  const auto with = [](nlohmann::json architectures) {
+    return io::ModelConfig::from_json({{"model_type", "qwen3"}, {"architectures", architectures}},
+                                      "config.json");
+  };
+  for (const nlohmann::json& bad :
+       {nlohmann::json("Qwen3ForCausalLM"), nlohmann::json::array({3}), nlohmann::json::object()})
+    EXPECT_THAT(architectures_disagree(with(bad), qwen3).value_or(""),
+                HasSubstr("architectures must be a list of class names, got"))
+        << bad.dump();
+  EXPECT_FALSE(architectures_disagree(with(nullptr), qwen3));
+}
+
 class FamilyTableCase : public ::testing::TestWithParam<testing::FamilyCase> {};
 
 // Detection: TargetConfig takes the family and every trait from the table entry.

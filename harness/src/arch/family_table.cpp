@@ -4,6 +4,7 @@
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/json_util.h"
 
 namespace draftgate::model {
 namespace {
@@ -215,12 +216,16 @@ std::string unknown_model_type(const std::string& model_type) {
 std::optional<std::string> architectures_disagree(const io::ModelConfig& config,
                                                   const FamilyEntry& family) {
   const auto listed = config.root().find("architectures");
-  if (listed == config.root().end() || !listed->is_array()) return std::nullopt;
+  if (listed == config.root().end() || listed->is_null()) return std::nullopt;
+  // vLLM iterates it as a list of class names (a string would be its characters).
+  if (!listed->is_array() ||
+      !std::all_of(listed->begin(), listed->end(), [](const auto& i) { return i.is_string(); }))
+    return "architectures must be a list of class names, got " + io::json_excerpt(*listed);
   const auto lists = [](const FamilyEntry& e, const std::string& name) {
     return std::find(e.architectures.begin(), e.architectures.end(), name) != e.architectures.end();
   };
   for (const auto& item : *listed) {
-    if (!item.is_string() || lists(family, item.get<std::string>())) continue;
+    if (lists(family, item.get<std::string>())) continue;
     for (const auto& other : families())
       if (lists(other, item.get<std::string>()))
         return "architectures names " + item.get<std::string>() + ", a " + other.display_name +
@@ -237,8 +242,8 @@ const FamilyEntry& family_of(const io::ModelConfig& config) {
                 "docs/development/adding-a-target-family.md says how to add a family");
   if (const auto problem = architectures_disagree(config, *e))
     throw Error(config.file(), *problem,
-                "make them agree: serving engines pick the model class by architectures, "
-                "transformers by model_type");
+                "serving engines pick the model class by architectures (a list of class "
+                "names), transformers by model_type: make them agree");
   return *e;
 }
 

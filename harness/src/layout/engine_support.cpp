@@ -80,22 +80,25 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
           "; use the original checkpoint");
     }
   } else {
-    const auto suffixed =
-        std::find_if(checkpoint.names().begin(), checkpoint.names().end(),
-                     [](const std::string& n) { return quantised_suffix_scheme(n) != nullptr; });
-    // FP8 weights without the config that says how they are scaled: loading refuses them.
-    const auto float8 = std::find_if(checkpoint.names().begin(), checkpoint.names().end(),
-                                     [&](const std::string& n) {
-                                       const io::TensorInfo* info = checkpoint.info(n);
-                                       return info != nullptr && io::is_float8(info->dtype);
-                                     });
-    if (suffixed != checkpoint.names().end())
+    const auto& names = checkpoint.names();
+    const auto suffixed = std::find_if(names.begin(), names.end(), [](const std::string& n) {
+      return quantised_suffix_scheme(n) != nullptr;
+    });
+    // FP8 weights without the config that says how they are scaled: loading refuses them (looked
+    // for only where no quantisation's tensor names were found).
+    const auto float8 = [&] {
+      return std::find_if(names.begin(), names.end(), [&](const std::string& n) {
+        const io::TensorInfo* info = checkpoint.info(n);
+        return info != nullptr && io::is_float8(info->dtype);
+      });
+    };
+    if (suffixed != names.end())
       add(std::string("quantised weights (") + quantised_suffix_scheme(*suffixed) +
           " tensors such as " + *suffixed +
           "): the engine runs unquantised bf16/f32 weights; use the original checkpoint");
-    else if (float8 != checkpoint.names().end())
-      add("float8 weights (" + *float8 + " is stored " +
-          std::string(io::dtype_name(checkpoint.info(*float8)->dtype)) +
+    else if (const auto f8 = float8(); f8 != names.end())
+      add("float8 weights (" + *f8 + " is stored " +
+          std::string(io::dtype_name(checkpoint.info(*f8)->dtype)) +
           ") but no quantization_config says how they are scaled: use the checkpoint's own "
           "config.json");
   }

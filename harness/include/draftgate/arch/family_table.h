@@ -89,7 +89,8 @@ const FamilyEntry* find_family(const std::string& model_type);
 std::string unknown_model_type(const std::string& model_type);
 // What is wrong where config.json's architectures name a class of another family than its
 // model_type's (`architectures names Qwen3MoeForCausalLM, a Qwen3-MoE class, but model_type
-// "qwen3" is Qwen3 dense`); nothing where a class is this family's, or no family's.
+// "qwen3" is Qwen3 dense`), or architectures that is not a list of class names; nothing where
+// it is absent or null, or each class is this family's or no family's.
 std::optional<std::string> architectures_disagree(const io::ModelConfig& config,
                                                   const FamilyEntry& family);
 // The family of a config's model_type; an unknown one, or architectures of another family, is a
