@@ -59,7 +59,7 @@ inline __attribute__((always_inline)) void lower_times(const float* lower, const
 
 // Heads [begin, end), each through every chunk (the scratch holds one chunk's matrices, `sums`
 // its cumulative decays), the state's rows V's lanes at a time.
-template <class V>
+template <class V, int Cols>
 inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int64_t begin,
                                                       std::int64_t end, std::vector<float>& scratch,
                                                       std::vector<double>& sums) {
@@ -82,7 +82,7 @@ inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int6
   float* const kd = qg + padded * dk;        // k_i e^{G_last − G_i}
   float* const vb = kd + padded * dk;        // v_i β_i
   float* const vnew = vb + most * dv;        // u = solve · vb, then u − Sᵀw
-  V s[kTokenBlock], x, acc;
+  V x, acc;
   for (std::int64_t h = begin; h < end; ++h) {
     const float* from = a.state + h * dk * dv;
     float* const next = a.next + h * dk * dv;
@@ -133,25 +133,34 @@ inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int6
       for (std::int64_t i = c; i < padded; ++i)
         for (std::int64_t r = 0; r < dk; ++r) w[i * dk + r] = qg[i * dk + r] = 0.0f;
       // One pass over the state: Sᵀw (v_new = u − Sᵀw) and Sᵀ(q e^G), into `out`, for a block of
-      // tokens at a time with their sums in registers, one column of V's lanes of the state at a
-      // time (its dK rows stay in L1 across the blocks).
-      for (std::int64_t e = 0; e < dv; e += lanes)
+      // tokens at a time with their sums in registers, Cols columns of V's lanes of the state at a
+      // time (their dK rows stay in L1 across the blocks): each token's scalar is broadcast once
+      // for Cols vectors.
+      for (std::int64_t e = 0; e < dv; e += Cols * lanes)
         for (std::int64_t i0 = 0; i0 < c; i0 += kTokenBlock) {
-          V sw[kTokenBlock] = {}, sq[kTokenBlock] = {};
+          V sw[kTokenBlock][Cols] = {}, sq[kTokenBlock][Cols] = {}, xs[Cols];
           for (std::int64_t r = 0; r < dk; ++r) {
-            load(x, from + r * dv + e);
+#pragma GCC unroll 2
+            for (int j = 0; j < Cols; ++j) load(xs[j], from + r * dv + e + j * lanes);
 #pragma GCC unroll 4
             for (int b = 0; b < kTokenBlock; ++b) {
-              sw[b] += w[(i0 + b) * dk + r] * x;
-              sq[b] += qg[(i0 + b) * dk + r] * x;
+              const float wb = w[(i0 + b) * dk + r], qb = qg[(i0 + b) * dk + r];
+#pragma GCC unroll 2
+              for (int j = 0; j < Cols; ++j) {
+                sw[b][j] += wb * xs[j];
+                sq[b][j] += qb * xs[j];
+              }
             }
           }
-          for (std::int64_t b = 0; b < kTokenBlock && i0 + b < c; ++b) {
-            load(acc, vnew + (i0 + b) * dv + e);
-            acc -= sw[b];
-            std::memcpy(vnew + (i0 + b) * dv + e, &acc, sizeof acc);
-            std::memcpy(at(a.out, i0 + b, dv) + e, &sq[b], sizeof acc);
-          }
+          for (std::int64_t b = 0; b < kTokenBlock && i0 + b < c; ++b)
+#pragma GCC unroll 2
+            for (int j = 0; j < Cols; ++j) {
+              float* const u = vnew + (i0 + b) * dv + e + j * lanes;
+              load(acc, u);
+              acc -= sw[b][j];
+              std::memcpy(u, &acc, sizeof acc);
+              std::memcpy(at(a.out, i0 + b, dv) + e + j * lanes, &sq[b][j], sizeof acc);
+            }
         }
       // o_i = Sᵀ(q_i e^{G_i}) + Σ_{j ≤ i} (q_i · k_j) decay[i][j] v_new_j.
       for (std::int64_t i = 0; i < c; ++i) {
@@ -168,23 +177,34 @@ inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int6
           std::memcpy(oi + e, &acc, sizeof acc);
         }
       }
-      // S' = S e^{G_last} + Σ_i (k_i e^{G_last − G_i}) ⊗ v_new_i, a block of state rows at a time
-      // (each v_new vector loaded once per block); in place after the first chunk.
+      // S' = S e^{G_last} + Σ_i (k_i e^{G_last − G_i}) ⊗ v_new_i, a block of state rows and Cols
+      // columns at a time (each v_new vector loaded once per block); in place after the first
+      // chunk.
       for (std::int64_t r0 = 0; r0 < dk; r0 += kTokenBlock)
-        for (std::int64_t e = 0; e < dv; e += lanes) {
+        for (std::int64_t e = 0; e < dv; e += Cols * lanes) {
+          V s[kTokenBlock][Cols], xs[Cols];
 #pragma GCC unroll 4
-          for (int b = 0; b < kTokenBlock; ++b) {
-            load(s[b], from + (r0 + b) * dv + e);
-            s[b] = s[b] * last;
-          }
+          for (int b = 0; b < kTokenBlock; ++b)
+#pragma GCC unroll 2
+            for (int j = 0; j < Cols; ++j) {
+              load(s[b][j], from + (r0 + b) * dv + e + j * lanes);
+              s[b][j] = s[b][j] * last;
+            }
           for (std::int64_t i = 0; i < c; ++i) {
-            load(x, vnew + i * dv + e);
+#pragma GCC unroll 2
+            for (int j = 0; j < Cols; ++j) load(xs[j], vnew + i * dv + e + j * lanes);
 #pragma GCC unroll 4
-            for (int b = 0; b < kTokenBlock; ++b) s[b] += kd[i * dk + r0 + b] * x;
+            for (int b = 0; b < kTokenBlock; ++b) {
+              const float ki = kd[i * dk + r0 + b];
+#pragma GCC unroll 2
+              for (int j = 0; j < Cols; ++j) s[b][j] += ki * xs[j];
+            }
           }
 #pragma GCC unroll 4
           for (int b = 0; b < kTokenBlock; ++b)
-            std::memcpy(next + (r0 + b) * dv + e, &s[b], sizeof x);
+#pragma GCC unroll 2
+            for (int j = 0; j < Cols; ++j)
+              std::memcpy(next + (r0 + b) * dv + e + j * lanes, &s[b][j], sizeof x);
         }
       from = next;
     }
@@ -195,10 +215,12 @@ inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int6
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void chunk_heads(
     const Chunks& a, std::int64_t begin, std::int64_t end, std::vector<float>& scratch,
     std::vector<double>& sums) {
-  if (a.dk % 16 == 0 && a.dv % 16 == 0)
-    walk_heads<F32x16>(a, begin, end, scratch, sums);
+  if (a.dk % 16 == 0 && a.dv % 32 == 0 && __builtin_cpu_supports("avx512f"))
+    walk_heads<F32x16, 2>(a, begin, end, scratch, sums);
+  else if (a.dk % 16 == 0 && a.dv % 16 == 0)
+    walk_heads<F32x16, 1>(a, begin, end, scratch, sums);
   else
-    walk_heads<F32x8>(a, begin, end, scratch, sums);
+    walk_heads<F32x8, 1>(a, begin, end, scratch, sums);
 }
 
 }  // namespace
