@@ -179,9 +179,19 @@ inline __attribute__((always_inline)) void walk_heads(const Chunks& a, std::int6
       }
       // S' = S e^{G_last} + Σ_i (k_i e^{G_last − G_i}) ⊗ v_new_i, a block of state rows and Cols
       // columns at a time (each v_new vector loaded once per block); in place after the first
-      // chunk.
+      // chunk. In a head's last chunk the same block of the next head's state is fetched: a verify
+      // pass's states come from memory (its weights went through the caches since); with the
+      // fetch a 16-token layer of Qwen3.5-0.8B ran 224 -> 189 us (40 of 40 alternated rounds).
+      const float* const ahead =
+          h + 1 < end && start + a.chunk >= a.t_len ? a.state + (h + 1) * dk * dv : nullptr;
       for (std::int64_t r0 = 0; r0 < dk; r0 += kTokenBlock)
         for (std::int64_t e = 0; e < dv; e += Cols * lanes) {
+          if (ahead != nullptr)
+#pragma GCC unroll 4
+            for (int b = 0; b < kTokenBlock; ++b)
+#pragma GCC unroll 2
+              for (int j = 0; j < Cols; ++j)
+                __builtin_prefetch(ahead + (r0 + b) * dv + e + j * lanes, 0, 3);
           V s[kTokenBlock][Cols], xs[Cols];
 #pragma GCC unroll 4
           for (int b = 0; b < kTokenBlock; ++b)
