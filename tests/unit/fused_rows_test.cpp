@@ -134,23 +134,28 @@ TEST(FusedRowsSilu, ABf16TensorOfAnotherShapeHasAtenSiluBits) {
 
 // Gated DeltaNet's short convolution over gathered windows then silu, against its composition
 // (gather, the bf16 product with the taps, the float32-accumulated sum over the window, silu): the
-// same roundings in the same order, so the same bits; a width with a tail past the vectors.
+// same roundings in the same order, so the same bits; a width with a tail past the vectors; taps
+// laid out [K, C] and as the model passes them (its [C, 1, K] conv weight, transposed).
 TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {
-  for (std::int64_t c : {6144, 13}) {
-    at::manual_seed(c);
-    const std::int64_t k = 4, t = 16;
-    const at::Tensor head = at::randn({k - 1, c}).to(at::kBFloat16);
-    const at::Tensor tail = (at::randn({t, c}) * 2).to(at::kBFloat16);
-    const at::Tensor taps = (at::randn({k, c}) * 0.5).to(at::kBFloat16);
-    std::vector<std::int64_t> index;
-    for (std::int64_t i = 0; i < t; ++i)  // a chain: each node's window its K-1 predecessors
-      for (std::int64_t j = 0; j < k; ++j) index.push_back(i + j);
-    const at::Tensor got = fused::silu_window_sums(head, tail, index, taps);
-    const at::Tensor windows =
-        at::cat({head, tail}, 0).index_select(0, at::tensor(index, at::kLong)).view({t, k, c});
-    const at::Tensor want = at::silu((windows * taps.unsqueeze(0)).sum(1));
-    EXPECT_TRUE(at::equal(got, want)) << bit_diff(got, want).differing << " differ, width " << c;
-  }
+  for (std::int64_t c : {6144, 13})
+    for (bool transposed : {false, true}) {
+      at::manual_seed(c);
+      const std::int64_t k = 4, t = 16;
+      const at::Tensor head = at::randn({k - 1, c}).to(at::kBFloat16);
+      const at::Tensor tail = (at::randn({t, c}) * 2).to(at::kBFloat16);
+      const at::Tensor taps = transposed
+                                  ? (at::randn({c, 1, k}) * 0.5).to(at::kBFloat16).squeeze(1).t()
+                                  : (at::randn({k, c}) * 0.5).to(at::kBFloat16);
+      std::vector<std::int64_t> index;
+      for (std::int64_t i = 0; i < t; ++i)  // a chain: each node's window its K-1 predecessors
+        for (std::int64_t j = 0; j < k; ++j) index.push_back(i + j);
+      const at::Tensor got = fused::silu_window_sums(head, tail, index, taps);
+      const at::Tensor windows =
+          at::cat({head, tail}, 0).index_select(0, at::tensor(index, at::kLong)).view({t, k, c});
+      const at::Tensor want = at::silu((windows * taps.unsqueeze(0)).sum(1));
+      EXPECT_TRUE(at::equal(got, want)) << bit_diff(got, want).differing << " differ, width " << c
+                                        << " transposed " << transposed;
+    }
   const at::Tensor rows = at::zeros({3, 8}, at::kBFloat16), taps = at::zeros({4, 8}, at::kBFloat16);
   EXPECT_THROW(fused::silu_window_sums(rows, rows, {0, 1, 2, 6}, taps), std::out_of_range);
   EXPECT_FALSE(
@@ -213,6 +218,15 @@ TEST_P(FusedRows, L2NormaliseIsWithinItsSumsRoundingOfTheComposition) {
       EXPECT_LE((got - want).abs().div(want.abs().clamp_min(1e-30)).max().item<double>(), budget)
           << "width " << width << " scale " << scale;
     }
+  }
+  // [T, heads, d] views split from wider rows (as Gated DeltaNet's q and k are), and one with its
+  // first two dimensions swapped, are read where they lie: the bits of their contiguous copies.
+  const at::Tensor wide = at::randn({5, 300}).to(GetParam());
+  for (const at::Tensor& view : {wide.narrow(1, 40, 256).view({5, 2, 128}),
+                                 wide.narrow(1, 40, 256).view({5, 2, 128}).transpose(0, 1)}) {
+    ASSERT_FALSE(view.is_contiguous());
+    EXPECT_TRUE(
+        at::equal(fused::l2_normalise(view, 0.5), fused::l2_normalise(view.contiguous(), 0.5)));
   }
   at::Tensor bad = at::randn({2, 8}).to(GetParam());
   bad[1][3] = std::numeric_limits<float>::quiet_NaN();

@@ -100,13 +100,16 @@ void norm_rows(const T* x, const T* w, const T* gate, T* out, std::int64_t rows,
 }
 
 // Rows [begin, end) of x / sqrt(Σx² + 1e-6) in float32, then times `scale` (a second rounding, as
-// the composition's second product); the sum as the norm's, in eight chains and a tree.
+// the composition's second product); the sum as the norm's, in eight chains and a tree. Row r of x
+// starts at (r / inner) · outer_stride + (r % inner) · inner_stride: a [T, heads, d] view split
+// from a wider row is read where it lies.
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void l2_row_range(
-    const T* x, float* out, std::int64_t begin, std::int64_t end, std::int64_t width, float scale) {
+    const T* x, std::int64_t inner, std::int64_t outer_stride, std::int64_t inner_stride,
+    float* out, std::int64_t begin, std::int64_t end, std::int64_t width, float scale) {
   const std::int64_t whole = width / 8 * 8;
   for (std::int64_t r = begin; r < end; ++r) {
-    const T* xr = x + r * width;
+    const T* xr = x + r / inner * outer_stride + r % inner * inner_stride;
     float* o = out + r * width;
     F32x8 v;
     const float inverse = 1.0f / std::sqrt(sum_of_squares(xr, width) + 1e-6f);
@@ -332,16 +335,23 @@ at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const a
 }
 
 at::Tensor l2_normalise(const at::Tensor& x, double scale) {
-  const at::Tensor xc = x.contiguous();
+  // [T, heads, d] with d contiguous (Gated DeltaNet's q and k, split from one row) as it lies; any
+  // other layout as a contiguous copy.
+  const bool rows_as_they_lie = x.dim() == 3 && x.stride(2) == 1;
+  const at::Tensor xc = rows_as_they_lie ? x : x.contiguous();
   at::Tensor out = at::empty(xc.sizes(), xc.options().dtype(at::kFloat));
   const std::int64_t width = x.size(-1), rows = xc.numel() / width;
+  const std::int64_t inner = rows_as_they_lie ? x.size(1) : std::max<std::int64_t>(1, rows);
+  const std::int64_t outer_stride = rows_as_they_lie ? x.stride(0) : 0;
+  const std::int64_t inner_stride = rows_as_they_lie ? x.stride(1) : width;
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = xc.data_ptr<T>();
     float* o = out.data_ptr<float>();
     const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
     at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-      l2_row_range(in, o, begin, end, width, static_cast<float>(scale));
+      l2_row_range(in, inner, outer_stride, inner_stride, o, begin, end, width,
+                   static_cast<float>(scale));
     });
   });
   return out;
