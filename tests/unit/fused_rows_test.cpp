@@ -118,6 +118,34 @@ TEST(FusedRowsSilu, EveryBf16GateHasAtenSiluBits) {
   EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
 }
 
+// Qwen3.5 attention's output gate: x · sigmoid(gate) with the gate each head's half of the query
+// projection, where it lies; every bf16 gate value (NaNs, infinities, denormals) against ATen's
+// sigmoid and product, then a block of heads of 128 with a tail past the vectors.
+TEST(FusedRowsSilu, SigmoidGateHasTheCompositionsBits) {
+  const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  const at::Tensor x = (at::randn({65536}) * 3).to(at::kBFloat16);
+  const at::Tensor gate = every.view({1, 1, 65536});
+  ASSERT_TRUE(fused::takes_sigmoid_mul(x.view({1, 65536}), gate));
+  const at::Tensor got = fused::bf16_sigmoid_mul(x.view({1, 65536}), gate).view({65536});
+  const at::Tensor want = x * at::sigmoid(every);
+  const at::Tensor same = (got == want).logical_or(at::isnan(got).logical_and(at::isnan(want)));
+  EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
+  for (std::int64_t d : {128, 13}) {
+    at::manual_seed(d);
+    const std::int64_t t = 16, heads = 8;
+    const at::Tensor projected = (at::randn({t, heads, 2 * d}) * 2).to(at::kBFloat16);
+    const at::Tensor half = projected.split(d, -1)[1];
+    const at::Tensor out = at::randn({t, heads * d}).to(at::kBFloat16);
+    const at::Tensor fused_out = fused::bf16_sigmoid_mul(out, half);
+    const at::Tensor composed = out * at::sigmoid(half.reshape({t, heads * d}));
+    EXPECT_TRUE(at::equal(fused_out, composed))
+        << bit_diff(fused_out, composed).differing << " differ, d " << d;
+  }
+  EXPECT_FALSE(fused::takes_sigmoid_mul(at::zeros({2, 8}), at::zeros({2, 1, 8})));
+  EXPECT_FALSE(fused::takes_sigmoid_mul(at::zeros({2, 8}, at::kBFloat16),
+                                        at::zeros({2, 1, 8}, at::kBFloat16).transpose(1, 2)));
+}
+
 // Gated DeltaNet's conv output: silu alone, from the same table, on every bf16 value.
 TEST(FusedRowsSilu, EveryBf16ValueHasAtenSiluBitsAlone) {
   const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);

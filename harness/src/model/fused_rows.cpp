@@ -169,36 +169,44 @@ void rope_rows(const T* x, const T* cos, const T* sin, T* out, std::int64_t posi
   });
 }
 
-// silu of every bf16 value, from the linked ATen's own at::silu: its bits whatever its version
-// computes (Debian's 1.13 rounds the exponential and the denominator to bf16 too — a float32
-// formula differs on 30 % of values). A table, because a bf16 input has 65536 values and an exp
-// per value was 10 ns.
+// op of every bf16 value, from the linked ATen's own operator: its bits whatever its version
+// computes (Debian's 1.13 rounds silu's exponential and denominator to bf16 too — a float32 formula
+// differs on 30 % of values). A table, because a bf16 input has 65536 values and an exp per value
+// was 10 ns.
+std::vector<std::uint16_t> bf16_table(at::Tensor (*op)(const at::Tensor&)) {
+  c10::InferenceMode inference;
+  const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  const at::Tensor values = op(every).contiguous();
+  const auto* bits = static_cast<const std::uint16_t*>(values.data_ptr());
+  return std::vector<std::uint16_t>(bits, bits + values.numel());
+}
+
 const std::uint16_t* bf16_silu_table() {
-  static const std::vector<std::uint16_t> table = [] {
-    c10::InferenceMode inference;
-    const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
-    const at::Tensor silu = at::silu(every).contiguous();
-    const auto* bits = static_cast<const std::uint16_t*>(silu.data_ptr());
-    return std::vector<std::uint16_t>(bits, bits + silu.numel());
-  }();
+  static const std::vector<std::uint16_t> table = bf16_table(at::silu);
   return table.data();
 }
 
-// silu(gate) · up over [begin, end): the table read a value at a time, the product eight.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void silu_mul_range(
-    const std::uint16_t* silu, const c10::BFloat16* gate, const c10::BFloat16* up,
+const std::uint16_t* bf16_sigmoid_table() {
+  static const std::vector<std::uint16_t> table = bf16_table(at::sigmoid);
+  return table.data();
+}
+
+// f(gate) · up over [begin, end), f a table of bf16 values (silu's, sigmoid's): the table read a
+// value at a time, the product eight.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void table_mul_range(
+    const std::uint16_t* table, const c10::BFloat16* gate, const c10::BFloat16* up,
     c10::BFloat16* out, std::int64_t begin, std::int64_t end) {
   std::int64_t i = begin;
   F32x8 s, u;
   for (; i + 8 <= end; i += 8) {
     U16x8 bits;
-    for (int j = 0; j < 8; ++j) bits[j] = silu[gate[i + j].x];
+    for (int j = 0; j < 8; ++j) bits[j] = table[gate[i + j].x];
     widen8(s, bits);
     load8(u, up + i);
     store8(out + i, s * u);
   }
   for (; i < end; ++i) {
-    const c10::BFloat16 value(silu[gate[i].x], c10::BFloat16::from_bits());
+    const c10::BFloat16 value(table[gate[i].x], c10::BFloat16::from_bits());
     out[i] = c10::BFloat16(static_cast<float>(value) * static_cast<float>(up[i]));
   }
 }
@@ -252,7 +260,7 @@ void bf16_silu_mul(const c10::BFloat16* gate, const c10::BFloat16* up, c10::BFlo
                    std::int64_t n) {
   const std::uint16_t* silu = bf16_silu_table();
   at::parallel_for(0, n, 4 * kSerialValues, [&](std::int64_t begin, std::int64_t end) {
-    silu_mul_range(silu, gate, up, out, begin, end);
+    table_mul_range(silu, gate, up, out, begin, end);
   });
 }
 
@@ -303,6 +311,12 @@ bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
   return applies({&head, &tail, &taps}) && head.scalar_type() == at::kBFloat16 && head.dim() == 2 &&
          tail.dim() == 2 && taps.dim() == 2 && head.size(1) == tail.size(1) &&
          taps.size(1) == head.size(1) && taps.size(0) > 0;
+}
+
+bool takes_sigmoid_mul(const at::Tensor& x, const at::Tensor& gate) {
+  return applies({&x, &gate}) && x.scalar_type() == at::kBFloat16 && gate.dim() == 3 &&
+         gate.stride(2) == 1 && x.is_contiguous() && x.dim() == 2 && x.size(0) == gate.size(0) &&
+         x.size(1) == gate.size(1) * gate.size(2);
 }
 
 bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up) {
@@ -406,6 +420,24 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
     using T = decltype(tag);
     rope_rows(xc.data_ptr<T>(), cc.data_ptr<T>(), sc.data_ptr<T>(), out.data_ptr<T>(), x.size(0),
               x.size(1), x.size(2), cos.size(-1));
+  });
+  return out;
+}
+
+at::Tensor bf16_sigmoid_mul(const at::Tensor& x, const at::Tensor& gate) {
+  at::Tensor out = at::empty_like(x);
+  const std::int64_t heads = gate.size(1), width = gate.size(2), rows = gate.size(0) * heads;
+  const std::int64_t s0 = gate.stride(0), s1 = gate.stride(1);
+  const std::uint16_t* sigmoid = bf16_sigmoid_table();
+  const c10::BFloat16* g = gate.data_ptr<c10::BFloat16>();
+  const c10::BFloat16* in = x.data_ptr<c10::BFloat16>();
+  c10::BFloat16* o = out.data_ptr<c10::BFloat16>();
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 4 * kSerialValues / std::max<std::int64_t>(1, width));
+  at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r)
+      table_mul_range(sigmoid, g + r / heads * s0 + r % heads * s1, in + r * width, o + r * width,
+                      0, width);
   });
   return out;
 }

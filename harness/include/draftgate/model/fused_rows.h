@@ -44,6 +44,11 @@ at::Tensor bf16_silu(const at::Tensor& x);
 bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail, const at::Tensor& taps);
 at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
                             const std::vector<std::int64_t>& index, const at::Tensor& taps);
+// x ⊙ sigmoid(gate), bf16 only, sigmoid from the linked ATen's table (its bits, as silu's): the
+// output gate of Qwen3.5 attention. gate [T, heads, d] with d contiguous (each head's half of the
+// query projection, where it lies), x [T, heads · d] contiguous.
+bool takes_sigmoid_mul(const at::Tensor& x, const at::Tensor& gate);
+at::Tensor bf16_sigmoid_mul(const at::Tensor& x, const at::Tensor& gate);
 // silu(gate) ⊙ up, bf16 only (float32 keeps ATen's vectorised silu: no table of its values).
 bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up);
 at::Tensor bf16_silu_mul(const at::Tensor& gate, const at::Tensor& up);
