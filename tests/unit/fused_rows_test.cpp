@@ -162,32 +162,36 @@ TEST(FusedRowsSilu, ABf16TensorOfAnotherShapeHasAtenSiluBits) {
 
 // Gated DeltaNet's short convolution over gathered windows then silu, against its composition
 // (gather, the bf16 product with the taps, the float32-accumulated sum over the window, silu): the
-// same roundings in the same order, so the same bits; a width with a tail past the vectors; taps
-// laid out [K, C] and as the model passes them (its [C, 1, K] conv weight, transposed).
+// same roundings in the same order, so the same bits; a width with a tail past the vectors; the
+// [C, 1, K] conv weight contiguous and a view of a wider one.
 TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {
   for (std::int64_t c : {6144, 13})
-    for (bool transposed : {false, true}) {
+    for (bool view : {false, true}) {
       at::manual_seed(c);
       const std::int64_t k = 4, t = 16;
       const at::Tensor head = at::randn({k - 1, c}).to(at::kBFloat16);
       const at::Tensor tail = (at::randn({t, c}) * 2).to(at::kBFloat16);
-      const at::Tensor taps = transposed
-                                  ? (at::randn({c, 1, k}) * 0.5).to(at::kBFloat16).squeeze(1).t()
-                                  : (at::randn({k, c}) * 0.5).to(at::kBFloat16);
+      const at::Tensor weight =
+          view ? (at::randn({c, 1, 2 * k}) * 0.5).to(at::kBFloat16).narrow(2, 3, k)
+               : (at::randn({c, 1, k}) * 0.5).to(at::kBFloat16);
       std::vector<std::int64_t> index;
       for (std::int64_t i = 0; i < t; ++i)  // a chain: each node's window its K-1 predecessors
         for (std::int64_t j = 0; j < k; ++j) index.push_back(i + j);
-      const at::Tensor got = fused::silu_window_sums(head, tail, index, taps);
+      ASSERT_TRUE(fused::takes_silu_window_sums(head, tail, weight));
+      const at::Tensor got = fused::silu_window_sums(head, tail, index, weight);
       const at::Tensor windows =
           at::cat({head, tail}, 0).index_select(0, at::tensor(index, at::kLong)).view({t, k, c});
+      const at::Tensor taps = weight.squeeze(1).t();  // [K, C]
       const at::Tensor want = at::silu((windows * taps.unsqueeze(0)).sum(1));
-      EXPECT_TRUE(at::equal(got, want)) << bit_diff(got, want).differing << " differ, width " << c
-                                        << " transposed " << transposed;
+      EXPECT_TRUE(at::equal(got, want))
+          << bit_diff(got, want).differing << " differ, width " << c << " view " << view;
     }
-  const at::Tensor rows = at::zeros({3, 8}, at::kBFloat16), taps = at::zeros({4, 8}, at::kBFloat16);
-  EXPECT_THROW(fused::silu_window_sums(rows, rows, {0, 1, 2, 6}, taps), std::out_of_range);
-  EXPECT_FALSE(
-      fused::takes_silu_window_sums(rows.to(at::kFloat), rows.to(at::kFloat), taps.to(at::kFloat)));
+  const at::Tensor rows = at::zeros({3, 8}, at::kBFloat16),
+                   weight = at::zeros({8, 1, 4}, at::kBFloat16);
+  EXPECT_THROW(fused::silu_window_sums(rows, rows, {0, 1, 2, 6}, weight), std::out_of_range);
+  EXPECT_FALSE(fused::takes_silu_window_sums(rows.to(at::kFloat), rows.to(at::kFloat),
+                                             weight.to(at::kFloat)));
+  EXPECT_FALSE(fused::takes_silu_window_sums(rows, rows, weight.squeeze(1).t()));  // not [C, 1, K]
 }
 
 at::Tensor composed_rms_norm_gated(const at::Tensor& x, const at::Tensor& w, const at::Tensor& gate,

@@ -307,10 +307,10 @@ bool takes_l2_normalise(const at::Tensor& x) {
 bool takes_silu(const at::Tensor& x) { return applies({&x}) && x.scalar_type() == at::kBFloat16; }
 
 bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
-                            const at::Tensor& taps) {
-  return applies({&head, &tail, &taps}) && head.scalar_type() == at::kBFloat16 && head.dim() == 2 &&
-         tail.dim() == 2 && taps.dim() == 2 && head.size(1) == tail.size(1) &&
-         taps.size(1) == head.size(1) && taps.size(0) > 0;
+                            const at::Tensor& weight) {
+  return applies({&head, &tail, &weight}) && head.scalar_type() == at::kBFloat16 &&
+         head.dim() == 2 && tail.dim() == 2 && weight.dim() == 3 && head.size(1) == tail.size(1) &&
+         weight.size(0) == head.size(1) && weight.size(1) == 1 && weight.size(2) > 0;
 }
 
 bool takes_sigmoid_mul(const at::Tensor& x, const at::Tensor& gate) {
@@ -372,9 +372,9 @@ at::Tensor l2_normalise(const at::Tensor& x, double scale) {
 }
 
 at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
-                            const std::vector<std::int64_t>& index, const at::Tensor& taps) {
+                            const std::vector<std::int64_t>& index, const at::Tensor& weight) {
   const at::Tensor hc = head.contiguous(), tc = tail.contiguous();
-  const std::int64_t k = taps.size(0), c = taps.size(1),
+  const std::int64_t k = weight.size(2), c = weight.size(0),
                      windows = static_cast<std::int64_t>(index.size()) / k;
   const std::int64_t head_rows = head.size(0), rows = head_rows + tail.size(0);
   std::vector<const c10::BFloat16*> row(index.size());
@@ -386,11 +386,11 @@ at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
   }
   at::Tensor out = at::empty({windows, c}, head.options());
   const std::uint16_t* silu = bf16_silu_table();
-  // The threads split the channels; each lays out its channels' taps as [K, its channels] (the
-  // caller's taps are the conv weight's [C, K] transposed: a contiguous copy of the whole, made
-  // by ATen on the calling thread, was 40 us a verify layer).
-  const c10::BFloat16* tp = taps.data_ptr<c10::BFloat16>();
-  const std::int64_t s0 = taps.stride(0), s1 = taps.stride(1);
+  // The threads split the channels; each lays out its channels' taps as [K, its channels] (a
+  // contiguous copy of the whole weight transposed, made by ATen on the calling thread, was
+  // 40 us a verify layer).
+  const c10::BFloat16* tp = weight.data_ptr<c10::BFloat16>();
+  const std::int64_t s0 = weight.stride(2), s1 = weight.stride(0);
   const std::int64_t blocks = (c + 7) / 8;
   const std::int64_t grain =
       std::max<std::int64_t>(1, kSerialValues / std::max<std::int64_t>(1, 8 * k * windows));

@@ -179,11 +179,12 @@ at::Tensor GatedDeltaNet::conv_windows(const at::Tensor& raw, const at::Tensor& 
     }
     index.insert(index.end(), rows.begin(), rows.end());
   }
-  // The taps as [K, conv width], a view of the weight each call: a trained weight moves (and
-  // under autograd the fused form is not taken).
+  // The fused form reads the [conv width, 1, K] weight where it lies; the composition takes the
+  // taps as [K, conv width], a view of the weight each call: a trained weight moves (and under
+  // autograd the fused form is not taken).
+  if (fused::takes_silu_window_sums(window, raw, conv_w_))
+    return fused::silu_window_sums(window, raw, index, conv_w_);
   const at::Tensor taps = conv_w_.squeeze(1).t();
-  if (fused::takes_silu_window_sums(window, raw, taps))
-    return fused::silu_window_sums(window, raw, index, taps);
   const at::Tensor table = at::cat({window, raw}, 0);
   const at::Tensor idx = at::tensor(index, at::TensorOptions(at::kLong).device(raw.device()));
   const at::Tensor windows = table.index_select(0, idx).view({raw.size(0), k, -1});  // [T, K, conv]

@@ -39,11 +39,13 @@ at::Tensor bf16_silu(const at::Tensor& x);
 // Gated DeltaNet's short convolution over gathered windows, then silu: out[t] =
 // silu(Σ_j bf16(row(index[t·K + j]) · taps[j])) with the sum in float32 over j in order and cast
 // once (the composition's roundings: the product tensor, the float32-accumulated sum), row(r) the
-// r-th row of [head; tail] (the committed window, then the pending inputs). bf16 only; taps [K, C].
-// std::out_of_range for an index past the rows.
-bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail, const at::Tensor& taps);
+// r-th row of [head; tail] (the committed window, then the pending inputs), taps[j][c] =
+// weight[c][0][j] of the depthwise conv weight [C, 1, K]. bf16 only. std::out_of_range for an index
+// past the rows.
+bool takes_silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
+                            const at::Tensor& weight);
 at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
-                            const std::vector<std::int64_t>& index, const at::Tensor& taps);
+                            const std::vector<std::int64_t>& index, const at::Tensor& weight);
 // x ⊙ sigmoid(gate), bf16 only, sigmoid from the linked ATen's table (its bits, as silu's): the
 // output gate of Qwen3.5 attention. gate [T, heads, d] with d contiguous (each head's half of the
 // query projection, where it lies), x [T, heads · d] contiguous.
