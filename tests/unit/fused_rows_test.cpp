@@ -267,6 +267,26 @@ TEST_P(FusedRows, L2NormaliseIsWithinItsSumsRoundingOfTheComposition) {
   EXPECT_TRUE(at::isnan(y[1]).all().item<bool>());
 }
 
+// The residual add before a layer's MLP norm: ATen's add (float32, cast once), then the norm,
+// to the bit; both norm styles and a width with a tail past the vectors.
+TEST_P(FusedRows, AddRmsNormHasTheBitsOfTheAddThenTheNorm) {
+  at::manual_seed(9);
+  for (std::int64_t width : {1024, 21})
+    for (NormStyle style : {NormStyle::kPlain, NormStyle::kOnePlusW}) {
+      const at::Tensor h = (at::randn({16, width}) * 3).to(GetParam());
+      const at::Tensor delta = at::randn({16, width}).to(GetParam());
+      const at::Tensor w = at::randn({width}).to(GetParam());
+      ASSERT_TRUE(fused::takes_add_rms_norm(h, delta, w));
+      const auto [sum, normed] = fused::add_rms_norm(h, delta, w, 1e-6, style);
+      const at::Tensor want_sum = h + delta;
+      EXPECT_TRUE(at::equal(sum, want_sum)) << "width " << width;
+      EXPECT_TRUE(at::equal(normed, fused::rms_norm(want_sum, w, 1e-6, style)))
+          << "width " << width;
+    }
+  EXPECT_FALSE(fused::takes_add_rms_norm(
+      at::zeros({2, 8}, GetParam()), at::zeros({2, 7}, GetParam()), at::zeros({8}, GetParam())));
+}
+
 TEST_P(FusedRows, ARowHasTheBitsOfTheSameRowAlone) {
   at::manual_seed(5);
   const at::Tensor x = at::randn({16, 1024}).to(GetParam());

@@ -24,6 +24,12 @@ at::Tensor LayerNorms::mlp_input(const at::Tensor& h, double eps, NormStyle styl
   return rms_norm(h, post_norm, eps, style);
 }
 
+std::pair<at::Tensor, at::Tensor> LayerNorms::add_mlp_input(const at::Tensor& h,
+                                                            const at::Tensor& mixed, double eps,
+                                                            NormStyle style) const {
+  return add_rms_norm(h, mixed, post_norm, eps, style);
+}
+
 NormsAndMlp::NormsAndMlp(const WeightLoader& w, const std::string& p, std::int64_t hidden,
                          std::int64_t intermediate)
     : norms(w, p, hidden), dense(w, p + "mlp.", hidden, intermediate) {}

@@ -90,6 +90,24 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   }
 }
 
+// Rows [begin, end) of sum = a + b (float32, cast once: ATen's add) and then of the norm of sum.
+template <class T>
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void add_row_range(
+    const T* a, const T* b, T* sum, std::int64_t begin, std::int64_t end, std::int64_t width) {
+  const std::int64_t whole = width / 8 * 8;
+  F32x8 x, y;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const std::int64_t row = r * width;
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      load8(x, a + row + i);
+      load8(y, b + row + i);
+      store8(sum + row + i, x + y);
+    }
+    for (std::int64_t i = whole; i < width; ++i)
+      sum[row + i] = T(static_cast<float>(a[row + i]) + static_cast<float>(b[row + i]));
+  }
+}
+
 template <class T>
 void norm_rows(const T* x, const T* w, const T* gate, T* out, std::int64_t rows, std::int64_t width,
                float eps, NormStyle style) {
@@ -333,6 +351,30 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
               xc.numel() / width, width, static_cast<float>(eps), style);
   });
   return out;
+}
+
+bool takes_add_rms_norm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& weight) {
+  return takes_rms_norm(a, weight) && applies({&a, &b}) && a.sizes() == b.sizes();
+}
+
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Tensor& b,
+                                               const at::Tensor& weight, double eps,
+                                               NormStyle style) {
+  const at::Tensor ac = a.contiguous(), bc = b.contiguous(), wc = weight.contiguous();
+  at::Tensor sum = at::empty_like(ac), out = at::empty_like(ac);
+  const std::int64_t width = a.size(-1), rows = ac.numel() / width;
+  by_dtype(a.scalar_type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = ac.data_ptr<T>(), *y = bc.data_ptr<T>(), *w = wc.data_ptr<T>();
+    T *s = sum.data_ptr<T>(), *o = out.data_ptr<T>();
+    const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
+    at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+      add_row_range(x, y, s, begin, end, width);
+      norm_row_range(s, w, static_cast<const T*>(nullptr), o, begin, end, width,
+                     static_cast<float>(eps), style);
+    });
+  });
+  return {sum, out};
 }
 
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,

@@ -27,6 +27,15 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
   return (n * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
 }
 
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& h, const at::Tensor& delta,
+                                               const at::Tensor& weight, double eps,
+                                               NormStyle style) {
+  if (fused::takes_add_rms_norm(h, delta, weight))
+    return fused::add_rms_norm(h, delta, weight, eps, style);
+  const at::Tensor sum = h + delta;
+  return {sum, rms_norm(sum, weight, eps, style)};
+}
+
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
                           double eps) {
   if (fused::takes_rms_norm_gated(x, weight, gate))

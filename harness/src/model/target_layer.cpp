@@ -21,9 +21,11 @@ at::Tensor TargetLayer::extend(const at::Tensor& h, const TargetConfig& c, const
                                const at::Tensor& visible, const std::vector<std::int64_t>& parents,
                                GdnAlgorithm gdn, KVCache& kv, LinearState& linear_state) const {
   const at::Tensor normed = norms.mixer_input(h, c.rms_eps, c.traits.norm);
-  const at::Tensor mixed = h + (linear ? linear->extend(normed, linear_state, parents, gdn)
-                                       : attention->extend(normed, rope, visible, kv));
-  const at::Tensor x = norms.mlp_input(mixed, c.rms_eps, c.traits.norm);
+  const auto [mixed, x] =
+      norms.add_mlp_input(h,
+                          linear ? linear->extend(normed, linear_state, parents, gdn)
+                                 : attention->extend(normed, rope, visible, kv),
+                          c.rms_eps, c.traits.norm);
   return mixed + (moe ? (*moe)(x) : (*dense)(x));
 }
 

@@ -32,6 +32,9 @@ struct LayerNorms {
   LayerNorms(const WeightLoader& w, const std::string& prefix, std::int64_t hidden);
   at::Tensor mixer_input(const at::Tensor& h, double eps, NormStyle style) const;
   at::Tensor mlp_input(const at::Tensor& h, double eps, NormStyle style) const;  // post_norm(h)
+  // {h + mixed, post_norm(h + mixed)}: the residual after the mixer, in one pass with its norm.
+  std::pair<at::Tensor, at::Tensor> add_mlp_input(const at::Tensor& h, const at::Tensor& mixed,
+                                                  double eps, NormStyle style) const;
 };
 
 struct NormsAndMlp {

@@ -21,6 +21,12 @@ namespace draftgate::model::fused {
 // x [..., H], weight [H].
 bool takes_rms_norm(const at::Tensor& x, const at::Tensor& weight);
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style);
+// a + b (float32, cast once: ATen's add) and rms_norm of that sum, in one pass: the residual add
+// before a decoder layer's MLP norm. a, b [..., H], weight [H].
+bool takes_add_rms_norm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& weight);
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Tensor& b,
+                                               const at::Tensor& weight, double eps,
+                                               NormStyle style);
 // x [T, heads, D]; cos and sin [T, 1, rotary] (RopeTables), rotary even and <= D.
 bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);

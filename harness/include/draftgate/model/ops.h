@@ -13,6 +13,10 @@ namespace draftgate::model {
 
 // RMS-normalises over the last dim.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style);
+// {h + delta, rms_norm(h + delta)}: a residual add and the norm after it.
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& h, const at::Tensor& delta,
+                                               const at::Tensor& weight, double eps,
+                                               NormStyle style);
 
 // Qwen3_5RMSNormGated: (x̂ · w) ⊙ silu(z), normalising over the last dim in f32.
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
