@@ -146,6 +146,23 @@ TEST(FusedRowsSilu, SigmoidGateHasTheCompositionsBits) {
                                         at::zeros({2, 1, 8}, at::kBFloat16).transpose(1, 2)));
 }
 
+// Gated DeltaNet's v and beta: every bf16 value widened, and its sigmoid widened, to the bit
+// (NaNs, infinities, denormals); a [T, heads, d] view split from wider rows read where it lies.
+TEST(FusedRowsSilu, WidenedValuesHaveAtensBits) {
+  const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+  ASSERT_TRUE(fused::takes_widen(every));
+  EXPECT_TRUE(at::equal(fused::widen(every).view(at::kInt), every.to(at::kFloat).view(at::kInt)));
+  const at::Tensor sig = at::sigmoid(every).to(at::kFloat);
+  const at::Tensor got = fused::sigmoid_widened(every);
+  const at::Tensor same = (got == sig).logical_or(at::isnan(got).logical_and(at::isnan(sig)));
+  EXPECT_TRUE(same.all().item<bool>()) << 65536 - same.sum().item<std::int64_t>() << " differ";
+  const at::Tensor wide = at::randn({5, 300}).to(at::kBFloat16);
+  const at::Tensor view = wide.narrow(1, 40, 256).view({5, 2, 128});
+  EXPECT_TRUE(at::equal(fused::widen(view), view.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(fused::sigmoid_widened(view), at::sigmoid(view).to(at::kFloat)));
+  EXPECT_FALSE(fused::takes_widen(at::zeros({2, 8})));
+}
+
 // Gated DeltaNet's conv output: silu alone, from the same table, on every bf16 value.
 TEST(FusedRowsSilu, EveryBf16ValueHasAtenSiluBitsAlone) {
   const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);

@@ -117,17 +117,31 @@ void norm_rows(const T* x, const T* w, const T* gate, T* out, std::int64_t rows,
   });
 }
 
+// Where row r of a [T, heads, d] view with d contiguous starts, in elements: (r / heads) ·
+// outer + (r % heads) · inner (a view split from a wider row is read where it lies); any other
+// tensor as its contiguous rows.
+struct RowLayout {
+  std::int64_t heads, outer, inner;
+  std::int64_t at(std::int64_t r) const { return r / heads * outer + r % heads * inner; }
+};
+
+bool lies_in_rows(const at::Tensor& x) { return x.dim() == 3 && x.stride(2) == 1; }
+
+RowLayout row_layout(const at::Tensor& x) {
+  if (lies_in_rows(x)) return {std::max<std::int64_t>(1, x.size(1)), x.stride(0), x.stride(1)};
+  return {std::max<std::int64_t>(1, x.numel() / std::max<std::int64_t>(1, x.size(-1))), 0,
+          x.size(-1)};
+}
+
 // Rows [begin, end) of x / sqrt(Σx² + 1e-6) in float32, then times `scale` (a second rounding, as
-// the composition's second product); the sum as the norm's, in eight chains and a tree. Row r of x
-// starts at (r / inner) · outer_stride + (r % inner) · inner_stride: a [T, heads, d] view split
-// from a wider row is read where it lies.
+// the composition's second product); the sum as the norm's, in eight chains and a tree.
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void l2_row_range(
-    const T* x, std::int64_t inner, std::int64_t outer_stride, std::int64_t inner_stride,
-    float* out, std::int64_t begin, std::int64_t end, std::int64_t width, float scale) {
+    const T* x, const RowLayout& rows, float* out, std::int64_t begin, std::int64_t end,
+    std::int64_t width, float scale) {
   const std::int64_t whole = width / 8 * 8;
   for (std::int64_t r = begin; r < end; ++r) {
-    const T* xr = x + r / inner * outer_stride + r % inner * inner_stride;
+    const T* xr = x + rows.at(r);
     float* o = out + r * width;
     F32x8 v;
     const float inverse = 1.0f / std::sqrt(sum_of_squares(xr, width) + 1e-6f);
@@ -140,6 +154,21 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
     for (std::int64_t i = whole; i < width; ++i) {
       const float n = static_cast<float>(xr[i]) * inverse;
       o[i] = scale != 1.0f ? n * scale : n;
+    }
+  }
+}
+
+// Rows [begin, end) of bf16 values widened to float32, each through `table` first where given.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void widen_row_range(
+    const c10::BFloat16* x, const RowLayout& rows, const std::uint16_t* table, float* out,
+    std::int64_t begin, std::int64_t end, std::int64_t width) {
+  for (std::int64_t r = begin; r < end; ++r) {
+    const c10::BFloat16* xr = x + rows.at(r);
+    float* o = out + r * width;
+    for (std::int64_t i = 0; i < width; ++i) {
+      const std::uint32_t bits = table == nullptr ? xr[i].x : table[xr[i].x];
+      const std::uint32_t wide = bits << 16;
+      std::memcpy(o + i, &wide, sizeof wide);
     }
   }
 }
@@ -391,27 +420,46 @@ at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const a
 }
 
 at::Tensor l2_normalise(const at::Tensor& x, double scale) {
-  // [T, heads, d] with d contiguous (Gated DeltaNet's q and k, split from one row) as it lies; any
-  // other layout as a contiguous copy.
-  const bool rows_as_they_lie = x.dim() == 3 && x.stride(2) == 1;
-  const at::Tensor xc = rows_as_they_lie ? x : x.contiguous();
+  const at::Tensor xc = lies_in_rows(x) ? x : x.contiguous();
   at::Tensor out = at::empty(xc.sizes(), xc.options().dtype(at::kFloat));
   const std::int64_t width = x.size(-1), rows = xc.numel() / width;
-  const std::int64_t inner = rows_as_they_lie ? x.size(1) : std::max<std::int64_t>(1, rows);
-  const std::int64_t outer_stride = rows_as_they_lie ? x.stride(0) : 0;
-  const std::int64_t inner_stride = rows_as_they_lie ? x.stride(1) : width;
+  const RowLayout layout = row_layout(xc);
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = xc.data_ptr<T>();
     float* o = out.data_ptr<float>();
     const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
     at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-      l2_row_range(in, inner, outer_stride, inner_stride, o, begin, end, width,
-                   static_cast<float>(scale));
+      l2_row_range(in, layout, o, begin, end, width, static_cast<float>(scale));
     });
   });
   return out;
 }
+
+namespace {
+at::Tensor widened(const at::Tensor& x, const std::uint16_t* table) {
+  const at::Tensor xc = lies_in_rows(x) ? x : x.contiguous();
+  at::Tensor out = at::empty(xc.sizes(), xc.options().dtype(at::kFloat));
+  const std::int64_t width = x.size(-1), rows = width == 0 ? 0 : xc.numel() / width;
+  const RowLayout layout = row_layout(xc);
+  const c10::BFloat16* in = xc.data_ptr<c10::BFloat16>();
+  float* o = out.data_ptr<float>();
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 4 * kSerialValues / std::max<std::int64_t>(1, width));
+  at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
+    widen_row_range(in, layout, table, o, begin, end, width);
+  });
+  return out;
+}
+}  // namespace
+
+bool takes_widen(const at::Tensor& x) {
+  return applies({&x}) && x.scalar_type() == at::kBFloat16 && x.dim() >= 1;
+}
+
+at::Tensor widen(const at::Tensor& x) { return widened(x, nullptr); }
+
+at::Tensor sigmoid_widened(const at::Tensor& x) { return widened(x, bf16_sigmoid_table()); }
 
 at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
                             const std::vector<std::int64_t>& index, const at::Tensor& weight) {

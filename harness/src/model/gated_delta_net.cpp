@@ -216,8 +216,9 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   DeltaInputs in;
   in.q = l2_normalise(q, 1.0 / std::sqrt(static_cast<double>(dk)));
   in.k = l2_normalise(k);
-  in.v = parts[2].reshape({t_len, nv, dv}).to(at::kFloat);
-  in.beta = at::sigmoid(projected[2]).to(at::kFloat);
+  const at::Tensor v = parts[2].reshape({t_len, nv, dv}), b = projected[2];
+  in.v = fused::takes_widen(v) ? fused::widen(v) : v.to(at::kFloat);
+  in.beta = fused::takes_widen(b) ? fused::sigmoid_widened(b) : at::sigmoid(b).to(at::kFloat);
   in.g = neg_a_ * at::softplus(projected[3].to(at::kFloat) + dt_bias_);
 
   at::Tensor out;

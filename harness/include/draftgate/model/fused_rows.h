@@ -42,6 +42,12 @@ at::Tensor l2_normalise(const at::Tensor& x, double scale);
 // silu(x) of a bf16 x, from the linked ATen's table (as silu·up's).
 bool takes_silu(const at::Tensor& x);
 at::Tensor bf16_silu(const at::Tensor& x);
+// A bf16 x as float32 (x.to(kFloat)'s values), or sigmoid(x) from the linked ATen's table, as
+// float32 (sigmoid(x).to(kFloat)'s): Gated DeltaNet's v and beta. A [T, heads, d] view with d
+// contiguous is read where it lies.
+bool takes_widen(const at::Tensor& x);
+at::Tensor widen(const at::Tensor& x);
+at::Tensor sigmoid_widened(const at::Tensor& x);
 // Gated DeltaNet's short convolution over gathered windows, then silu: out[t] =
 // silu(Σ_j bf16(row(index[t·K + j]) · taps[j])) with the sum in float32 over j in order and cast
 // once (the composition's roundings: the product tensor, the float32-accumulated sum), row(r) the
