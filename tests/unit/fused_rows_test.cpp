@@ -304,6 +304,18 @@ TEST_P(FusedRows, AddRmsNormHasTheBitsOfTheAddThenTheNorm) {
       at::zeros({2, 8}, GetParam()), at::zeros({2, 7}, GetParam()), at::zeros({8}, GetParam())));
 }
 
+// Qwen3.5's query heads split from the gated projection ([T, heads, d] with d contiguous) are
+// normed where they lie: the bits of their contiguous copy, both styles.
+TEST_P(FusedRows, RmsNormOfASplitViewHasTheBitsOfItsCopy) {
+  at::manual_seed(10);
+  const at::Tensor projected = at::randn({16, 4, 2 * 128}).to(GetParam());
+  const at::Tensor heads = projected.split(128, -1)[0], w = at::randn({128}).to(GetParam());
+  ASSERT_FALSE(heads.is_contiguous());
+  for (NormStyle style : {NormStyle::kPlain, NormStyle::kOnePlusW})
+    EXPECT_TRUE(at::equal(fused::rms_norm(heads, w, 1e-6, style),
+                          fused::rms_norm(heads.contiguous(), w, 1e-6, style)));
+}
+
 TEST_P(FusedRows, ARowHasTheBitsOfTheSameRowAlone) {
   at::manual_seed(5);
   const at::Tensor x = at::randn({16, 1024}).to(GetParam());

@@ -19,6 +19,22 @@ namespace {
 // interleaved pairs each), a decode step the same.
 constexpr std::int64_t kSerialValues = std::int64_t{1} << 12;
 
+// Where row r of a [T, heads, d] view with d contiguous starts, in elements: (r / heads) ·
+// outer + (r % heads) · inner (a view split from a wider row is read where it lies); any other
+// tensor as its contiguous rows.
+struct RowLayout {
+  std::int64_t heads, outer, inner;
+  std::int64_t at(std::int64_t r) const { return r / heads * outer + r % heads * inner; }
+};
+
+bool lies_in_rows(const at::Tensor& x) { return x.dim() == 3 && x.stride(2) == 1; }
+
+RowLayout row_layout(const at::Tensor& x) {
+  if (lies_in_rows(x)) return {std::max<std::int64_t>(1, x.size(1)), x.stride(0), x.stride(1)};
+  return {std::max<std::int64_t>(1, x.numel() / std::max<std::int64_t>(1, x.size(-1))), 0,
+          x.size(-1)};
+}
+
 // The sum of a row's float32 squares in eight chains (lane j takes i = j mod 8), a fixed tree, then
 // the tail: one order for a row whatever the rows beside it.
 template <class T>
@@ -41,11 +57,11 @@ inline __attribute__((always_inline)) float sum_of_squares(const T* x, std::int6
 // gate (null but for rms_norm_gated, kPlain): the kPlain row times silu(gate) in float32, cast.
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void norm_row_range(
-    const T* x, const T* w, const T* gate, T* out, std::int64_t begin, std::int64_t end,
-    std::int64_t width, float eps, NormStyle style) {
+    const T* x, const RowLayout& rows, const T* w, const T* gate, T* out, std::int64_t begin,
+    std::int64_t end, std::int64_t width, float eps, NormStyle style) {
   const std::int64_t whole = width / 8 * 8;
   for (std::int64_t r = begin; r < end; ++r) {
-    const T* xr = x + r * width;
+    const T* xr = x + rows.at(r);
     T* o = out + r * width;
     F32x8 v, wv;
     const float scale =
@@ -109,28 +125,12 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
 }
 
 template <class T>
-void norm_rows(const T* x, const T* w, const T* gate, T* out, std::int64_t rows, std::int64_t width,
-               float eps, NormStyle style) {
+void norm_rows(const T* x, const RowLayout& layout, const T* w, const T* gate, T* out,
+               std::int64_t rows, std::int64_t width, float eps, NormStyle style) {
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-    norm_row_range(x, w, gate, out, begin, end, width, eps, style);
+    norm_row_range(x, layout, w, gate, out, begin, end, width, eps, style);
   });
-}
-
-// Where row r of a [T, heads, d] view with d contiguous starts, in elements: (r / heads) ·
-// outer + (r % heads) · inner (a view split from a wider row is read where it lies); any other
-// tensor as its contiguous rows.
-struct RowLayout {
-  std::int64_t heads, outer, inner;
-  std::int64_t at(std::int64_t r) const { return r / heads * outer + r % heads * inner; }
-};
-
-bool lies_in_rows(const at::Tensor& x) { return x.dim() == 3 && x.stride(2) == 1; }
-
-RowLayout row_layout(const at::Tensor& x) {
-  if (lies_in_rows(x)) return {std::max<std::int64_t>(1, x.size(1)), x.stride(0), x.stride(1)};
-  return {std::max<std::int64_t>(1, x.numel() / std::max<std::int64_t>(1, x.size(-1))), 0,
-          x.size(-1)};
 }
 
 // Rows [begin, end) of x / sqrt(Σx² + 1e-6) in float32, then times `scale` (a second rounding, as
@@ -371,13 +371,14 @@ bool takes_silu_mul(const at::Tensor& gate, const at::Tensor& up) {
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, NormStyle style) {
-  const at::Tensor xc = x.contiguous(), wc = weight.contiguous();
-  at::Tensor out = at::empty_like(xc);
+  // A [T, heads, d] view (the query heads split from Qwen3.5's gated projection) where it lies.
+  const at::Tensor xc = lies_in_rows(x) ? x : x.contiguous(), wc = weight.contiguous();
+  at::Tensor out = at::empty(xc.sizes(), xc.options());
   const std::int64_t width = x.size(-1);
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
-    norm_rows(xc.data_ptr<T>(), wc.data_ptr<T>(), static_cast<const T*>(nullptr), out.data_ptr<T>(),
-              xc.numel() / width, width, static_cast<float>(eps), style);
+    norm_rows(xc.data_ptr<T>(), row_layout(xc), wc.data_ptr<T>(), static_cast<const T*>(nullptr),
+              out.data_ptr<T>(), xc.numel() / width, width, static_cast<float>(eps), style);
   });
   return out;
 }
@@ -392,6 +393,7 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Te
   const at::Tensor ac = a.contiguous(), bc = b.contiguous(), wc = weight.contiguous();
   at::Tensor sum = at::empty_like(ac), out = at::empty_like(ac);
   const std::int64_t width = a.size(-1), rows = ac.numel() / width;
+  const RowLayout layout = row_layout(sum);
   by_dtype(a.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     const T *x = ac.data_ptr<T>(), *y = bc.data_ptr<T>(), *w = wc.data_ptr<T>();
@@ -399,7 +401,7 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Te
     const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
     at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
       add_row_range(x, y, s, begin, end, width);
-      norm_row_range(s, w, static_cast<const T*>(nullptr), o, begin, end, width,
+      norm_row_range(s, layout, w, static_cast<const T*>(nullptr), o, begin, end, width,
                      static_cast<float>(eps), style);
     });
   });
@@ -413,8 +415,9 @@ at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const a
   const std::int64_t width = x.size(-1);
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
-    norm_rows(xc.data_ptr<T>(), wc.data_ptr<T>(), gc.data_ptr<T>(), out.data_ptr<T>(),
-              xc.numel() / width, width, static_cast<float>(eps), NormStyle::kPlain);
+    norm_rows(xc.data_ptr<T>(), row_layout(xc), wc.data_ptr<T>(), gc.data_ptr<T>(),
+              out.data_ptr<T>(), xc.numel() / width, width, static_cast<float>(eps),
+              NormStyle::kPlain);
   });
   return out;
 }
