@@ -217,8 +217,9 @@ at::Tensor composed_rms_norm_gated(const at::Tensor& x, const at::Tensor& w, con
   return (n * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
 }
 
-// The gated norm (Gated DeltaNet's output): the plain norm's roundings, then silu in float32 by
-// f32x8.h's exp (within ~1 ulp of ATen's), the product cast once.
+// The gated norm (Gated DeltaNet's output): the plain norm's roundings, then silu in float32 (of a
+// bf16 gate from a table of ATen's own, whose scalar tail may differ by an ulp; of a float32 gate
+// by f32x8.h's exp, within ~1 ulp of ATen's), the product cast once.
 TEST_P(FusedRows, RmsNormGatedHasTheCompositionsRoundings) {
   for (std::int64_t width : {128, 37})
     for (std::int64_t rows : {1, 256}) {

@@ -54,11 +54,12 @@ inline __attribute__((always_inline)) float sum_of_squares(const T* x, std::int6
 // Rows [begin, end) of the norm. T is c10::BFloat16 (whose float constructor rounds to nearest
 // even, as every ATen cast) or float; eight lanes at a time (f32x8.h), the tail one by one with the
 // same operations.
-// gate (null but for rms_norm_gated, kPlain): the kPlain row times silu(gate) in float32, cast.
+// gate (null but for rms_norm_gated, kPlain): the kPlain row times silu(gate) in float32, cast;
+// silu_of, where given, the float32 silu of every bf16 gate value (else f32x8.h's silu8).
 template <class T>
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void norm_row_range(
-    const T* x, const RowLayout& rows, const T* w, const T* gate, T* out, std::int64_t begin,
-    std::int64_t end, std::int64_t width, float eps, NormStyle style) {
+    const T* x, const RowLayout& rows, const T* w, const T* gate, const float* silu_of, T* out,
+    std::int64_t begin, std::int64_t end, std::int64_t width, float eps, NormStyle style) {
   const std::int64_t whole = width / 8 * 8;
   for (std::int64_t r = begin; r < end; ++r) {
     const T* xr = x + rows.at(r);
@@ -78,8 +79,17 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
         v = wv * v;
         if (g != nullptr) {
           round_to<T>(v);
-          load8(wv, g + i);
-          silu8(wv);
+          if constexpr (std::is_same_v<T, c10::BFloat16>) {
+            if (silu_of != nullptr) {
+              for (int lane = 0; lane < 8; ++lane) wv[lane] = silu_of[g[i + lane].x];
+            } else {
+              load8(wv, g + i);
+              silu8(wv);
+            }
+          } else {
+            load8(wv, g + i);
+            silu8(wv);
+          }
           v *= wv;
         }
         store8(o + i, v);
@@ -101,6 +111,8 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
       F32x8 one = {};  // the tail's silu by the same lanes' code
       one[0] = static_cast<float>(g[i]);
       silu8(one);
+      if constexpr (std::is_same_v<T, c10::BFloat16>)
+        if (silu_of != nullptr) one[0] = silu_of[g[i].x];
       o[i] = T(static_cast<float>(plain) * one[0]);
     }
   }
@@ -125,11 +137,11 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
 }
 
 template <class T>
-void norm_rows(const T* x, const RowLayout& layout, const T* w, const T* gate, T* out,
-               std::int64_t rows, std::int64_t width, float eps, NormStyle style) {
+void norm_rows(const T* x, const RowLayout& layout, const T* w, const T* gate, const float* silu_of,
+               T* out, std::int64_t rows, std::int64_t width, float eps, NormStyle style) {
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
   at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
-    norm_row_range(x, layout, w, gate, out, begin, end, width, eps, style);
+    norm_row_range(x, layout, w, gate, silu_of, out, begin, end, width, eps, style);
   });
 }
 
@@ -226,6 +238,18 @@ std::vector<std::uint16_t> bf16_table(at::Tensor (*op)(const at::Tensor&)) {
   const at::Tensor values = op(every).contiguous();
   const auto* bits = static_cast<const std::uint16_t*>(values.data_ptr());
   return std::vector<std::uint16_t>(bits, bits + values.numel());
+}
+
+// silu in float32 of every bf16 value widened, from the linked ATen's float32 silu (its vectorised
+// kernel's bits; f32x8.h's silu8 is within an ulp of them): the gated norm's gates are bf16.
+const float* bf16_float_silu_table() {
+  static const std::vector<float> table = [] {
+    c10::InferenceMode inference;
+    const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
+    const at::Tensor values = at::silu(every.to(at::kFloat)).contiguous();
+    return std::vector<float>(values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
+  }();
+  return table.data();
 }
 
 const std::uint16_t* bf16_silu_table() {
@@ -378,7 +402,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, N
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     norm_rows(xc.data_ptr<T>(), row_layout(xc), wc.data_ptr<T>(), static_cast<const T*>(nullptr),
-              out.data_ptr<T>(), xc.numel() / width, width, static_cast<float>(eps), style);
+              nullptr, out.data_ptr<T>(), xc.numel() / width, width, static_cast<float>(eps),
+              style);
   });
   return out;
 }
@@ -401,7 +426,7 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Te
     const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / width);
     at::parallel_for(0, rows, grain, [&](std::int64_t begin, std::int64_t end) {
       add_row_range(x, y, s, begin, end, width);
-      norm_row_range(s, layout, w, static_cast<const T*>(nullptr), o, begin, end, width,
+      norm_row_range(s, layout, w, static_cast<const T*>(nullptr), nullptr, o, begin, end, width,
                      static_cast<float>(eps), style);
     });
   });
@@ -416,6 +441,7 @@ at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const a
   by_dtype(x.scalar_type(), [&](auto tag) {
     using T = decltype(tag);
     norm_rows(xc.data_ptr<T>(), row_layout(xc), wc.data_ptr<T>(), gc.data_ptr<T>(),
+              std::is_same_v<T, c10::BFloat16> ? bf16_float_silu_table() : nullptr,
               out.data_ptr<T>(), xc.numel() / width, width, static_cast<float>(eps),
               NormStyle::kPlain);
   });
