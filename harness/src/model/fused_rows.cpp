@@ -51,6 +51,26 @@ inline __attribute__((always_inline)) float sum_of_squares(const T* x, std::int6
   return sum;
 }
 
+// silu in float32 of the first `count` (1 or 8) gate values into v's lanes: from silu_of where
+// given (a table for bf16 gates), else by f32x8.h's silu8.
+template <class T>
+inline __attribute__((always_inline)) void gate_silu(F32x8& v, const T* g, int count,
+                                                     const float* silu_of) {
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    if (silu_of != nullptr) {
+      for (int lane = 0; lane < count; ++lane) v[lane] = silu_of[g[lane].x];
+      return;
+    }
+  }
+  if (count == 8) {
+    load8(v, g);
+  } else {
+    v = F32x8{};
+    v[0] = static_cast<float>(g[0]);
+  }
+  silu8(v);
+}
+
 // Rows [begin, end) of the norm. T is c10::BFloat16 (whose float constructor rounds to nearest
 // even, as every ATen cast) or float; eight lanes at a time (f32x8.h), the tail one by one with the
 // same operations.
@@ -79,17 +99,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
         v = wv * v;
         if (g != nullptr) {
           round_to<T>(v);
-          if constexpr (std::is_same_v<T, c10::BFloat16>) {
-            if (silu_of != nullptr) {
-              for (int lane = 0; lane < 8; ++lane) wv[lane] = silu_of[g[i + lane].x];
-            } else {
-              load8(wv, g + i);
-              silu8(wv);
-            }
-          } else {
-            load8(wv, g + i);
-            silu8(wv);
-          }
+          gate_silu(wv, g + i, 8, silu_of);
           v *= wv;
         }
         store8(o + i, v);
@@ -108,11 +118,8 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
         o[i] = plain;
         continue;
       }
-      F32x8 one = {};  // the tail's silu by the same lanes' code
-      one[0] = static_cast<float>(g[i]);
-      silu8(one);
-      if constexpr (std::is_same_v<T, c10::BFloat16>)
-        if (silu_of != nullptr) one[0] = silu_of[g[i].x];
+      F32x8 one;  // the tail's silu by the same lanes' code
+      gate_silu(one, g + i, 1, silu_of);
       o[i] = T(static_cast<float>(plain) * one[0]);
     }
   }
@@ -232,33 +239,32 @@ void rope_rows(const T* x, const T* cos, const T* sin, T* out, std::int64_t posi
 // computes (Debian's 1.13 rounds silu's exponential and denominator to bf16 too — a float32 formula
 // differs on 30 % of values). A table, because a bf16 input has 65536 values and an exp per value
 // was 10 ns.
-std::vector<std::uint16_t> bf16_table(at::Tensor (*op)(const at::Tensor&)) {
+template <class Out, class F>
+std::vector<Out> of_every_bf16(F&& op) {
   c10::InferenceMode inference;
   const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
   const at::Tensor values = op(every).contiguous();
-  const auto* bits = static_cast<const std::uint16_t*>(values.data_ptr());
-  return std::vector<std::uint16_t>(bits, bits + values.numel());
+  const auto* first = static_cast<const Out*>(values.data_ptr());
+  return std::vector<Out>(first, first + values.numel());
 }
 
-// silu in float32 of every bf16 value widened, from the linked ATen's float32 silu (its vectorised
-// kernel's bits; f32x8.h's silu8 is within an ulp of them): the gated norm's gates are bf16.
+// The float32 silu of every bf16 value widened (the vectorised kernel's bits; f32x8.h's silu8 is
+// within an ulp of them): the gated norm's gates are bf16.
 const float* bf16_float_silu_table() {
-  static const std::vector<float> table = [] {
-    c10::InferenceMode inference;
-    const at::Tensor every = at::arange(0, 65536, at::kInt).to(at::kShort).view(at::kBFloat16);
-    const at::Tensor values = at::silu(every.to(at::kFloat)).contiguous();
-    return std::vector<float>(values.data_ptr<float>(), values.data_ptr<float>() + values.numel());
-  }();
+  static const std::vector<float> table =
+      of_every_bf16<float>([](const at::Tensor& x) { return at::silu(x.to(at::kFloat)); });
   return table.data();
 }
 
 const std::uint16_t* bf16_silu_table() {
-  static const std::vector<std::uint16_t> table = bf16_table(at::silu);
+  static const std::vector<std::uint16_t> table =
+      of_every_bf16<std::uint16_t>([](const at::Tensor& x) { return at::silu(x); });
   return table.data();
 }
 
 const std::uint16_t* bf16_sigmoid_table() {
-  static const std::vector<std::uint16_t> table = bf16_table(at::sigmoid);
+  static const std::vector<std::uint16_t> table =
+      of_every_bf16<std::uint16_t>([](const at::Tensor& x) { return at::sigmoid(x); });
   return table.data();
 }
 
