@@ -77,13 +77,13 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
   void release(const TensorInfo& info, std::uint64_t from = 0, std::uint64_t to = UINT64_MAX) const;
 
   // For a model held in memory, after its load read it through the mapping: where the kernel maps
-  // the resident pages mostly 4 KB at a time though it maps this file 2 MB at a time (the page
-  // cache held it in smaller folios, as a download writes it or another program's reads leave
-  // it), drops them from this process and the page cache and reads the same 2 MB blocks back,
-  // which faults on a mapping advised MADV_HUGEPAGE read in 2 MB folios (once per file: the page
-  // cache keeps them for later runs). Where the kernel maps none of the file 2 MB at a time, one
-  // block is read back to ask it; a kernel that cannot costs that block. Views stay valid (the
-  // bytes are the file's). Best effort; returns what it measured.
+  // more than a 64th of the resident 2 MB blocks in smaller pages though it maps this file 2 MB at
+  // a time (the page cache held them in smaller folios, as a download writes it or another
+  // program's reads leave it), drops the file from this process and the page cache and reads the
+  // same 2 MB blocks back, which faults on a mapping advised MADV_HUGEPAGE read in 2 MB folios
+  // (once per file: the page cache keeps them for later runs). Where the kernel maps none of the
+  // file 2 MB at a time, one block is read back to ask it; a kernel that cannot costs that block.
+  // Views stay valid (the bytes are the file's). Best effort; returns what it measured.
   struct HugePages {
     std::uint64_t resident_bytes = 0;
     std::uint64_t huge_before = 0;  // bytes mapped 2 MB at a time before
