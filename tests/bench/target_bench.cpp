@@ -104,6 +104,11 @@ void BM_DecodeStep(benchmark::State& state, const std::string& name) {
   state.counters["flops"] =
       static_cast<double>(state.range(1)) * bench::checkpoint_bytes(l.checkpoint);
   state.counters["peak_rss_MB"] = peak_rss_mb();
+  // How much of the checkpoint's resident mapping is mapped 2 MB at a time (after the load's
+  // settle_in_huge_pages): the rest costs a TLB miss every 4 KB of each pass's read.
+  if (const auto pages = l.checkpoint.mapped_pages(); pages && pages->resident_bytes > 0)
+    state.counters["mapped_2mb_share"] =
+        static_cast<double>(pages->file_huge_bytes) / static_cast<double>(pages->resident_bytes);
   state.counters["threads"] = at::get_num_threads();
 }
 

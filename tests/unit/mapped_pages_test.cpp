@@ -8,8 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
 #include "test_files.h"
 
@@ -137,6 +139,28 @@ TEST(SettleInHugePages, ReadsBackAFileWithAFewBlocksIn4KbPages) {
   EXPECT_GE(settled.huge_after, settled.huge_before + 4 * kHugePage)
       << "the 4 blocks should be mapped 2 MB at a time after";
   EXPECT_FALSE(file->settle_in_huge_pages().reread) << "a settled file is read once";
+}
+
+// What the benchmarks report beside their times: the file's own mapping, once mapped, and the
+// checkpoint's shards summed.
+TEST(SettleInHugePages, ReportsHowTheFilesMappingIsMapped) {
+  const std::size_t size = 48 << 20;
+  const fs::path path = write_big_file("mapping_report", size);
+  const auto file = SafetensorsFile::open(path);
+  EXPECT_FALSE(file->mapped_pages()) << "not mapped yet";
+  ASSERT_TRUE(same_bytes(file->bytes(*file->header().find("w"))));
+  const auto pages = file->mapped_pages();
+  ASSERT_TRUE(pages);
+  EXPECT_GE(pages->resident_bytes, size - kHugePage) << "every page was read";
+  EXPECT_LE(pages->file_huge_bytes, pages->resident_bytes);
+
+  std::ofstream(path.parent_path() / "config.json") << R"({"num_hidden_layers": 1})";
+  const Checkpoint ckpt = Checkpoint::open(path.parent_path());
+  EXPECT_FALSE(ckpt.mapped_pages()) << "its own mapping, not read yet";
+  ASSERT_TRUE(same_bytes(ckpt.file_of("w")->bytes(*ckpt.info("w"))));
+  const auto summed = ckpt.mapped_pages();
+  ASSERT_TRUE(summed);
+  EXPECT_GE(summed->resident_bytes, size - kHugePage);
 }
 
 TEST(SettleInHugePages, LeavesASmallOrUnreadFileAlone) {

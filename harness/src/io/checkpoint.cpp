@@ -210,6 +210,18 @@ void Checkpoint::settle_in_huge_pages() const {
     if (file != nullptr) file->settle_in_huge_pages();
 }
 
+std::optional<MappedPages> Checkpoint::mapped_pages() const {
+  std::optional<MappedPages> sum;
+  for (const auto& [shard, file] : shards_) {
+    const auto pages = file != nullptr ? file->mapped_pages() : std::nullopt;
+    if (!pages) continue;
+    if (!sum) sum = MappedPages{};
+    sum->resident_bytes += pages->resident_bytes;
+    sum->file_huge_bytes += pages->file_huge_bytes;
+  }
+  return sum;
+}
+
 std::vector<std::string> Checkpoint::shard_names() const {
   std::vector<std::string> names;
   for (const auto& [shard, file] : shards_) names.push_back(shard);

@@ -256,13 +256,18 @@ void touch_blocks(const char* map, const std::vector<std::uint64_t>& blocks) {
 
 }  // namespace
 
+std::optional<MappedPages> SafetensorsFile::mapped_pages() const {
+  if (map_ == nullptr) return std::nullopt;
+  return io::mapped_pages(map_, file_size_);
+}
+
 SafetensorsFile::HugePages SafetensorsFile::settle_in_huge_pages() const {
   HugePages pages;
   const std::uint64_t whole = file_size_ / kHugePage;
   // Under 32 MB a mapping's TLB misses are few; an unaligned one cannot be mapped 2 MB at a time.
   if (map_ == nullptr || whole < 16 || reinterpret_cast<std::uintptr_t>(map_) % kHugePage != 0)
     return pages;
-  const auto before = mapped_pages(map_, file_size_);
+  const auto before = mapped_pages();
   if (!before) return pages;
   pages.resident_bytes = before->resident_bytes;
   pages.huge_before = pages.huge_after = before->file_huge_bytes;
@@ -287,13 +292,13 @@ SafetensorsFile::HugePages SafetensorsFile::settle_in_huge_pages() const {
   if (pages.huge_before == 0) {  // can this kernel map this file 2 MB at a time? ask with a block
     drop_pages(path_, map_, blocks.front() * kHugePage, kHugePage);
     touch_blocks(map_, {blocks.front()});
-    const auto probe = mapped_pages(map_, file_size_);
+    const auto probe = mapped_pages();
     if (!probe || probe->file_huge_bytes == 0) return pages;
   }
   drop_pages(path_, map_, 0, whole * kHugePage);
   touch_blocks(map_, blocks);
   pages.reread = true;
-  if (const auto after = mapped_pages(map_, file_size_)) pages.huge_after = after->file_huge_bytes;
+  if (const auto after = mapped_pages()) pages.huge_after = after->file_huge_bytes;
   return pages;
 }
 

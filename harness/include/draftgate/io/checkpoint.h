@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,9 @@ class Checkpoint {
   // SafetensorsFile::settle_in_huge_pages on each shard: for a model held in memory, after its
   // load.
   void settle_in_huge_pages() const;
+  // SafetensorsFile::mapped_pages summed over the shards mapped so far; nullopt where none is, or
+  // /proc/self/smaps cannot be read.
+  std::optional<MappedPages> mapped_pages() const;
 
  private:
   struct Entry {

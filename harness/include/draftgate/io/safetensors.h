@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "draftgate/io/dtype.h"
+#include "draftgate/io/mapped_pages.h"
 
 namespace draftgate::io {
 
@@ -84,6 +86,10 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
   // (once per file: the page cache keeps them for later runs). Where the kernel maps none of the
   // file 2 MB at a time, one block is read back to ask it; a kernel that cannot costs that block.
   // Views stay valid (the bytes are the file's). Best effort; returns what it measured.
+  // How the kernel maps this file's mapping now (io/mapped_pages.h); nullopt where it is not
+  // mapped yet or /proc/self/smaps cannot be read. What a benchmark reports beside its times: a
+  // page cache in small folios costs every 4 KB of a pass's read a TLB miss.
+  std::optional<MappedPages> mapped_pages() const;
   struct HugePages {
     std::uint64_t resident_bytes = 0;
     std::uint64_t huge_before = 0;  // bytes mapped 2 MB at a time before
