@@ -78,6 +78,11 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
                 std::uint64_t to = UINT64_MAX) const;
   void release(const TensorInfo& info, std::uint64_t from = 0, std::uint64_t to = UINT64_MAX) const;
 
+  // How the kernel maps this file's mapping now (io/mapped_pages.h); nullopt where it is not
+  // mapped yet or /proc/self/smaps cannot be read. What a benchmark reports beside its times: a
+  // page cache in small folios costs every 4 KB of a pass's read a TLB miss.
+  std::optional<MappedPages> mapped_pages() const;
+
   // For a model held in memory, after its load read it through the mapping: where the kernel maps
   // more than a 64th of the resident 2 MB blocks in smaller pages though it maps this file 2 MB at
   // a time (the page cache held them in smaller folios, as a download writes it or another
@@ -86,10 +91,6 @@ class SafetensorsFile : public std::enable_shared_from_this<SafetensorsFile> {
   // (once per file: the page cache keeps them for later runs). Where the kernel maps none of the
   // file 2 MB at a time, one block is read back to ask it; a kernel that cannot costs that block.
   // Views stay valid (the bytes are the file's). Best effort; returns what it measured.
-  // How the kernel maps this file's mapping now (io/mapped_pages.h); nullopt where it is not
-  // mapped yet or /proc/self/smaps cannot be read. What a benchmark reports beside its times: a
-  // page cache in small folios costs every 4 KB of a pass's read a TLB miss.
-  std::optional<MappedPages> mapped_pages() const;
   struct HugePages {
     std::uint64_t resident_bytes = 0;
     std::uint64_t huge_before = 0;  // bytes mapped 2 MB at a time before
