@@ -182,7 +182,7 @@ TEST(FusedRowsSilu, ABf16TensorOfAnotherShapeHasAtenSiluBits) {
 // same roundings in the same order, so the same bits; a width with a tail past the vectors; the
 // [C, 1, K] conv weight contiguous and a view of a wider one.
 TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {
-  for (std::int64_t c : {6144, 13})
+  for (std::int64_t c : {6144, 29, 13})  // 16 channels at a time, 8, and one
     for (bool view : {false, true}) {
       at::manual_seed(c);
       const std::int64_t k = 4, t = 16;

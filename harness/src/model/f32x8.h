@@ -37,15 +37,43 @@ inline __attribute__((always_inline)) void load8(F32x8& out, const float* p) {
   std::memcpy(&out, p, sizeof out);
 }
 
+// Sixteen lanes, where a loop gains from AVX-512's full registers (one in the x86-64-v4 clone,
+// two or four halves in the others).
+typedef float F32x16 __attribute__((vector_size(64)));
+typedef std::uint16_t U16x32 __attribute__((vector_size(64)));
+inline __attribute__((always_inline)) void load16(F32x16& out, const c10::BFloat16* p) {
+  U16x16 bits;
+  std::memcpy(&bits, p, sizeof bits);
+  const U16x16 zero = {};
+  const U16x32 wide =
+      __builtin_shufflevector(zero, bits, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8,
+                              24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  std::memcpy(&out, &wide, sizeof out);
+}
+// The widened bf16 loads by lane count, for code written once for both.
+inline __attribute__((always_inline)) void load_lanes(F32x8& out, const c10::BFloat16* p) {
+  load8(out, p);
+}
+inline __attribute__((always_inline)) void load_lanes(F32x16& out, const c10::BFloat16* p) {
+  load16(out, p);
+}
+
+// The int32 vector of V's lane count.
+template <class V>
+struct IntLanes {
+  typedef std::int32_t type __attribute__((vector_size(sizeof(V))));
+};
+
 // v rounded to T as T(float) rounds each lane (bf16: nearest even, NaN as 0x7FC0; float: as is).
-template <class T>
-inline __attribute__((always_inline)) void round_to(F32x8& v) {
+template <class T, class V>
+inline __attribute__((always_inline)) void round_to(V& v) {
   if constexpr (!std::is_same_v<T, float>) {
-    I32x8 bits;
+    typedef typename IntLanes<V>::type I;
+    I bits;
     std::memcpy(&bits, &v, sizeof v);
-    const I32x8 lsb = (bits >> 16) & 1;
-    I32x8 rounded = (bits + 0x7FFF + lsb) & static_cast<std::int32_t>(0xFFFF0000u);
-    rounded = v != v ? I32x8{} + 0x7FC00000 : rounded;
+    const I lsb = (bits >> 16) & 1;
+    I rounded = (bits + 0x7FFF + lsb) & static_cast<std::int32_t>(0xFFFF0000u);
+    rounded = v != v ? I{} + 0x7FC00000 : rounded;
     std::memcpy(&v, &rounded, sizeof v);
   }
 }

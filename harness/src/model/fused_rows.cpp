@@ -296,34 +296,48 @@ void bf16_silu(const c10::BFloat16* x, c10::BFloat16* out, std::int64_t n) {
   });
 }
 
+// Window t's channels [i, i + V's lanes): the products rounded to bf16 (each tap's product is a
+// bf16 tensor in the composition), summed in float32 in tap order and rounded, silu from the table.
+template <class V>
+inline __attribute__((always_inline)) void window_lanes(const std::uint16_t* silu,
+                                                        const c10::BFloat16* const* window,
+                                                        const c10::BFloat16* taps, std::int64_t i,
+                                                        std::int64_t k, std::int64_t width,
+                                                        c10::BFloat16* o) {
+  V acc{}, x, w;
+  for (std::int64_t j = 0; j < k; ++j) {
+    load_lanes(x, window[j] + i);
+    load_lanes(w, taps + j * width);
+    x *= w;
+    round_to<c10::BFloat16>(x);  // the product's bf16 tensor
+    acc += x;
+  }
+  round_to<c10::BFloat16>(acc);  // the sum's, accumulated in float32
+  typename IntLanes<V>::type bits;
+  std::memcpy(&bits, &acc, sizeof bits);
+  for (int lane = 0; lane < static_cast<int>(sizeof(V) / sizeof(float)); ++lane)
+    o[i + lane] = c10::BFloat16(silu[static_cast<std::uint32_t>(bits[lane]) >> 16],
+                                c10::BFloat16::from_bits());
+}
+
 // Channels [begin, end) of every window of silu_window_sums (begin a multiple of 8): rows[j] the
-// window's K rows, taps [K, end − begin] for these channels.
+// window's K rows, taps [K, end − begin] for these channels. Sixteen channels at a time (the
+// x86-64-v4 clone's full registers: 16 windows of Qwen3.5-0.8B's 6144 channels 72 -> 58 us, 190
+// of 200 alternated rounds, where eight at a time), then eight, then one.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void window_range(
     const std::uint16_t* silu, const c10::BFloat16* const* rows, const c10::BFloat16* taps,
     c10::BFloat16* out, std::int64_t windows, std::int64_t begin, std::int64_t end, std::int64_t k,
     std::int64_t c) {
-  const std::int64_t width = end - begin, whole = begin + width / 8 * 8;
-  F32x8 acc, x, w;
+  const std::int64_t width = end - begin;
   for (std::int64_t t = 0; t < windows; ++t) {
     const c10::BFloat16* const* window = rows + t * k;
     c10::BFloat16* o = out + t * c;
-    for (std::int64_t i = begin; i < whole; i += 8) {
-      acc = F32x8{};
-      for (std::int64_t j = 0; j < k; ++j) {
-        load8(x, window[j] + i);
-        load8(w, taps + j * width + (i - begin));
-        x *= w;
-        round_to<c10::BFloat16>(x);  // the product's bf16 tensor
-        acc += x;
-      }
-      round_to<c10::BFloat16>(acc);  // the sum's, accumulated in float32
-      I32x8 bits;
-      std::memcpy(&bits, &acc, sizeof bits);
-      for (int lane = 0; lane < 8; ++lane)
-        o[i + lane] = c10::BFloat16(silu[static_cast<std::uint32_t>(bits[lane]) >> 16],
-                                    c10::BFloat16::from_bits());
-    }
-    for (std::int64_t i = whole; i < end; ++i) {
+    std::int64_t i = begin;
+    for (; i + 16 <= end; i += 16)
+      window_lanes<F32x16>(silu, window, taps + (i - begin), i, k, width, o);
+    for (; i + 8 <= end; i += 8)
+      window_lanes<F32x8>(silu, window, taps + (i - begin), i, k, width, o);
+    for (; i < end; ++i) {
       float sum = 0.0f;
       for (std::int64_t j = 0; j < k; ++j)
         sum += static_cast<float>(c10::BFloat16(static_cast<float>(window[j][i]) *
