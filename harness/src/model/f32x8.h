@@ -1,11 +1,12 @@
 #pragma once
 // Eight float32 lanes as GCC vectors (a register of each target clone: AVX2's on x86-64-v3 and
-// v4, two SSE halves on the baseline): the loads, stores, roundings and dot products the one-pass
-// kernels of few_row_attention.cpp, fused_rows.cpp, fused_delta_rule.cpp and fused_delta_chunk.cpp
-// share. Vectors go by reference:
-// one passed or returned by value has another ABI in each clone. A multiply-add may be contracted
-// into one rounding (FMA) in the clones that have it, unless the file is compiled with
-// -ffp-contract=off (fused_rows.cpp and fused_delta_rule.cpp are).
+// v4, two SSE halves on the baseline), and sixteen where a loop gains from AVX-512's full
+// registers (F32x16, load_lanes, round_to): the loads, stores, roundings and dot products the
+// one-pass kernels of few_row_attention.cpp, fused_rows.cpp, fused_delta_rule.cpp and
+// fused_delta_chunk.cpp share. Vectors go by reference: one passed or returned by value has another
+// ABI in each clone. A multiply-add may be contracted into one rounding (FMA) in the clones that
+// have it, unless the file is compiled with -ffp-contract=off (fused_rows.cpp and
+// fused_delta_rule.cpp are).
 
 #include <c10/util/BFloat16.h>
 
