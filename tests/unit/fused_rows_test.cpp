@@ -247,6 +247,20 @@ TEST_P(FusedRows, RmsNormGatedHasTheCompositionsRoundings) {
     }
   EXPECT_TRUE(fused::takes_rms_norm_gated(at::zeros({2, 8}, GetParam()), at::zeros({8}, GetParam()),
                                           at::zeros({2, 8}, GetParam())));
+  // float32 x (Gated DeltaNet's output) is cast to the gate's dtype in the threads: the bits of
+  // the same norm of x cast first.
+  for (std::int64_t width : {128, 37}) {
+    at::manual_seed(width);
+    const at::Tensor x = at::randn({256, width}) * 3;
+    const at::Tensor w = (at::randn({width}) * 0.5 + 1).to(GetParam());
+    const at::Tensor gate = (at::randn({256, width}) * 4).to(GetParam());
+    ASSERT_TRUE(fused::takes_rms_norm_gated(x, w, gate));
+    EXPECT_TRUE(at::equal(fused::rms_norm_gated(x, w, gate, 1e-6),
+                          fused::rms_norm_gated(x.to(GetParam()), w, gate, 1e-6)))
+        << "width " << width;
+  }
+  EXPECT_FALSE(fused::takes_rms_norm_gated(
+      at::zeros({2, 8}, at::kFloat), at::zeros({8}, at::kBFloat16), at::zeros({2, 8}, at::kFloat)));
   EXPECT_FALSE(fused::takes_rms_norm_gated(
       at::zeros({2, 8}, GetParam()), at::zeros({8}, GetParam()), at::zeros({2, 7}, GetParam())));
 }

@@ -118,6 +118,10 @@ TEST_P(StreamedTargetTest, GivesTheInMemoryForwardBitForBitAtEitherDtype) {
             });
         EXPECT_EQ(layers_reported, 4);
         expect_identical(got.logits, want.logits, label + " logits");
+        // Without taps each layer's last add runs in the next layer's input norm (the final
+        // norm's for the last): the bits of the sums taken at every layer.
+        expect_identical(in_memory->forward(tokens(), {}).logits, want.logits,
+                         label + " logits without taps");
         for (auto l : taps)
           expect_identical(got.taps.at(l), want.taps.at(l), label + " tap " + std::to_string(l));
         const at::Tensor h = want.taps.at(3);

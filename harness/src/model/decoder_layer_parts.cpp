@@ -20,6 +20,12 @@ at::Tensor LayerNorms::mixer_input(const at::Tensor& h, double eps, NormStyle st
   return rms_norm(h, input_norm, eps, style);
 }
 
+std::pair<at::Tensor, at::Tensor> LayerNorms::add_mixer_input(const at::Tensor& h,
+                                                              const at::Tensor& pending, double eps,
+                                                              NormStyle style) const {
+  return add_rms_norm(h, pending, input_norm, eps, style);
+}
+
 at::Tensor LayerNorms::mlp_input(const at::Tensor& h, double eps, NormStyle style) const {
   return rms_norm(h, post_norm, eps, style);
 }

@@ -250,7 +250,7 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   state.pending_beta = in.beta;
 
   const at::Tensor z = z_flat.view({t_len, nv, dv});
-  const at::Tensor normed = rms_norm_gated(out.to(x.scalar_type()), norm_, z, c_.rms_eps);
+  const at::Tensor normed = rms_norm_gated(out, norm_, z, c_.rms_eps);  // out cast to z's dtype
   return dense(normed.reshape({t_len, nv * dv}), out_proj_);
 }
 

@@ -40,8 +40,8 @@ at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const a
                           double eps) {
   if (fused::takes_rms_norm_gated(x, weight, gate))
     return fused::rms_norm_gated(x, weight, gate, eps);
-  const at::Tensor n = weight * normalise_f32(x, eps).to(x.scalar_type());
-  return (n * at::silu(gate.to(at::kFloat))).to(x.scalar_type());
+  const at::Tensor n = weight * normalise_f32(x.to(gate.scalar_type()), eps).to(gate.scalar_type());
+  return (n * at::silu(gate.to(at::kFloat))).to(gate.scalar_type());
 }
 
 at::Tensor rope_inv_freq(std::int64_t rotary_dim, double theta) {

@@ -191,13 +191,22 @@ ForwardResult TargetModel::extend(TargetState& state, const std::vector<std::int
   const RopeTables rope = rope_tables(at::tensor(pos, at::kLong).to(device_), inv_freq_, dtype_);
 
   ForwardResult result;
-  at::Tensor h = embed_.index_select(0, at::tensor(tokens, at::kLong).to(device_));
+  HiddenStream h{embed_.index_select(0, at::tensor(tokens, at::kLong).to(device_)), {}};
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     h = layers_[i].extend(h, config_, rope, visible, parents, gdn_, state.kv[i], state.linear[i]);
-    if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end())
-      result.taps[static_cast<std::int64_t>(i)] = h.to(at::kFloat);
+    if (std::find(taps.begin(), taps.end(), static_cast<std::int64_t>(i)) != taps.end()) {
+      h = {h.summed(), {}};
+      result.taps[static_cast<std::int64_t>(i)] = h.h.to(at::kFloat);
+    }
   }
-  if (want_logits) result.logits = logits_from_hidden(h);
+  if (want_logits) {
+    // The last layer's add in one pass with the final norm (the hidden states are in dtype_).
+    const at::Tensor normed =
+        h.pending.defined()
+            ? add_rms_norm(h.h, h.pending, final_norm_, config_.rms_eps, config_.traits.norm).second
+            : final_norm(h.h);
+    result.logits = dense_to_float(normed, lm_head_);
+  }
   state.pending = parents.empty() ? std::vector<std::int64_t>(t_len) : parents;
   if (parents.empty())
     for (std::int64_t i = 0; i < t_len; ++i) state.pending[i] = i - 1;

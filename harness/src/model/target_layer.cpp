@@ -20,13 +20,23 @@ TargetLayer TargetLayer::load(const TargetConfig& c, const WeightLoader& w,
 at::Tensor TargetLayer::extend(const at::Tensor& h, const TargetConfig& c, const RopeTables& rope,
                                const at::Tensor& visible, const std::vector<std::int64_t>& parents,
                                GdnAlgorithm gdn, KVCache& kv, LinearState& linear_state) const {
-  const at::Tensor normed = norms.mixer_input(h, c.rms_eps, c.traits.norm);
+  return extend(HiddenStream{h, {}}, c, rope, visible, parents, gdn, kv, linear_state).summed();
+}
+
+HiddenStream TargetLayer::extend(const HiddenStream& in, const TargetConfig& c,
+                                 const RopeTables& rope, const at::Tensor& visible,
+                                 const std::vector<std::int64_t>& parents, GdnAlgorithm gdn,
+                                 KVCache& kv, LinearState& linear_state) const {
+  const auto [h, normed] = in.pending.defined()
+                               ? norms.add_mixer_input(in.h, in.pending, c.rms_eps, c.traits.norm)
+                               : std::pair<at::Tensor, at::Tensor>{
+                                     in.h, norms.mixer_input(in.h, c.rms_eps, c.traits.norm)};
   const auto [mixed, x] =
       norms.add_mlp_input(h,
                           linear ? linear->extend(normed, linear_state, parents, gdn)
                                  : attention->extend(normed, rope, visible, kv),
                           c.rms_eps, c.traits.norm);
-  return mixed + (moe ? (*moe)(x) : (*dense)(x));
+  return {mixed, moe ? (*moe)(x) : (*dense)(x)};
 }
 
 }  // namespace draftgate::model

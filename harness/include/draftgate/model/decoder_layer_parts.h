@@ -31,6 +31,10 @@ struct LayerNorms {
 
   LayerNorms(const WeightLoader& w, const std::string& prefix, std::int64_t hidden);
   at::Tensor mixer_input(const at::Tensor& h, double eps, NormStyle style) const;
+  // {h + pending, input_norm(h + pending)}: the previous layer's last residual add, in one pass
+  // with this layer's first norm.
+  std::pair<at::Tensor, at::Tensor> add_mixer_input(const at::Tensor& h, const at::Tensor& pending,
+                                                    double eps, NormStyle style) const;
   at::Tensor mlp_input(const at::Tensor& h, double eps, NormStyle style) const;  // post_norm(h)
   // {h + mixed, post_norm(h + mixed)}: the residual after the mixer, in one pass with its norm.
   std::pair<at::Tensor, at::Tensor> add_mlp_input(const at::Tensor& h, const at::Tensor& mixed,

@@ -30,9 +30,10 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& a, const at::Te
 // x [T, heads, D]; cos and sin [T, 1, rotary] (RopeTables), rotary even and <= D.
 bool takes_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-// weight · normalised x cast to x's dtype (kPlain), times silu(gate) in float32, cast once (ops.h's
-// rms_norm_gated); gate as x. float32 silu of a bf16 gate from a table of the linked ATen's float32
-// silu (its bits), of a float32 gate by f32x8.h's exp, within ~1 ulp of ATen's.
+// weight · normalised x cast to the gate's dtype (kPlain), times silu(gate) in float32, cast once
+// (ops.h's rms_norm_gated); x in the gate's dtype or float32 (cast to it first). float32 silu of a
+// bf16 gate from a table of the linked ATen's float32 silu (its bits), of a float32 gate by
+// f32x8.h's exp, within ~1 ulp of ATen's.
 bool takes_rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate);
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
                           double eps);

@@ -18,7 +18,8 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& h, const at::Te
                                                const at::Tensor& weight, double eps,
                                                NormStyle style);
 
-// Qwen3_5RMSNormGated: (x̂ · w) ⊙ silu(z), normalising over the last dim in f32.
+// Qwen3_5RMSNormGated: (x̂ · w) ⊙ silu(z), normalising over the last dim in f32; x is first cast
+// to z's dtype (Gated DeltaNet's float32 output).
 at::Tensor rms_norm_gated(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gate,
                           double eps);
 
