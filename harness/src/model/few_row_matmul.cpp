@@ -260,7 +260,10 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
     first.push_back(first.back() + w.size(0));
   }
   if (rows == 0 || first.back() == 0) return ys;
-  at::Tensor xs = (bf16_dot ? x : x.to(at::kFloat)).reshape({rows, k}).contiguous();
+  // x's rows one after the other (a contiguous x as it is: a reshape was one more operator call
+  // on the calling thread for every product).
+  at::Tensor xs = bf16_dot ? x : x.to(at::kFloat);
+  if (!xs.is_contiguous()) xs = xs.contiguous();
   if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
     at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
     few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
