@@ -1,6 +1,7 @@
 // The CPU allocator that keeps freed big blocks (model/big_block_cache.h): reuse of a block of
-// about the size asked, release of every kept block on a miss, the small requests left to the
-// allocator behind it, and tensors on it under many threads.
+// about the size asked, release of every kept block on a miss, middle blocks by powers of two up to
+// their cap, the small requests left to the allocator behind it, and tensors on it under many
+// threads.
 
 #include "draftgate/model/big_block_cache.h"
 
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace draftgate::model {
 namespace {
@@ -71,12 +73,71 @@ TEST(BigBlockCache, RawAllocationsOfEitherSizeGoBackWhereTheyCameFrom) {
   cache.raw_deallocate(big);
 }
 
+// Middle requests (where asked: 64 KB up to the big ones) take a power of two bytes, and a freed
+// one serves the next request of its power.
+TEST(BigBlockCache, AFreedMiddleBlockServesTheNextRequestOfItsPowerOfTwo) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 4 * kMB, 64 * 1024);
+  void* first = nullptr;
+  {
+    c10::DataPtr a = cache.allocate(100 * 1024);
+    first = a.get();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u) << "64-byte aligned";
+    static_cast<char*>(first)[128 * 1024 - 1] = 1;  // the whole power of two is writable
+    EXPECT_NE(a.get_deleter(), c10::GetDefaultCPUAllocator()->allocate(1).get_deleter());
+  }
+  EXPECT_EQ(cache.kept_bytes(), 128 * 1024u);
+  {
+    c10::DataPtr other = cache.allocate(200 * 1024);  // the next power: a block of its own
+    EXPECT_NE(other.get(), first);
+    c10::DataPtr same = cache.allocate(65 * 1024);
+    EXPECT_EQ(same.get(), first);
+    EXPECT_EQ(cache.kept_bytes(), 0u);
+  }
+  EXPECT_EQ(cache.kept_bytes(), (128 + 256) * 1024u);
+  void* raw = cache.raw_allocate(120 * 1024);  // oneDNN's way: the kept block too
+  EXPECT_EQ(raw, first);
+  cache.raw_deallocate(raw);
+  {
+    c10::DataPtr small = cache.allocate(64 * 1024 - 1);  // under the middle: the allocator behind
+    EXPECT_EQ(small.get_deleter(), c10::GetDefaultCPUAllocator()->allocate(1).get_deleter());
+  }
+  EXPECT_EQ(cache.kept_bytes(), (128 + 256) * 1024u);
+}
+
+// Freed middle blocks are kept up to kMiddleKept bytes in all; the rest go back at once. A middle
+// block of a big block's size is still a middle one (kept as such, not handed out as big).
+TEST(BigBlockCache, FreedMiddleBlocksAreKeptUpToTheirCap) {
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 32 * kMB, 64 * 1024);
+  const std::size_t blocks = BigBlockCache::kMiddleKept / (2 * kMB) + 8;
+  {
+    std::vector<c10::DataPtr> held;
+    for (std::size_t i = 0; i < blocks; ++i) held.push_back(cache.allocate(2 * kMB - 1));
+  }
+  EXPECT_EQ(cache.kept_bytes(), BigBlockCache::kMiddleKept);
+  {
+    c10::DataPtr middle = cache.allocate(20 * kMB);  // a power of two: 32 MB
+  }
+  EXPECT_EQ(cache.kept_bytes(), BigBlockCache::kMiddleKept) << "over the cap: freed";
+  BigBlockCache roomy(c10::GetDefaultCPUAllocator(), 32 * kMB, 64 * 1024);
+  void* middle = nullptr;
+  {
+    c10::DataPtr m = roomy.allocate(20 * kMB);
+    middle = m.get();
+  }
+  c10::DataPtr big = roomy.allocate(32 * kMB);  // big: 2 MB aligned, never the middle block
+  EXPECT_NE(big.get(), middle);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.get()) % (2 * kMB), 0u);
+  EXPECT_EQ(roomy.kept_bytes(), 32 * kMB);
+}
+
 TEST(BigBlockCache, TensorsOnItKeepTheirValuesUnderManyThreads) {
-  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 1 * kMB);
+  BigBlockCache cache(c10::GetDefaultCPUAllocator(), 1 * kMB, 64 * 1024);
   std::atomic<int> wrong{0};
   at::parallel_for(0, 64, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const std::int64_t n = (1 + i % 3) * static_cast<std::int64_t>(kMB) / 4 + i;  // floats
+      // floats: middle blocks (~120 KB) and big ones (1-3 MB)
+      const std::int64_t n =
+          i % 4 == 0 ? 30000 + i : (1 + i % 3) * static_cast<std::int64_t>(kMB) / 4 + i;
       at::Tensor t(at::detail::empty_generic(
           {n}, &cache, c10::DispatchKeySet(c10::DispatchKey::CPU), at::kFloat, c10::nullopt));
       t.fill_(static_cast<float>(i));
@@ -84,7 +145,8 @@ TEST(BigBlockCache, TensorsOnItKeepTheirValuesUnderManyThreads) {
     }
   });
   EXPECT_EQ(wrong, 0);
-  EXPECT_LE(cache.kept_bytes(), 4 * 2 * kMB * at::get_num_threads()) << "reused, not piled up";
+  EXPECT_LE(cache.kept_bytes(), (4 * 2 * kMB + 128 * 1024) * at::get_num_threads())
+      << "reused, not piled up";
 }
 
 TEST(BigBlockCache, OnceInstalledItIsAtensCpuAllocator) {

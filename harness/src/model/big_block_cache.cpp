@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <unordered_map>
@@ -12,11 +13,15 @@ namespace draftgate::model {
 
 namespace {
 
+// A middle block's alignment and smallest size (ATen's own allocator aligns to 64 bytes).
+constexpr std::size_t kMiddleAlignment = 64;
+
 // Every block a cache has handed out, by address: a deleter gets nothing but the address
 // (raw_deallocate), and the pointers that are not here are the smaller allocator's.
 struct HandedOut {
   const BigBlockCache* owner;
   std::size_t size;
+  bool middle;
 };
 struct Registry {
   std::mutex mutex;
@@ -30,8 +35,8 @@ Registry& registry() {
 
 }  // namespace
 
-BigBlockCache::BigBlockCache(c10::Allocator* smaller, std::size_t smallest)
-    : smaller_(smaller), smallest_(smallest) {
+BigBlockCache::BigBlockCache(c10::Allocator* smaller, std::size_t smallest, std::size_t middle)
+    : smaller_(smaller), smallest_(smallest), middle_(std::min(middle, smallest)) {
   const c10::DeleterFnPtr deleter = smaller->raw_deleter();
   Registry& r = registry();
   const std::lock_guard<std::mutex> lock(r.mutex);
@@ -43,15 +48,17 @@ BigBlockCache::BigBlockCache(c10::Allocator* smaller, std::size_t smallest)
 
 BigBlockCache::~BigBlockCache() {
   for (const Block& b : kept_) std::free(b.data);
+  for (const auto& blocks : middle_kept_)
+    for (void* data : blocks) std::free(data);
 }
 
 c10::DataPtr BigBlockCache::allocate(std::size_t bytes) const {
-  if (bytes < smallest_) return smaller_->allocate(bytes);
-  const Block block = take(bytes);
+  if (bytes < middle_) return smaller_->allocate(bytes);
+  const Block block = bytes < smallest_ ? take_middle(bytes) : take(bytes);
   {
     Registry& r = registry();
     const std::lock_guard<std::mutex> lock(r.mutex);
-    r.blocks[block.data] = {this, block.size};
+    r.blocks[block.data] = {this, block.size, block.middle};
   }
   return {block.data, block.data, &BigBlockCache::release, c10::Device(c10::DeviceType::CPU)};
 }
@@ -60,7 +67,7 @@ c10::DeleterFnPtr BigBlockCache::raw_deleter() const { return &BigBlockCache::re
 
 std::size_t BigBlockCache::kept_bytes() const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  std::size_t total = 0;
+  std::size_t total = middle_kept_bytes_;
   for (const Block& b : kept_) total += b.size;
   return total;
 }
@@ -87,9 +94,37 @@ BigBlockCache::Block BigBlockCache::take(std::size_t bytes) const {
   return {fresh.data, fresh.size};
 }
 
+BigBlockCache::Block BigBlockCache::take_middle(std::size_t bytes) const {
+  std::size_t size = kMiddleAlignment, log2 = 6;
+  while (size < bytes) size <<= 1, ++log2;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (log2 < middle_kept_.size() && !middle_kept_[log2].empty()) {
+      void* data = middle_kept_[log2].back();
+      middle_kept_[log2].pop_back();
+      middle_kept_bytes_ -= size;
+      return {data, size, true};
+    }
+  }
+  void* data = std::aligned_alloc(kMiddleAlignment, size);
+  if (data == nullptr) throw std::bad_alloc();
+  return {data, size, true};
+}
+
 void BigBlockCache::keep(Block block) const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  kept_.push_back(block);
+  if (!block.middle) {
+    kept_.push_back(block);
+    return;
+  }
+  if (middle_kept_bytes_ + block.size > kMiddleKept) {
+    std::free(block.data);
+    return;
+  }
+  const std::size_t log2 = static_cast<std::size_t>(__builtin_ctzll(block.size));
+  if (middle_kept_.size() <= log2) middle_kept_.resize(log2 + 1);
+  middle_kept_[log2].push_back(block.data);
+  middle_kept_bytes_ += block.size;
 }
 
 void BigBlockCache::release(void* data) {
@@ -105,13 +140,14 @@ void BigBlockCache::release(void* data) {
   const HandedOut block = it->second;
   r.blocks.erase(it);
   lock.unlock();
-  block.owner->keep({data, block.size});
+  block.owner->keep({data, block.size, block.middle});
 }
 
 void cache_big_cpu_blocks() {
   static const bool installed = [] {
     // Never destroyed: tensors freed during exit still hand their blocks back to it.
-    static auto* cache = new BigBlockCache(c10::GetCPUAllocator());
+    static auto* cache =
+        new BigBlockCache(c10::GetCPUAllocator(), BigBlockCache::kSmallest, BigBlockCache::kMiddle);
     c10::SetCPUAllocator(cache, /*priority=*/1);
     return true;
   }();
