@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "draftgate/model/ops.h"
@@ -181,6 +183,35 @@ TEST(FusedRowsSilu, ABf16TensorOfAnotherShapeHasAtenSiluBits) {
 // (gather, the bf16 product with the taps, the float32-accumulated sum over the window, silu): the
 // same roundings in the same order, so the same bits; a width with a tail past the vectors; the
 // [C, 1, K] conv weight contiguous and a view of a wider one.
+// Gated DeltaNet's delta-rule inputs in one region: the bits of the four row operations on the
+// split (and, with more value heads than key heads, repeated) views, for a token and a block.
+TEST(FusedRowsSilu, DeltaRuleRowsHaveTheSeparateOperationsBits) {
+  for (const auto& [nk, nv] : {std::pair<std::int64_t, std::int64_t>{4, 4}, {2, 6}})
+    for (std::int64_t t : {1, 5, 16}) {
+      const std::int64_t dk = 32, dv = 48;
+      at::manual_seed(t * 10 + nv);
+      const at::Tensor mixed = (at::randn({t, 2 * nk * dk + nv * dv}) * 2).to(at::kBFloat16);
+      const at::Tensor b = (at::randn({t, nv}) * 3).to(at::kBFloat16);
+      ASSERT_TRUE(fused::takes_delta_rule_rows(mixed, b, nk, dk, nv, dv));
+      const fused::DeltaRuleRows got = fused::delta_rule_rows(mixed, b, nk, dk, nv, dv, 0.25);
+      const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
+      const auto repeated = [&](const at::Tensor& x) {
+        return x.reshape({t, nk, dk}).repeat_interleave(nv / nk, 1);
+      };
+      const std::string at_shape =
+          "nk " + std::to_string(nk) + " nv " + std::to_string(nv) + " t " + std::to_string(t);
+      EXPECT_TRUE(at::equal(got.q, fused::l2_normalise(repeated(parts[0]), 0.25))) << at_shape;
+      EXPECT_TRUE(at::equal(got.k, fused::l2_normalise(repeated(parts[1]), 1.0))) << at_shape;
+      EXPECT_TRUE(at::equal(got.v, parts[2].reshape({t, nv, dv}).to(at::kFloat))) << at_shape;
+      EXPECT_TRUE(at::equal(got.beta, at::sigmoid(b).to(at::kFloat))) << at_shape;
+    }
+  const at::Tensor mixed = at::zeros({2, 2 * 2 * 8 + 4 * 8}, at::kBFloat16);
+  const at::Tensor b = at::zeros({2, 4}, at::kBFloat16);
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b, 3, 8, 4, 8));  // 4 value heads on 3 keys
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b.narrow(1, 0, 3), 2, 8, 4, 8));
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed.to(at::kFloat), b.to(at::kFloat), 2, 8, 4, 8));
+}
+
 TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {
   for (std::int64_t c : {6144, 29, 13})  // 16 channels at a time, 8, and one
     for (bool view : {false, true}) {

@@ -20,11 +20,12 @@ namespace {
 constexpr std::int64_t kSerialValues = std::int64_t{1} << 12;
 
 // Where row r of a [T, heads, d] view with d contiguous starts, in elements: (r / heads) ·
-// outer + (r % heads) · inner (a view split from a wider row is read where it lies); any other
-// tensor as its contiguous rows.
+// outer + (r % heads / repeat) · inner (a view split from a wider row is read where it lies; each
+// of `repeat` consecutive heads reads the same row, as an expanded view's); any other tensor as its
+// contiguous rows.
 struct RowLayout {
-  std::int64_t heads, outer, inner;
-  std::int64_t at(std::int64_t r) const { return r / heads * outer + r % heads * inner; }
+  std::int64_t heads, outer, inner, repeat = 1;
+  std::int64_t at(std::int64_t r) const { return r / heads * outer + r % heads / repeat * inner; }
 };
 
 bool lies_in_rows(const at::Tensor& x) { return x.dim() == 3 && x.stride(2) == 1; }
@@ -537,6 +538,50 @@ bool takes_widen(const at::Tensor& x) {
 at::Tensor widen(const at::Tensor& x) { return widened(x, nullptr); }
 
 at::Tensor sigmoid_widened(const at::Tensor& x) { return widened(x, bf16_sigmoid_table()); }
+
+bool takes_delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
+                           std::int64_t dk, std::int64_t nv, std::int64_t dv) {
+  return applies({&mixed, &b}) && mixed.scalar_type() == at::kBFloat16 && mixed.dim() == 2 &&
+         b.dim() == 2 && nk > 0 && dk > 0 && nv > 0 && dv > 0 && nv % nk == 0 &&
+         mixed.size(1) == 2 * nk * dk + nv * dv && b.size(0) == mixed.size(0) && b.size(1) == nv;
+}
+
+DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
+                              std::int64_t dk, std::int64_t nv, std::int64_t dv, double q_scale) {
+  const at::Tensor mc = mixed.contiguous(), bc = b.contiguous();
+  const std::int64_t t = mc.size(0), row = mc.size(1);
+  const at::TensorOptions f32 = mc.options().dtype(at::kFloat);
+  DeltaRuleRows out{at::empty({t, nv, dk}, f32), at::empty({t, nv, dk}, f32),
+                    at::empty({t, nv, dv}, f32), at::empty({t, nv}, f32)};
+  const c10::BFloat16* m = mc.data_ptr<c10::BFloat16>();
+  const RowLayout keys{nv, row, dk, nv / nk}, values{nv, row, dv}, gates = row_layout(bc);
+  const std::uint16_t* sigmoid = bf16_sigmoid_table();
+  const float scale = static_cast<float>(q_scale);
+  // One index space for the four: q's rows, k's, v's, then beta's (one a token).
+  const std::int64_t heads = t * nv, total = 3 * heads + t;
+  const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / std::max(dk, dv));
+  at::parallel_for(0, total, grain, [&](std::int64_t begin, std::int64_t end) {
+    const auto part = [&](std::int64_t first, std::int64_t count, auto&& run) {
+      const std::int64_t lo = std::max(begin, first) - first;
+      const std::int64_t hi = std::min(end, first + count) - first;
+      if (lo < hi) run(lo, hi);
+    };
+    part(0, heads, [&](std::int64_t lo, std::int64_t hi) {
+      l2_row_range(m, keys, out.q.data_ptr<float>(), lo, hi, dk, scale);
+    });
+    part(heads, heads, [&](std::int64_t lo, std::int64_t hi) {
+      l2_row_range(m + nk * dk, keys, out.k.data_ptr<float>(), lo, hi, dk, 1.0f);
+    });
+    part(2 * heads, heads, [&](std::int64_t lo, std::int64_t hi) {
+      widen_row_range(m + 2 * nk * dk, values, nullptr, out.v.data_ptr<float>(), lo, hi, dv);
+    });
+    part(3 * heads, t, [&](std::int64_t lo, std::int64_t hi) {
+      widen_row_range(bc.data_ptr<c10::BFloat16>(), gates, sigmoid, out.beta.data_ptr<float>(), lo,
+                      hi, nv);
+    });
+  });
+  return out;
+}
 
 at::Tensor silu_window_sums(const at::Tensor& head, const at::Tensor& tail,
                             const std::vector<std::int64_t>& index, const at::Tensor& weight) {

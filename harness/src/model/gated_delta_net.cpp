@@ -206,19 +206,28 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
   const at::Tensor mixed =
       long_chain ? table_silu(conv_chain(raw, state.conv_window))
                  : conv_windows(raw, state.conv_window, parents.empty() ? chain(t_len) : parents);
-  const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
-  at::Tensor q = parts[0].reshape({t_len, nk, dk}), k = parts[1].reshape({t_len, nk, dk});
-  if (nv >
-      nk) {  // each K/Q head serves nv/nk consecutive V heads (repeat_interleave, without its cost)
-    q = q.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
-    k = k.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
-  }
+  const double q_scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  const at::Tensor& b = projected[2];
   DeltaInputs in;
-  in.q = l2_normalise(q, 1.0 / std::sqrt(static_cast<double>(dk)));
-  in.k = l2_normalise(k);
-  const at::Tensor v = parts[2].reshape({t_len, nv, dv}), b = projected[2];
-  in.v = fused::takes_widen(v) ? fused::widen(v) : v.to(at::kFloat);
-  in.beta = fused::takes_widen(b) ? fused::sigmoid_widened(b) : at::sigmoid(b).to(at::kFloat);
+  if (fused::takes_delta_rule_rows(mixed, b, nk, dk, nv, dv)) {
+    fused::DeltaRuleRows rows = fused::delta_rule_rows(mixed, b, nk, dk, nv, dv, q_scale);
+    in.q = std::move(rows.q);
+    in.k = std::move(rows.k);
+    in.v = std::move(rows.v);
+    in.beta = std::move(rows.beta);
+  } else {
+    const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
+    at::Tensor q = parts[0].reshape({t_len, nk, dk}), k = parts[1].reshape({t_len, nk, dk});
+    if (nv > nk) {  // each K/Q head serves nv/nk consecutive V heads (repeat_interleave's order)
+      q = q.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
+      k = k.unsqueeze(2).expand({t_len, nk, nv / nk, dk}).reshape({t_len, nv, dk});
+    }
+    in.q = l2_normalise(q, q_scale);
+    in.k = l2_normalise(k);
+    const at::Tensor v = parts[2].reshape({t_len, nv, dv});
+    in.v = fused::takes_widen(v) ? fused::widen(v) : v.to(at::kFloat);
+    in.beta = fused::takes_widen(b) ? fused::sigmoid_widened(b) : at::sigmoid(b).to(at::kFloat);
+  }
   in.g = neg_a_ * at::softplus(projected[3].to(at::kFloat) + dt_bias_);
 
   at::Tensor out;
