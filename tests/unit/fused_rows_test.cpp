@@ -192,8 +192,11 @@ TEST(FusedRowsSilu, DeltaRuleRowsHaveTheSeparateOperationsBits) {
       at::manual_seed(t * 10 + nv);
       const at::Tensor mixed = (at::randn({t, 2 * nk * dk + nv * dv}) * 2).to(at::kBFloat16);
       const at::Tensor b = (at::randn({t, nv}) * 3).to(at::kBFloat16);
-      ASSERT_TRUE(fused::takes_delta_rule_rows(mixed, b, nk, dk, nv, dv));
-      const fused::DeltaRuleRows got = fused::delta_rule_rows(mixed, b, nk, dk, nv, dv, 0.25);
+      const at::Tensor a = (at::randn({t, nv}) * 3).to(at::kBFloat16);
+      const at::Tensor dt_bias = at::randn({nv});
+      ASSERT_TRUE(fused::takes_delta_rule_rows(mixed, b, a, dt_bias, nk, dk, nv, dv));
+      const fused::DeltaRuleRows got =
+          fused::delta_rule_rows(mixed, b, a, dt_bias, nk, dk, nv, dv, 0.25);
       const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
       const auto repeated = [&](const at::Tensor& x) {
         return x.reshape({t, nk, dk}).repeat_interleave(nv / nk, 1);
@@ -204,12 +207,15 @@ TEST(FusedRowsSilu, DeltaRuleRowsHaveTheSeparateOperationsBits) {
       EXPECT_TRUE(at::equal(got.k, fused::l2_normalise(repeated(parts[1]), 1.0))) << at_shape;
       EXPECT_TRUE(at::equal(got.v, parts[2].reshape({t, nv, dv}).to(at::kFloat))) << at_shape;
       EXPECT_TRUE(at::equal(got.beta, at::sigmoid(b).to(at::kFloat))) << at_shape;
+      EXPECT_TRUE(at::equal(got.gate_input, a.to(at::kFloat) + dt_bias)) << at_shape;
     }
   const at::Tensor mixed = at::zeros({2, 2 * 2 * 8 + 4 * 8}, at::kBFloat16);
-  const at::Tensor b = at::zeros({2, 4}, at::kBFloat16);
-  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b, 3, 8, 4, 8));  // 4 value heads on 3 keys
-  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b.narrow(1, 0, 3), 2, 8, 4, 8));
-  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed.to(at::kFloat), b.to(at::kFloat), 2, 8, 4, 8));
+  const at::Tensor b = at::zeros({2, 4}, at::kBFloat16), bias = at::zeros({4});
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b, b, bias, 3, 8, 4, 8));  // 4 on 3 key heads
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b.narrow(1, 0, 3), b, bias, 2, 8, 4, 8));
+  EXPECT_FALSE(fused::takes_delta_rule_rows(mixed, b, b, bias.to(at::kBFloat16), 2, 8, 4, 8));
+  EXPECT_FALSE(
+      fused::takes_delta_rule_rows(mixed.to(at::kFloat), b.to(at::kFloat), b, bias, 2, 8, 4, 8));
 }
 
 TEST(FusedRowsSilu, WindowSumsHaveTheCompositionsBits) {

@@ -539,26 +539,34 @@ at::Tensor widen(const at::Tensor& x) { return widened(x, nullptr); }
 
 at::Tensor sigmoid_widened(const at::Tensor& x) { return widened(x, bf16_sigmoid_table()); }
 
-bool takes_delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
-                           std::int64_t dk, std::int64_t nv, std::int64_t dv) {
-  return applies({&mixed, &b}) && mixed.scalar_type() == at::kBFloat16 && mixed.dim() == 2 &&
-         b.dim() == 2 && nk > 0 && dk > 0 && nv > 0 && dv > 0 && nv % nk == 0 &&
-         mixed.size(1) == 2 * nk * dk + nv * dv && b.size(0) == mixed.size(0) && b.size(1) == nv;
+bool takes_delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, const at::Tensor& a,
+                           const at::Tensor& dt_bias, std::int64_t nk, std::int64_t dk,
+                           std::int64_t nv, std::int64_t dv) {
+  const auto heads_of_t = [&](const at::Tensor& x) {
+    return x.dim() == 2 && x.size(0) == mixed.size(0) && x.size(1) == nv;
+  };
+  return applies({&mixed, &b, &a}) && mixed.scalar_type() == at::kBFloat16 && mixed.dim() == 2 &&
+         nk > 0 && dk > 0 && nv > 0 && dv > 0 && nv % nk == 0 &&
+         mixed.size(1) == 2 * nk * dk + nv * dv && heads_of_t(b) && heads_of_t(a) &&
+         applies({&dt_bias}) && dt_bias.scalar_type() == at::kFloat && dt_bias.dim() == 1 &&
+         dt_bias.size(0) == nv;
 }
 
-DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
-                              std::int64_t dk, std::int64_t nv, std::int64_t dv, double q_scale) {
-  const at::Tensor mc = mixed.contiguous(), bc = b.contiguous();
+DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, const at::Tensor& a,
+                              const at::Tensor& dt_bias, std::int64_t nk, std::int64_t dk,
+                              std::int64_t nv, std::int64_t dv, double q_scale) {
+  const at::Tensor mc = mixed.contiguous(), bc = b.contiguous(), ac = a.contiguous(),
+                   biases = dt_bias.contiguous();
   const std::int64_t t = mc.size(0), row = mc.size(1);
   const at::TensorOptions f32 = mc.options().dtype(at::kFloat);
   DeltaRuleRows out{at::empty({t, nv, dk}, f32), at::empty({t, nv, dk}, f32),
-                    at::empty({t, nv, dv}, f32), at::empty({t, nv}, f32)};
+                    at::empty({t, nv, dv}, f32), at::empty({t, nv}, f32), at::empty({t, nv}, f32)};
   const c10::BFloat16* m = mc.data_ptr<c10::BFloat16>();
   const RowLayout keys{nv, row, dk, nv / nk}, values{nv, row, dv}, gates = row_layout(bc);
   const std::uint16_t* sigmoid = bf16_sigmoid_table();
   const float scale = static_cast<float>(q_scale);
-  // One index space for the four: q's rows, k's, v's, then beta's (one a token).
-  const std::int64_t heads = t * nv, total = 3 * heads + t;
+  // One index space for the five: q's rows, k's, v's, then beta's and a + dt_bias's (one a token).
+  const std::int64_t heads = t * nv, total = 3 * heads + 2 * t;
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / std::max(dk, dv));
   at::parallel_for(0, total, grain, [&](std::int64_t begin, std::int64_t end) {
     const auto part = [&](std::int64_t first, std::int64_t count, auto&& run) {
@@ -578,6 +586,14 @@ DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std:
     part(3 * heads, t, [&](std::int64_t lo, std::int64_t hi) {
       widen_row_range(bc.data_ptr<c10::BFloat16>(), gates, sigmoid, out.beta.data_ptr<float>(), lo,
                       hi, nv);
+    });
+    part(3 * heads + t, t, [&](std::int64_t lo, std::int64_t hi) {
+      // ATen's add of float32 tensors, a + 1 · bias: the one rounding of a + bias.
+      const c10::BFloat16* x = ac.data_ptr<c10::BFloat16>();
+      const float* bias = biases.data_ptr<float>();
+      float* o = out.gate_input.data_ptr<float>();
+      for (std::int64_t i = lo * nv; i < hi * nv; ++i)
+        o[i] = static_cast<float>(x[i]) + bias[i % nv];
     });
   });
   return out;

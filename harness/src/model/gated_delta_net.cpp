@@ -207,14 +207,17 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
       long_chain ? table_silu(conv_chain(raw, state.conv_window))
                  : conv_windows(raw, state.conv_window, parents.empty() ? chain(t_len) : parents);
   const double q_scale = 1.0 / std::sqrt(static_cast<double>(dk));
-  const at::Tensor& b = projected[2];
+  const at::Tensor &b = projected[2], &a = projected[3];
   DeltaInputs in;
-  if (fused::takes_delta_rule_rows(mixed, b, nk, dk, nv, dv)) {
-    fused::DeltaRuleRows rows = fused::delta_rule_rows(mixed, b, nk, dk, nv, dv, q_scale);
+  if (fused::takes_delta_rule_rows(mixed, b, a, dt_bias_, nk, dk, nv, dv)) {
+    fused::DeltaRuleRows rows =
+        fused::delta_rule_rows(mixed, b, a, dt_bias_, nk, dk, nv, dv, q_scale);
     in.q = std::move(rows.q);
     in.k = std::move(rows.k);
     in.v = std::move(rows.v);
     in.beta = std::move(rows.beta);
+    // g = -exp(A_log) · softplus(a + dt_bias), in place: softplus stays ATen's (its exp and log1p).
+    in.g = at::softplus_out(rows.gate_input, rows.gate_input).mul_(neg_a_);
   } else {
     const auto parts = mixed.split_with_sizes({nk * dk, nk * dk, nv * dv}, -1);
     at::Tensor q = parts[0].reshape({t_len, nk, dk}), k = parts[1].reshape({t_len, nk, dk});
@@ -227,8 +230,8 @@ at::Tensor GatedDeltaNet::extend(const at::Tensor& x, LinearState& state,
     const at::Tensor v = parts[2].reshape({t_len, nv, dv});
     in.v = fused::takes_widen(v) ? fused::widen(v) : v.to(at::kFloat);
     in.beta = fused::takes_widen(b) ? fused::sigmoid_widened(b) : at::sigmoid(b).to(at::kFloat);
+    in.g = neg_a_ * at::softplus(a.to(at::kFloat) + dt_bias_);
   }
-  in.g = neg_a_ * at::softplus(projected[3].to(at::kFloat) + dt_bias_);
 
   at::Tensor out;
   state.pending_final = at::Tensor();

@@ -50,18 +50,22 @@ at::Tensor bf16_silu(const at::Tensor& x);
 bool takes_widen(const at::Tensor& x);
 at::Tensor widen(const at::Tensor& x);
 at::Tensor sigmoid_widened(const at::Tensor& x);
-// Gated DeltaNet's delta-rule inputs in one parallel region (they were four, with a split and
-// reshapes on the calling thread): from the window sums' output `mixed` [T, 2·nk·dk + nv·dv] (q, k
-// and v side by side) and b [T, nv], both bf16: q and k as l2_normalise (q with q_scale), value
-// head h taking key head h / (nv / nk) as repeat_interleave does; v widened; beta =
-// sigmoid_widened(b). All float32: q and k [T, nv, dk], v [T, nv, dv], beta [T, nv].
+// Gated DeltaNet's delta-rule inputs in one parallel region (they were four, with a split,
+// reshapes, a cast and an add on the calling thread): from the window sums' output `mixed` [T,
+// 2·nk·dk + nv·dv] (q, k and v side by side), b and a [T, nv], all bf16, and dt_bias [nv] float32:
+// q and k as l2_normalise (q with q_scale), value head h taking key head h / (nv / nk) as
+// repeat_interleave does; v widened; beta = sigmoid_widened(b); gate_input = a.to(kFloat) + dt_bias
+// (the decay's softplus input). All float32: q and k [T, nv, dk], v [T, nv, dv], beta and
+// gate_input [T, nv].
 struct DeltaRuleRows {
-  at::Tensor q, k, v, beta;
+  at::Tensor q, k, v, beta, gate_input;
 };
-bool takes_delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
-                           std::int64_t dk, std::int64_t nv, std::int64_t dv);
-DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, std::int64_t nk,
-                              std::int64_t dk, std::int64_t nv, std::int64_t dv, double q_scale);
+bool takes_delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, const at::Tensor& a,
+                           const at::Tensor& dt_bias, std::int64_t nk, std::int64_t dk,
+                           std::int64_t nv, std::int64_t dv);
+DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, const at::Tensor& a,
+                              const at::Tensor& dt_bias, std::int64_t nk, std::int64_t dk,
+                              std::int64_t nv, std::int64_t dv, double q_scale);
 // Gated DeltaNet's short convolution over gathered windows, then silu: out[t] =
 // silu(Σ_j bf16(row(index[t·K + j]) · taps[j])) with the sum in float32 over j in order and cast
 // once (the composition's roundings: the product tensor, the float32-accumulated sum), row(r) the
