@@ -565,7 +565,8 @@ DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, cons
   const RowLayout keys{nv, row, dk, nv / nk}, values{nv, row, dv}, gates = row_layout(bc);
   const std::uint16_t* sigmoid = bf16_sigmoid_table();
   const float scale = static_cast<float>(q_scale);
-  // One index space for the five: q's rows, k's, v's, then beta's and a + dt_bias's (one a token).
+  // One index space for the five: q's rows, v's, beta's and a + dt_bias's (one a token), then
+  // k's — the normalised rows at both ends, so that the threads' halves take as many.
   const std::int64_t heads = t * nv, total = 3 * heads + 2 * t;
   const std::int64_t grain = std::max<std::int64_t>(1, kSerialValues / std::max(dk, dv));
   at::parallel_for(0, total, grain, [&](std::int64_t begin, std::int64_t end) {
@@ -578,22 +579,22 @@ DeltaRuleRows delta_rule_rows(const at::Tensor& mixed, const at::Tensor& b, cons
       l2_row_range(m, keys, out.q.data_ptr<float>(), lo, hi, dk, scale);
     });
     part(heads, heads, [&](std::int64_t lo, std::int64_t hi) {
-      l2_row_range(m + nk * dk, keys, out.k.data_ptr<float>(), lo, hi, dk, 1.0f);
-    });
-    part(2 * heads, heads, [&](std::int64_t lo, std::int64_t hi) {
       widen_row_range(m + 2 * nk * dk, values, nullptr, out.v.data_ptr<float>(), lo, hi, dv);
     });
-    part(3 * heads, t, [&](std::int64_t lo, std::int64_t hi) {
+    part(2 * heads, t, [&](std::int64_t lo, std::int64_t hi) {
       widen_row_range(bc.data_ptr<c10::BFloat16>(), gates, sigmoid, out.beta.data_ptr<float>(), lo,
                       hi, nv);
     });
-    part(3 * heads + t, t, [&](std::int64_t lo, std::int64_t hi) {
+    part(2 * heads + t, t, [&](std::int64_t lo, std::int64_t hi) {
       // ATen's add of float32 tensors, a + 1 · bias: the one rounding of a + bias.
       const c10::BFloat16* x = ac.data_ptr<c10::BFloat16>();
       const float* bias = biases.data_ptr<float>();
       float* o = out.gate_input.data_ptr<float>();
       for (std::int64_t i = lo * nv; i < hi * nv; ++i)
         o[i] = static_cast<float>(x[i]) + bias[i % nv];
+    });
+    part(2 * heads + 2 * t, heads, [&](std::int64_t lo, std::int64_t hi) {
+      l2_row_range(m + nk * dk, keys, out.k.data_ptr<float>(), lo, hi, dk, 1.0f);
     });
   });
   return out;
