@@ -128,10 +128,11 @@ at::Tensor Attention::extend(const at::Tensor& x, const RopeTables& rope, const 
       return dense(fused::bf16_sigmoid_mul(out, gate), o_proj_);
     return dense(out * at::sigmoid(gate.reshape({t_len, nh * d})), o_proj_);
   };
-  if (few_row_attention_applies(q, cache.keys(), cache.values(), visible))
-    return output(few_row_attention(q, cache.keys(), cache.values(), visible, scale));
+  const at::Tensor keys = cache.keys(), values = cache.values();  // views: an operator call each
+  if (few_row_attention_applies(q, keys, values, visible))
+    return output(few_row_attention(q, keys, values, visible, scale));
 
-  return output(batched_attention(q, cache.keys(), cache.values(), visible, scale));
+  return output(batched_attention(q, keys, values, visible, scale));
 }
 
 }  // namespace draftgate::model
