@@ -53,8 +53,9 @@ BigBlockCache::~BigBlockCache() {
 }
 
 c10::DataPtr BigBlockCache::allocate(std::size_t bytes) const {
-  if (bytes < middle_) return smaller_->allocate(bytes);
-  const Block block = bytes < smallest_ ? take_middle(bytes) : take(bytes);
+  const bool middle = bytes >= middle_ && bytes <= smallest_ / 2;
+  if (!middle && bytes < smallest_) return smaller_->allocate(bytes);
+  const Block block = middle ? take_middle(bytes) : take(bytes);
   {
     Registry& r = registry();
     const std::lock_guard<std::mutex> lock(r.mutex);
@@ -117,9 +118,20 @@ void BigBlockCache::keep(Block block) const {
     kept_.push_back(block);
     return;
   }
-  if (middle_kept_bytes_ + block.size > kMiddleKept) {
-    std::free(block.data);
-    return;
+  // Over the cap, the oldest blocks of the power with the most bytes kept go first: powers a
+  // pass no longer asks for do not hold the cap for good.
+  while (middle_kept_bytes_ + block.size > kMiddleKept) {
+    std::size_t fullest = 0, most = 0;
+    for (std::size_t p = 0; p < middle_kept_.size(); ++p)
+      if ((middle_kept_[p].size() << p) > most) most = middle_kept_[p].size() << p, fullest = p;
+    if (most == 0) {  // nothing kept: a block over the cap by itself
+      std::free(block.data);
+      return;
+    }
+    std::vector<void*>& blocks = middle_kept_[fullest];
+    std::free(blocks.front());
+    blocks.erase(blocks.begin());
+    middle_kept_bytes_ -= std::size_t{1} << fullest;
   }
   const std::size_t log2 = static_cast<std::size_t>(__builtin_ctzll(block.size));
   if (middle_kept_.size() <= log2) middle_kept_.resize(log2 + 1);

@@ -1,21 +1,24 @@
 #pragma once
 // ATen's CPU allocator with freed blocks of 32 MB and more kept for the next tensor of about that
-// size. glibc maps every block over its mmap threshold (32 MB at most, keep_freed_memory.h) fresh
-// and unmaps it when freed, so a check's [positions, vocabulary] float32 logits (127 MB at 128
-// positions of a 248,320-token vocabulary; 0.5 GB at 512) and a 512-position forward's MLP
-// activations came from fresh pages in every operation: a page fault each 4 KB, and on a
-// paravirtualized guest every fault traps to the hypervisor (docs/performance.md).
+// size, and (where asked) middle blocks kept by their power of two. glibc maps every block over its
+// mmap threshold (32 MB at most, keep_freed_memory.h) fresh and unmaps it when freed, so a check's
+// [positions, vocabulary] float32 logits (127 MB at 128 positions of a 248,320-token vocabulary;
+// 0.5 GB at 512) and a 512-position forward's MLP activations came from fresh pages in every
+// operation: a page fault each 4 KB, and on a paravirtualized guest every fault traps to the
+// hypervisor (docs/performance.md).
 //
-// The cache never holds memory beside a block it could not serve: a request that no kept block
-// fits (at most a quarter bigger) first releases every kept block. So what it adds to the peak
-// resident memory is what was freed and not yet asked for again. Blocks are 2 MB aligned and
-// advised for transparent huge pages: a fresh one faults once per 2 MB.
+// The big blocks never hold memory beside a block they could not serve: a request that no kept
+// block fits (at most a quarter bigger) first releases every kept big block. So what they add to
+// the peak resident memory is what was freed and not yet asked for again. Blocks are 2 MB aligned
+// and advised for transparent huge pages: a fresh one faults once per 2 MB.
 //
-// Where asked (`middle`), requests of `middle` bytes up to `smallest` take blocks of a power of two
-// bytes, freed ones kept per size up to kMiddleKept bytes in all (the rest freed at once): a
-// verify pass's activations and products' sums (0.1-10 MB) come and go a few hundred times a pass,
-// and glibc's free of each coalesced its heap and consolidated its small blocks (~0.8 ms of a
-// Qwen3.5-0.8B 16-row pass, on the calling thread).
+// Middle requests (`middle` bytes up to half of `smallest`, so that no power of two reaches it)
+// take blocks of a power of two bytes, 64-byte aligned as ATen's own; freed ones are kept by their
+// power, kMiddleKept bytes in all at most: a block kept over that first evicts kept blocks of the
+// power with the most bytes kept. A verify pass's activations and products' sums (0.1-10 MB) come
+// and go a few hundred times a pass, and glibc's free of each coalesced its heap and consolidated
+// its small blocks (~0.8 ms of a Qwen3.5-0.8B 16-row pass, on the calling thread). What the middle
+// blocks add to the peak is at most kMiddleKept and each live block's rounding (under 2x).
 
 #include <c10/core/Allocator.h>
 
@@ -31,10 +34,10 @@ class BigBlockCache final : public c10::Allocator {
   static constexpr std::size_t kMiddle = std::size_t{64} << 10;
   static constexpr std::size_t kMiddleKept = std::size_t{64} << 20;
 
-  // Requests under `middle` bytes (or `smallest` where middle is not less) go to `smaller`, which
-  // must outlive this and hand out data pointers that are their own contexts with a raw deleter
-  // (ATen's default CPU allocator does); raw_deallocate, which oneDNN's buffers go through, frees
-  // those with it.
+  // Requests under `middle` bytes, and those over half of `smallest` and under it, go to
+  // `smaller` (all under `smallest` where middle is not less), which must outlive this and hand out
+  // data pointers that are their own contexts with a raw deleter (ATen's default CPU allocator
+  // does); raw_deallocate, which oneDNN's buffers go through, frees those with it.
   explicit BigBlockCache(c10::Allocator* smaller, std::size_t smallest = kSmallest,
                          std::size_t middle = kSmallest);
   ~BigBlockCache() override;
