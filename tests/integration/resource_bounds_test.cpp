@@ -272,13 +272,16 @@ TEST(ResourceBounds, StreamedForwardPeakRssDoesNotGrowWithDepth) {
   RecordProperty("streamed_12_layers_peak_rss_kib", std::to_string(deep));
   EXPECT_LT(deep - shallow, 2 * kLayerF32Kib)
       << "streamed peak RSS " << shallow << " KiB at 2 layers, " << deep << " KiB at 12";
-  // The meter sees depth: in memory, ten more layers cost at least their weights as read (the
-  // linear weights stay bf16 in a float32 forward, mapped; the norms are float32 copies).
+  // The meter sees depth: in memory, ten more layers cost most of their weights as read (the
+  // linear weights stay bf16 in a float32 forward, mapped; the norms are float32 copies). Most, not
+  // all: the blocks ATen's allocator keeps (model/big_block_cache.h: up to 64 MB of middle ones,
+  // reused) move the heap's share of either peak by a few MB between runs (measured 71-75 MB for
+  // the ten layers' ~76 MB); a meter blind to depth reads ~0.
   const long shallow_in_memory = forward_peak_rss_kib(2, ""),
              deep_in_memory = forward_peak_rss_kib(12, "");
   RecordProperty("in_memory_2_layers_peak_rss_kib", std::to_string(shallow_in_memory));
   RecordProperty("in_memory_12_layers_peak_rss_kib", std::to_string(deep_in_memory));
-  EXPECT_GT(deep_in_memory - shallow_in_memory, 10 * kLayerBf16Kib)
+  EXPECT_GT(deep_in_memory - shallow_in_memory, 8 * kLayerBf16Kib)
       << "in-memory peak RSS " << shallow_in_memory << " KiB at 2 layers, " << deep_in_memory
       << " KiB at 12";
 }
