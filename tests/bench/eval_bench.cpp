@@ -113,7 +113,8 @@ void BM_SpeculativeLoop(benchmark::State& state, const std::string& name) {
   state.counters["threads"] = at::get_num_threads();
 }
 
-// The drafter's block pass alone: propose() of a full block after `range(0)` committed positions
+// The drafter's block pass alone, as the speculative loop runs it: propose_tokens() of a full block
+// (the picks taken in the lm_head product, no logits written) after `range(0)` committed positions
 // of context (its K/V cached; the block's dropped after each pass, so every pass is alike), against
 // the bytes it reads (every drafter weight and the target's lm_head for the block's rows) at the
 // read bandwidth measured beside it.
@@ -132,7 +133,7 @@ void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
   model::DrafterState drafter_state = dflash->new_state();
   dflash->add_context(drafter_state, dflash->features(forward, rows));
   const auto start = std::chrono::steady_clock::now();
-  for (auto _ : state) benchmark::DoNotOptimize(dflash->propose(drafter_state, 5).tokens);
+  for (auto _ : state) benchmark::DoNotOptimize(dflash->propose_tokens(drafter_state, 5));
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   const double bytes = checkpoint_bytes(loaded.drafter_ckpt) +
                        static_cast<double>(target->config().vocab * target->config().hidden * 2);
@@ -147,7 +148,7 @@ void BM_DrafterBlock(benchmark::State& state, const std::string& name) {
   state.counters["compute_bound_ms"] = compute_ms;
   state.counters["of_roofline"] = std::max(bound_ms, compute_ms) / ms;
   state.counters["of_paired_bound"] = bench::paired_read_share(
-      bytes, 7, [&] { benchmark::DoNotOptimize(dflash->propose(drafter_state, 5).tokens); });
+      bytes, 7, [&] { benchmark::DoNotOptimize(dflash->propose_tokens(drafter_state, 5)); });
   state.counters["bytes_MB"] = bytes / 1e6;
   state.counters["threads"] = at::get_num_threads();
 }

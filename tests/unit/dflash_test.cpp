@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "checks/metrics.h"
+#include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/tensor_view.h"
@@ -354,6 +355,34 @@ TEST(DrafterInference, MatchesNaiveRecomputationAndKeepsOnlyContext) {
   EXPECT_LT(checks::metrics::max_rel_diff(logits, ref), 1e-5);
   EXPECT_EQ(state.context, 7);
   EXPECT_TRUE(at::equal(drafter->draft(state, 42), logits)) << "the block's K/V must not persist";
+}
+
+// The loop's tokens-only block: a bf16 drafter's picks come out of the lm_head product itself
+// (dense_argmax), the same as propose()'s argmax of its logits; the block leaves only context.
+TEST(DrafterInference, TokensAloneAreTheProposedTokens) {
+  const auto dir = testing::fresh_dir("dflash_bf16_pair");
+  RandomTargetSpec t;
+  t.dtype = at::kBFloat16;
+  t.vocab = 1000;  // more than one of the products' chunks of rows
+  write_random_target(dir / "target", t);
+  RandomDrafterSpec d;
+  d.vocab = t.vocab;
+  d.mask_token_id = t.vocab - 1;
+  write_random_drafter(dir / "drafter", d);
+  const auto target_ckpt = io::Checkpoint::open(dir / "target");
+  const auto target = TargetModel::load(target_ckpt, {});
+  const auto ckpt = io::Checkpoint::open(dir / "drafter");
+  const auto drafter = DFlashDrafter::load(ckpt, *target);
+  const std::vector<std::int64_t> tokens = {3, 14, 15, 92, 65, 35, 89};
+  const ForwardResult r = target->forward(tokens, drafter->config().target_layer_ids);
+  DrafterState state = drafter->new_state();
+  drafter->add_context(state, drafter->features(r, {0, 1, 2, 3, 4, 5, 6}));
+  for (std::int64_t rows : {0, 2, 5}) {
+    const BlockDraft draft = drafter->propose(state, 42, rows);
+    EXPECT_EQ(draft.tokens, argmax_rows(draft.logits)) << rows << " rows";
+    EXPECT_EQ(drafter->propose_tokens(state, 42, rows), draft.tokens) << rows << " rows";
+  }
+  EXPECT_EQ(state.context, 7);
 }
 
 // Sliding and full layers under each causality setting, with a window shorter than the block (so

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/ops.h"
 
 namespace draftgate::model {
@@ -202,6 +203,49 @@ TEST_P(FewRowMatmul, AWidenedProductIsTheBf16ProductAsFloat32) {
   const at::Tensor widened = few_row_matmul(x, w, GetParam().kernel, ProductOutput::kWidened);
   EXPECT_EQ(widened.scalar_type(), at::kFloat);
   EXPECT_TRUE(at::equal(widened, few_row_matmul(x, w, GetParam().kernel).to(at::kFloat)));
+}
+
+// few_row_argmax picks what argmax_rows picks in the widened product, over pieces of the weight
+// that threads take in any order: rows of one to sixteen, weights shorter and longer than a
+// chunk (96 rows), one to three threads.
+TEST_P(FewRowMatmul, GreedyPicksAreTheArgmaxOfTheWidenedProduct) {
+  at::manual_seed(23);
+  if (GetParam().x_dtype != at::kBFloat16) {
+    EXPECT_THROW(few_row_argmax(random_x(2, 64), random_w(10, 64), GetParam().kernel),
+                 std::invalid_argument);
+    return;
+  }
+  const int saved = at::get_num_threads();
+  for (std::int64_t n : {1, 95, 96, 97, 1000, 2049})
+    for (std::int64_t rows : {1, 5, 16})
+      for (int threads : {1, 2, 3}) {
+        at::set_num_threads(threads);
+        const at::Tensor w = random_w(n, 160), x = random_x(rows, 160);
+        EXPECT_EQ(few_row_argmax(x, w, GetParam().kernel),
+                  argmax_rows(few_row_matmul(x, w, GetParam().kernel, ProductOutput::kWidened)))
+            << n << " weight rows, " << rows << " rows of x, " << threads << " threads";
+      }
+  at::set_num_threads(saved);
+}
+
+// at::argmax's rule across the pieces: equal largest values go to the lowest index, a NaN beats
+// every number and the first NaN wins.
+TEST_P(FewRowMatmul, GreedyPicksKeepArgmaxsRuleForTiesAndNaNAcrossChunks) {
+  if (GetParam().x_dtype != at::kBFloat16) GTEST_SKIP() << "picks are of bf16 products";
+  const int saved = at::get_num_threads();
+  at::set_num_threads(2);
+  const at::Tensor x = at::ones({3, 64}, at::kBFloat16);
+  at::Tensor w = at::zeros({1000, 64}, at::kFloat);
+  for (std::int64_t tie : {700, 150, 900}) w[tie].fill_(1.0f);  // three equal largest sums
+  EXPECT_EQ(few_row_argmax(x, w.to(at::kBFloat16), GetParam().kernel),
+            (std::vector<std::int64_t>{150, 150, 150}));
+  w[640][3] = std::nanf("");
+  w[320][5] = std::nanf("");
+  EXPECT_EQ(few_row_argmax(x, w.to(at::kBFloat16), GetParam().kernel),
+            (std::vector<std::int64_t>{320, 320, 320}));
+  EXPECT_EQ(few_row_argmax(x, at::zeros({500, 64}, at::kBFloat16), GetParam().kernel),
+            (std::vector<std::int64_t>{0, 0, 0}));  // every sum zero
+  at::set_num_threads(saved);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, FewRowMatmul,

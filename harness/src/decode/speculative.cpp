@@ -36,7 +36,7 @@ class DFlashBlockDrafter : public BlockDrafter {
   }
   at::Tensor draft(std::int64_t anchor) override { return drafter_.draft(state_, anchor); }
   std::vector<std::int64_t> propose(std::int64_t anchor, std::int64_t rows) override {
-    return drafter_.propose(state_, anchor, rows).tokens;
+    return drafter_.propose_tokens(state_, anchor, rows);
   }
   std::optional<std::string> tree_refusal() const override {
     if (!drafter_.is_dflash2()) return std::nullopt;

@@ -57,6 +57,8 @@ bool scans(const at::Tensor& logits) {
 
 }  // namespace
 
+std::int64_t first_argmax(const float* x, std::int64_t n) { return row_argmax(x, n); }
+
 std::vector<std::int64_t> argmax_rows(const at::Tensor& logits) {
   if (!scans(logits)) {
     const at::Tensor a = logits.argmax(-1).to(at::kCPU).contiguous();

@@ -154,12 +154,14 @@ at::Tensor DFlashDrafter::logits(const at::Tensor& y) const {
   return l;
 }
 
+bool DFlashDrafter::plain_logits() const {
+  return config_.output_multiplier == 1.0 && !config_.final_logit_softcapping &&
+         !draft_targets_.defined();
+}
+
 at::Tensor DFlashDrafter::float_logits(const at::Tensor& y) const {
-  // Nothing after the product (no multiplier, soft-cap or reduced vocabulary): rounded to the
-  // model's dtype and widened in one pass.
-  if (config_.output_multiplier == 1.0 && !config_.final_logit_softcapping &&
-      !draft_targets_.defined())
-    return dense_to_float(y, lm_head_);
+  // Nothing after the product: rounded to the model's dtype and widened in one pass.
+  if (plain_logits()) return dense_to_float(y, lm_head_);
   return logits(y).to(at::kFloat);
 }
 
@@ -214,9 +216,8 @@ at::Tensor DFlashDrafter::draft(DrafterState& state, std::int64_t anchor) const 
   return propose(state, anchor).logits;
 }
 
-BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
-                                  std::int64_t rows) const {
-  c10::InferenceMode inference(!autograd_);
+at::Tensor DFlashDrafter::block_output(DrafterState& state, std::int64_t anchor,
+                                       std::int64_t rows) const {
   if (rows < 0 || rows == 1 || rows > config_.block_size)
     throw std::invalid_argument("a draft block has 2..block_size rows");
   const std::int64_t b = rows == 0 ? config_.block_size : rows, s = state.context;
@@ -237,8 +238,13 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
     state.kv[i].keep(s, {});  // drop the block's K/V: only context persists
     h = add_mlp(l, h, b);
   }
-  const at::Tensor y =
-      rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
+  return rms_norm(h.narrow(0, 1, b - 1), norm_, config_.rms_eps, kDrafterLayerTraits.norm);
+}
+
+BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
+                                  std::int64_t rows) const {
+  c10::InferenceMode inference(!autograd_);
+  const at::Tensor y = block_output(state, anchor, rows);
   // The selector's walk adds its scores to the logits in the model's dtype; argmax alone sees the
   // same values in float32.
   const at::Tensor l = selector_ ? logits(y) : float_logits(y);
@@ -249,6 +255,13 @@ BlockDraft DFlashDrafter::propose(DrafterState& state, std::int64_t anchor,
     out.tokens = argmax_rows(l);
   }
   return out;
+}
+
+std::vector<std::int64_t> DFlashDrafter::propose_tokens(DrafterState& state, std::int64_t anchor,
+                                                        std::int64_t rows) const {
+  c10::InferenceMode inference(!autograd_);
+  if (selector_ || !plain_logits()) return propose(state, anchor, rows).tokens;
+  return dense_argmax(block_output(state, anchor, rows), lm_head_);
 }
 
 namespace {

@@ -3,10 +3,13 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
+#include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/row_chunks.h"
 #include "few_row_tiles.h"
 
@@ -236,16 +239,57 @@ void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t 
 // weight, 1 MB of a 5120-wide one.
 constexpr std::int64_t kChunkRows = 96;
 
-std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
-                                 FewRowKernel kernel, ProductOutput output) {
-  if (ws.empty()) return {};
+// Throws unless every weight takes x with `kernel` here.
+void check_product(const at::Tensor& x, const std::vector<at::Tensor>& ws, FewRowKernel kernel) {
   for (const at::Tensor& w : ws)
     if (!few_row_matmul_applies(x, w))
       throw std::invalid_argument("few_row_matmul: not a few-row product with a bf16 weight");
-  const bool bf16_dot = kernel == FewRowKernel::kBf16Dot;
-  if (!few_row_kernel_available(kernel) || (bf16_dot && x.scalar_type() != at::kBFloat16))
+  if (!few_row_kernel_available(kernel) ||
+      (kernel == FewRowKernel::kBf16Dot && x.scalar_type() != at::kBFloat16))
     throw std::invalid_argument("few_row_matmul: kernel " + few_row_kernel_name(kernel) +
                                 " does not run here or for this x");
+}
+
+// x as the kernel reads it: float32 rows for the float32 kernel, the packed layout for the bf16
+// one (a contiguous x as it is: a reshape was one more operator call on the calling thread for
+// every product).
+at::Tensor kernel_x(const at::Tensor& x, FewRowKernel kernel) {
+  const bool bf16_dot = kernel == FewRowKernel::kBf16Dot;
+  at::Tensor xs = bf16_dot ? x : x.to(at::kFloat);
+  if (!xs.is_contiguous()) xs = xs.contiguous();
+  const std::int64_t k = x.size(-1), rows = x.numel() / k;
+  if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
+    at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
+    few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
+                         static_cast<std::uint16_t*>(packed.data_ptr()));
+    return packed;
+  }
+  return xs;
+}
+
+void kernel_rows(FewRowKernel kernel, const few_row::Operands& a, std::int64_t begin,
+                 std::int64_t end) {
+#if DRAFTGATE_BF16_DOT_KERNEL
+  if (kernel == FewRowKernel::kBf16Dot) return few_row::bf16_dot_rows(a, begin, end);
+#endif
+  few_row::float32_fma_rows(a, begin, end);
+}
+
+// Threads take chunks of n weight rows of K (row_chunks.h), every weight of a product in one
+// parallel region; under ~64 KB of weight a thread's share is not worth one. A chunk is whole
+// tiles of every kernel (3, 4 or 8 rows) and a panel of 3-row tiles (few_row_bf16.cpp).
+void for_weight_chunks(std::int64_t n, std::int64_t k,
+                       const std::function<void(std::int64_t, std::int64_t)>& rows) {
+  const std::int64_t grain = std::max<std::int64_t>(8, (std::int64_t{1} << 15) / k);
+  const int threads =
+      static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), (n + grain - 1) / grain));
+  for_row_chunks(n, kChunkRows, threads, rows);
+}
+
+std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tensor>& ws,
+                                 FewRowKernel kernel, ProductOutput output) {
+  if (ws.empty()) return {};
+  check_product(x, ws, kernel);
   const bool bf16_x = x.scalar_type() == at::kBFloat16;
   if (output == ProductOutput::kWidened && !bf16_x)
     throw std::invalid_argument("few_row_matmul: only a bf16 product is widened");
@@ -260,16 +304,7 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
     first.push_back(first.back() + w.size(0));
   }
   if (rows == 0 || first.back() == 0) return ys;
-  // x's rows one after the other (a contiguous x as it is: a reshape was one more operator call
-  // on the calling thread for every product).
-  at::Tensor xs = bf16_dot ? x : x.to(at::kFloat);
-  if (!xs.is_contiguous()) xs = xs.contiguous();
-  if (bf16_dot && (rows > 1 || k % 32 != 0)) {  // one whole row is its own packed layout
-    at::Tensor packed = at::empty({rows * few_row::packed_k(k)}, xs.options());
-    few_row::pack_bf16_x(static_cast<const std::uint16_t*>(xs.data_ptr()), rows, k,
-                         static_cast<std::uint16_t*>(packed.data_ptr()));
-    xs = packed;
-  }
+  const at::Tensor xs = kernel_x(x, kernel);
   // The float32 sums: y itself where y is float32, else one buffer for every weight.
   const at::Tensor sums =
       to_bf16 ? at::empty({rows * first.back()}, x.options().dtype(at::kFloat)) : at::Tensor();
@@ -281,28 +316,29 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
                         xs.data_ptr(), rows, k, out, ws[i].size(0)});
     bf16_ys.push_back(to_bf16 ? static_cast<std::uint16_t*>(ys[i].data_ptr()) : nullptr);
   }
-  // Threads take chunks of weight rows, over the weights one after the other, in one parallel
-  // region (row_chunks.h); under ~64 KB of weight a thread's share is not worth one. A chunk is
-  // whole tiles of every kernel (3, 4 or 8 rows) and a panel of 3-row tiles (few_row_bf16.cpp).
-  const std::int64_t grain = std::max<std::int64_t>(8, (std::int64_t{1} << 15) / k);
-  const std::int64_t n = first.back();
-  const int threads =
-      static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), (n + grain - 1) / grain));
-  for_row_chunks(n, kChunkRows, threads, [&](std::int64_t begin, std::int64_t end) {
+  for_weight_chunks(first.back(), k, [&](std::int64_t begin, std::int64_t end) {
     for (std::size_t i = 0; i < operands.size(); ++i) {
       const std::int64_t lo = std::max(begin, first[i]) - first[i];
       const std::int64_t hi = std::min(end, first[i + 1]) - first[i];
       if (lo >= hi) continue;
-#if DRAFTGATE_BF16_DOT_KERNEL
-      if (bf16_dot)
-        few_row::bf16_dot_rows(operands[i], lo, hi);
-      else
-#endif
-        few_row::float32_fma_rows(operands[i], lo, hi);
+      kernel_rows(kernel, operands[i], lo, hi);
       if (bf16_x) round_columns(operands[i].out, rows, operands[i].ldo, lo, hi, bf16_ys[i]);
     }
   });
   return ys;
+}
+
+// A row's pick so far: the index at::argmax takes among the values seen (first_argmax's rule).
+struct Pick {
+  float value;
+  std::int64_t index;
+};
+
+// Whether `later` (of higher indices than `pick`) takes its place: a NaN beats any number, a
+// larger value a smaller one; the lower index keeps a tie.
+bool replaces(const Pick& later, const Pick& pick) {
+  if (std::isnan(pick.value)) return false;
+  return std::isnan(later.value) || later.value > pick.value;
 }
 
 }  // namespace
@@ -315,6 +351,58 @@ at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w, FewRowKernel
 std::vector<at::Tensor> few_row_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws,
                                        FewRowKernel kernel) {
   return multiply(x, ws, kernel, ProductOutput::kXDtype);
+}
+
+std::vector<std::int64_t> few_row_argmax(const at::Tensor& x, const at::Tensor& w,
+                                         FewRowKernel kernel) {
+  check_product(x, {w}, kernel);
+  if (x.scalar_type() != at::kBFloat16)
+    throw std::invalid_argument("few_row_argmax: x must be bf16 (a widened product)");
+  const std::int64_t k = x.size(-1), rows = x.numel() / k, n = w.size(0);
+  if (rows == 0) return {};
+  if (n == 0) throw std::invalid_argument("few_row_argmax: a weight of no rows has no argmax");
+  const at::Tensor xs = kernel_x(x, kernel);
+  const few_row::Operands whole{static_cast<const std::uint16_t*>(w.data_ptr()),
+                                w.stride(0),
+                                xs.data_ptr(),
+                                rows,
+                                k,
+                                nullptr,
+                                0};
+  // Each piece of kChunkRows weight rows: its sums in a thread's scratch (in L1), rounded and
+  // widened as dense_to_float's values, and each row's pick among them; the pieces' picks joined
+  // in index order after the region. The product itself is never written out: a verify block's
+  // logits are 16 rows of the vocabulary in float32 (9.7 MB at 151936), written, and read back by
+  // argmax_rows.
+  const std::int64_t pieces = (n + kChunkRows - 1) / kChunkRows;
+  std::vector<Pick> picks(static_cast<std::size_t>(pieces * rows));
+  for_weight_chunks(n, k, [&](std::int64_t begin, std::int64_t end) {
+    alignas(64) static thread_local float scratch[few_row::kMaxRows * kChunkRows];
+    for (std::int64_t from = begin; from < end; from += kChunkRows) {
+      const std::int64_t width = std::min(end - from, kChunkRows);
+      few_row::Operands piece = whole;
+      piece.w += from * piece.ldw;
+      piece.out = scratch;
+      piece.ldo = width;
+      kernel_rows(kernel, piece, 0, width);
+      round_columns(scratch, rows, width, 0, width, nullptr);
+      for (std::int64_t b = 0; b < rows; ++b) {
+        const float* row = scratch + b * width;
+        const std::int64_t at = first_argmax(row, width);
+        picks[static_cast<std::size_t>(from / kChunkRows * rows + b)] = {row[at], from + at};
+      }
+    }
+  });
+  std::vector<std::int64_t> out(static_cast<std::size_t>(rows));
+  for (std::int64_t b = 0; b < rows; ++b) {
+    Pick pick = picks[static_cast<std::size_t>(b)];
+    for (std::int64_t p = 1; p < pieces; ++p) {
+      const Pick& later = picks[static_cast<std::size_t>(p * rows + b)];
+      if (replaces(later, pick)) pick = later;
+    }
+    out[static_cast<std::size_t>(b)] = pick.index;
+  }
+  return out;
 }
 
 }  // namespace draftgate::model

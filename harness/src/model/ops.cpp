@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "draftgate/model/amx_matmul.h"
+#include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/few_row_matmul.h"
 #include "draftgate/model/fma_gemm.h"
 #include "draftgate/model/fused_rows.h"
@@ -182,6 +183,13 @@ at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w) {
   if (x.scalar_type() == at::kBFloat16 && few_row_matmul_applies(x, w))
     return few_row_matmul(x, w, best_few_row_kernel(x.scalar_type()), ProductOutput::kWidened);
   return dense(x, w).to(at::kFloat);
+}
+
+std::vector<std::int64_t> dense_argmax(const at::Tensor& x, const at::Tensor& w) {
+  if (x.scalar_type() == at::kBFloat16 && !takes_amx(x, w) && few_row_matmul_applies(x, w) &&
+      x.numel() > 0 && w.size(0) > 0)
+    return few_row_argmax(x, w, best_few_row_kernel(x.scalar_type()));
+  return argmax_rows(dense_to_float(x, w));
 }
 
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,

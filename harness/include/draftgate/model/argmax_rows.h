@@ -16,4 +16,7 @@ namespace draftgate::model {
 // One index per row of `logits` (its last dimension is the row), in row order.
 std::vector<std::int64_t> argmax_rows(const at::Tensor& logits);
 
+// The index in x[0, n) that at::argmax picks (n > 0), by the same scan.
+std::int64_t first_argmax(const float* x, std::int64_t n);
+
 }  // namespace draftgate::model

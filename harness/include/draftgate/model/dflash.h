@@ -91,6 +91,10 @@ class DFlashDrafter {
   // the block size unless given (the reference shortens the last block of a generation to the
   // tokens still wanted, and a shorter block attends to fewer MASK rows).
   BlockDraft propose(DrafterState& state, std::int64_t anchor, std::int64_t rows = 0) const;
+  // propose(…).tokens without the logits (the speculative loop's chain): where nothing follows
+  // the lm_head product but the argmax, it is picked in the product (dense_argmax).
+  std::vector<std::int64_t> propose_tokens(DrafterState& state, std::int64_t anchor,
+                                           std::int64_t rows = 0) const;
   // propose(…).logits.
   at::Tensor draft(DrafterState& state, std::int64_t anchor) const;
   bool is_dflash2() const { return config_.dflash2.has_value(); }
@@ -130,6 +134,10 @@ class DFlashDrafter {
   ParameterMap parameters_;
   DrafterConfig config_;
   TargetConfig attention_config_;  // the Qwen3 attention shape the layers share
+  // The block's final-normed hidden rows y [rows − 1, H] (after the anchor's row) for propose.
+  at::Tensor block_output(DrafterState& state, std::int64_t anchor, std::int64_t rows) const;
+  // Whether the logits are lm_head(y) as it is: no multiplier, soft-cap or reduced vocabulary.
+  bool plain_logits() const;
   // lm_head(y) × output_multiplier, soft-capped, on target ids; in the model's dtype.
   at::Tensor logits(const at::Tensor& y) const;
   // logits(y) as float32.

@@ -56,4 +56,11 @@ inline at::Tensor few_row_matmul(const at::Tensor& x, const at::Tensor& w) {
 std::vector<at::Tensor> few_row_matmul(const at::Tensor& x, const std::vector<at::Tensor>& ws,
                                        FewRowKernel kernel);
 
+// Each row's argmax of few_row_matmul(x, w, kernel, ProductOutput::kWidened) — the index
+// argmax_rows picks in it — without writing the product out: greedy picks from an lm_head (a
+// block's logits are 16 rows of the vocabulary in float32, written and read back only to be
+// scanned). x must be bf16 and w have rows.
+std::vector<std::int64_t> few_row_argmax(const at::Tensor& x, const at::Tensor& w,
+                                         FewRowKernel kernel);
+
 }  // namespace draftgate::model

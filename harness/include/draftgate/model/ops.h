@@ -55,6 +55,9 @@ std::vector<at::Tensor> dense(const at::Tensor& x, const std::vector<at::Tensor>
 // dense(x, w).to(at::kFloat) — the product rounded to x's dtype, then widened — in one pass where
 // the AMX tiles or the few-row kernels take it (the logits of a decode or verify pass).
 at::Tensor dense_to_float(const at::Tensor& x, const at::Tensor& w);
+// argmax_rows(dense_to_float(x, w)): each row's greedy pick, the product never written out where
+// the few-row kernels take it (few_row_argmax).
+std::vector<std::int64_t> dense_argmax(const at::Tensor& x, const at::Tensor& w);
 
 // Runs the enclosing scope with a single-threaded BLAS: OpenBLAS's own thread pool fights ATen's
 // OpenMP threads on the many small batched matmuls of Gated DeltaNet (2-3x slower on 2 cores).
