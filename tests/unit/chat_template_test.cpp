@@ -159,6 +159,44 @@ TEST(ChatTemplate, RenderingIsBoundedInStepsOutputAndDepth) {
   EXPECT_THAT(render_error("{% set s = namespace(v='x') %}{% for i in range(40) %}{% set s.v = s.v "
                            "+ s.v %}{% endfor %}"),
               HasSubstr("a string grew past 67108864 bytes"));
+  EXPECT_THAT(render_error("{{ messages|tojson(indent=99999999999) }}"),
+              HasSubstr("a string grew past 67108864 bytes (tojson indent 99999999999)"));
+  // Nesting past 256 levels is refused before the stack would overflow: blocks, parentheses,
+  // operator and filter chains in the template, lists and namespaces built while rendering.
+  std::string ifs;
+  for (int i = 0; i < 300; ++i) ifs += "{% if 1 %}";
+  for (int i = 0; i < 300; ++i) ifs += "{% endif %}";
+  for (const std::string& deep :
+       {ifs, "{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}",
+        "{{ 1" +
+            [] {
+              std::string s;
+              for (int i = 0; i < 300; ++i) s += " + 1";
+              return s;
+            }() +
+            " }}",
+        "{{ 'x'" +
+            [] {
+              std::string s;
+              for (int i = 0; i < 300; ++i) s += "|trim";
+              return s;
+            }() +
+            " }}"})
+    EXPECT_THAT(render_error(deep), HasSubstr("blocks or expressions nested deeper than 256"));
+  EXPECT_THAT(render_error("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = "
+                           "[ns.x] %}{% endfor %}{{ ns.x|tojson }}"),
+              HasSubstr("lists, dicts and namespaces nested deeper than 256"));
+  EXPECT_THAT(render_error("{% set h = namespace(n=none) %}{% for i in range(100000) %}{% set b = "
+                           "namespace(x=none) %}{% set b.x = h.n %}{% set h.n = b %}{% endfor %}"),
+              HasSubstr("lists, dicts and namespaces nested deeper than 256"));
+  // A real template's nesting is far inside: 100 blocks and lists deep render.
+  std::string shallow;
+  for (int i = 0; i < 100; ++i) shallow += "{% if 1 %}";
+  shallow +=
+      "{% set ns = namespace(x=1) %}{% for i in range(100) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x|tojson|length }}";
+  for (int i = 0; i < 100; ++i) shallow += "{% endif %}";
+  EXPECT_EQ(render_text(shallow), "201");
   // Within the default bounds the real templates take a few thousand steps per conversation.
   EXPECT_EQ(render_text("{% for i in range(3) %}{{ i }}{% endfor %}"), "012");
 }

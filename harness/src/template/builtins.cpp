@@ -67,6 +67,10 @@ Value tojson(const Value& v, const CallArgs& a, int line) {
   DumpOptions opt;
   if (const Value* x = arg(a, 0, "ensure_ascii")) opt.ensure_ascii = truthy(*x);
   if (const Value* x = arg(a, 1, "indent")) {
+    if (x->kind == Value::Kind::kInt && x->i > static_cast<std::int64_t>(kMaxStringBytes))
+      fail(ErrorKind::kBound, line,
+           "a string grew past " + std::to_string(kMaxStringBytes) + " bytes (tojson indent " +
+               std::to_string(x->i) + ")");
     if (x->kind == Value::Kind::kInt)
       opt.indent = std::string(x->i > 0 ? static_cast<std::size_t>(x->i) : 0, ' ');
     else if (x->is_string())

@@ -95,9 +95,11 @@ class Renderer {
         for (auto& kv : *target.ns)
           if (kv.first == s.text) {
             kv.second = std::move(v);
+            nesting(target, s.line);  // a chain of namespaces bounded as lists are
             return Flow::kNormal;
           }
         target.ns->emplace_back(s.text, std::move(v));
+        nesting(target, s.line);
         return Flow::kNormal;
       }
       case Stmt::Kind::kMacro:
@@ -235,6 +237,7 @@ class Renderer {
             }
           if (!replaced) v.ns->push_back(kv);
         }
+        nesting(v, l);
         return v;
       });
     if (name == "range")

@@ -47,6 +47,29 @@ class Parser {
   }
 
  private:
+  // Levels of blocks and expressions inside each other, taken while one parse call runs and given
+  // back at its end: past kMaxNesting the template is refused, not parsed (and later evaluated
+  // and freed) by recursion deep enough to overflow the stack. A chain of operators, filters or
+  // subscripts nests as deep as it is long.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& p, bool one_level = true) : p_(p), saved_(p.depth_) {
+      if (one_level) deeper();
+    }
+    ~Nesting() { p_.depth_ = saved_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+    void deeper() {
+      if (++p_.depth_ > kMaxNesting)
+        fail(ErrorKind::kBound, p_.cur().line,
+             "blocks or expressions nested deeper than " + std::to_string(kMaxNesting));
+    }
+
+   private:
+    Parser& p_;
+    int saved_;
+  };
+
   const Token& cur() const { return t_[pos_]; }
   const Token& peek() const { return t_[pos_ + 1 < t_.size() ? pos_ + 1 : pos_]; }
   bool is_op(const std::string& op) const { return cur().kind == K::kOp && cur().text == op; }
@@ -134,6 +157,7 @@ class Parser {
   }
 
   StmtPtr statement() {
+    const Nesting nesting(*this);
     const Token& t = cur();
     if (t.kind != K::kName) fail(ErrorKind::kSyntax, t.line, "tag name expected");
     auto s = std::make_unique<Stmt>();
@@ -260,12 +284,15 @@ class Parser {
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
+    const Nesting nesting(*this);
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
   ExprPtr parse_condexpr() {
     ExprPtr e = parse_or();
+    Nesting chain(*this, false);
     while (is_name("if")) {
+      chain.deeper();
       const int line = cur().line;
       ++pos_;
       auto c = make(Expr::Kind::kCond, line);
@@ -281,7 +308,9 @@ class Parser {
 
   ExprPtr binary_chain(Expr::Kind kind, const std::string& word, ExprPtr (Parser::*next)()) {
     ExprPtr left = (this->*next)();
+    Nesting chain(*this, false);
     while (is_name(word)) {
+      chain.deeper();
       auto e = make(kind, cur().line);
       ++pos_;
       e->args.push_back(std::move(left));
@@ -294,6 +323,7 @@ class Parser {
   ExprPtr parse_and() { return binary_chain(Expr::Kind::kAnd, "and", &Parser::parse_not); }
 
   ExprPtr parse_not() {
+    const Nesting nesting(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::kNot, cur().line);
       ++pos_;
@@ -329,7 +359,9 @@ class Parser {
 
   ExprPtr binary_ops(const std::set<std::string>& ops, ExprPtr (Parser::*next)()) {
     ExprPtr left = (this->*next)();
+    Nesting chain(*this, false);
     while (cur().kind == K::kOp && ops.count(cur().text)) {
+      chain.deeper();
       auto e = make(Expr::Kind::kBinary, cur().line);
       e->name = t_[pos_++].text;
       e->args.push_back(std::move(left));
@@ -355,6 +387,7 @@ class Parser {
   ExprPtr parse_unary_filtered() { return parse_unary(true); }
 
   ExprPtr parse_unary(bool with_filter) {
+    const Nesting nesting(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = make(is_op("-") ? Expr::Kind::kNeg : Expr::Kind::kPos, cur().line);
@@ -440,7 +473,7 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
-    for (;;) {
+    for (Nesting chain(*this, false);; chain.deeper()) {
       if (is_op(".") || is_op("["))
         node = parse_subscript(std::move(node));
       else if (is_op("("))
@@ -451,7 +484,7 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
-    for (;;) {
+    for (Nesting chain(*this, false);; chain.deeper()) {
       if (is_op("|"))
         node = parse_filter(std::move(node));
       else if (is_name("is"))
@@ -589,6 +622,7 @@ class Parser {
 
   const std::vector<Token>& t_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // Nesting's count
 };
 
 }  // namespace

@@ -50,8 +50,42 @@ Value Value::string(std::string s, bool markup) {
   v.markup = markup;
   return v;
 }
+namespace {
+
+void too_deep(int line) {
+  fail(ErrorKind::kBound, line,
+       "lists, dicts and namespaces nested deeper than " + std::to_string(kMaxNesting));
+}
+
+// v's nesting, each namespace looked through once (`seen`: its depth, or -1 while its members
+// are being looked through — a namespace that holds itself).
+int nesting_of(const Value& v, int line, std::vector<std::pair<const Dict*, int>>& seen) {
+  if (v.kind != Value::Kind::kNamespace) return v.depth;
+  for (const auto& [ns, depth] : seen)
+    if (ns == v.ns.get()) {
+      if (depth < 0) fail(ErrorKind::kUnsupported, line, "a namespace that holds itself");
+      return depth;
+    }
+  seen.emplace_back(v.ns.get(), -1);
+  const std::size_t at = seen.size() - 1;
+  int depth = 0;
+  for (const auto& member : *v.ns) depth = std::max(depth, nesting_of(member.second, line, seen));
+  if (depth + 1 > kMaxNesting) too_deep(line);
+  seen[at].second = depth + 1;
+  return depth + 1;
+}
+
+}  // namespace
+
+int nesting(const Value& v, int line) {
+  std::vector<std::pair<const Dict*, int>> seen;
+  return nesting_of(v, line, seen);
+}
+
 Value Value::make_list(List l, bool tuple) {
   Value v;
+  for (const Value& item : l) v.depth = std::max(v.depth, nesting(item, 0));
+  if (++v.depth > kMaxNesting) too_deep(0);
   v.kind = Kind::kList;
   v.list = std::make_shared<const List>(std::move(l));
   v.tuple = tuple;
@@ -59,6 +93,8 @@ Value Value::make_list(List l, bool tuple) {
 }
 Value Value::make_dict(Dict d) {
   Value v;
+  for (const auto& item : d) v.depth = std::max(v.depth, nesting(item.second, 0));
+  if (++v.depth > kMaxNesting) too_deep(0);
   v.kind = Kind::kDict;
   v.dict = std::make_shared<const Dict>(std::move(d));
   return v;
@@ -363,7 +399,12 @@ void dump(std::string& out, const Value& v, const DumpOptions& opt, int depth, i
   auto newline = [&](int d) {
     if (!opt.indent) return;
     out += '\n';
-    for (int k = 0; k < d; ++k) out += *opt.indent;
+    for (int k = 0; k < d; ++k) {
+      if (out.size() + opt.indent->size() > kMaxStringBytes)
+        fail(ErrorKind::kBound, line,
+             "a string grew past " + std::to_string(kMaxStringBytes) + " bytes (tojson)");
+      out += *opt.indent;
+    }
   };
   switch (v.kind) {
     case Value::Kind::kNone:

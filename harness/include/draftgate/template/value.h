@@ -24,6 +24,10 @@ enum class ErrorKind { kSyntax, kUnsupported, kRender, kRaised, kBound };
 // No string a template computes may grow past this (the rendered output has its own, smaller
 // bound): a template doubling a string in a loop ends here, not in memory exhaustion.
 constexpr std::size_t kMaxStringBytes = 64u << 20;
+// Lists, dicts and namespaces may hold each other this deep, and a template's blocks and
+// expressions nest at most this deep: what a template builds or says in a loop ends here (a
+// TemplateError of kind kBound), not in the stack's overflow when it is compared, dumped or freed.
+constexpr int kMaxNesting = 256;
 
 struct TemplateError {
   ErrorKind kind;
@@ -65,6 +69,7 @@ struct Value {
   std::shared_ptr<Dict> ns;  // a namespace() object: the one mutable value
   std::shared_ptr<const Callable> call;
   std::string undefined_name;  // what the undefined value stands for, for the error message
+  int depth = 0;               // a list's or dict's containers nested inside it, itself counted
 
   static Value undefined(std::string name = {});
   static Value none();
@@ -88,6 +93,10 @@ struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
 };
+
+// How deep v's containers nest (0 for a scalar, 1 for a list of scalars); a namespace's members
+// are looked through, each namespace once. Throws kBound past kMaxNesting.
+int nesting(const Value& v, int line);
 
 // Python's type name for messages ("str", "dict", ...).
 std::string type_name(const Value& v);
