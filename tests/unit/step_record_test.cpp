@@ -148,6 +148,12 @@ TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
   EXPECT_THAT(e, HasSubstr(GetParam().message));
 }
 
+at::Tensor& tensor_named(io::NamedTensors& t, const std::string& name) {
+  for (auto& p : t)
+    if (p.first == name) return p.second;
+  throw std::logic_error("no tensor " + name);
+}
+
 void drop(io::NamedTensors& t, const std::string& name) {
   t.erase(std::remove_if(t.begin(), t.end(), [&](const auto& p) { return p.first == name; }),
           t.end());
@@ -328,7 +334,9 @@ BatchFile write_batch(const std::string& name,
   attention[0].narrow(0, 0, s).fill_(1);
   attention[1].narrow(0, t - s, s).fill_(1);
   attention[2].fill_(1);
-  at::Tensor documents = at::full({3, t}, -1, at::kLong);
+  at::Tensor documents = at::full({3, t}, -1, at::kLong);  // -1: padding, as speculators writes
+  documents[0].narrow(0, 0, s).fill_(3);
+  documents[1].narrow(0, t - s, s).fill_(5);
   documents[2].narrow(0, 0, s).fill_(7);
   documents[2].narrow(0, s, s).fill_(9);
   at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).repeat({3, 1}).contiguous();
@@ -411,6 +419,33 @@ TEST(StepBatch, PositionIdsRestartingMarkDocumentsWithoutDocumentIds) {
               ::testing::ElementsAre("row 0", "row 1", "row 2, document 0", "row 2, document 1"));
 }
 
+// speculators' collator (train/data.py): no attention_mask, padding zero-filled, so its positions
+// are 0 and its document_ids -1: the padding is no document and its positions are not checked;
+// a kept anchor there is named.
+TEST(StepBatch, DocumentMinusOneIsPaddingWhosePositionsAreNotChecked) {
+  auto speculators_padding = [](io::NamedTensors& tensors) {
+    drop(tensors, "attention_mask");
+    at::Tensor& positions = tensor_named(tensors, "position_ids");
+    const std::int64_t half = positions.size(1) / 2;
+    positions[0].narrow(0, half, half).fill_(0);
+    positions[1].narrow(0, 0, half).fill_(0);
+  };
+  const BatchFile b = write_batch("speculators_padding", speculators_padding);
+  const StepBatch batch = read_step_batch(b.path);
+  EXPECT_THAT(batch.names,
+              ::testing::ElementsAre("row 0", "row 1", "row 2, document 7", "row 2, document 9"));
+  for (const StepRecord& seq : batch.sequences) EXPECT_EQ(seq.input_ids, b.sequence.input_ids);
+  const BatchFile kept = write_batch("anchor_in_padding", [&](io::NamedTensors& tensors) {
+    speculators_padding(tensors);
+    at::Tensor& anchors = tensor_named(tensors, "anchors");
+    const std::int64_t last = tensor_named(tensors, "input_ids").size(1) - 1;
+    anchors[0][anchors.size(1) - 1] = last;  // row 0's padding: its second half
+    tensor_named(tensors, "anchor_mask")[0][anchors.size(1) - 1] = 1;
+  });
+  EXPECT_THAT(error_of([&] { read_step_batch(kept.path); }),
+              HasSubstr("is in row 0's padding (document_ids -1)"));
+}
+
 TEST(StepBatch, SequencesWithNothingToJudgeAreListed) {
   const BatchFile b = write_batch("unjudged", [](io::NamedTensors& t) {
     for (auto& [name, value] : t)
@@ -436,12 +471,6 @@ TEST_P(BadBatchTest, IsRejectedNamingTheFileAndTheRow) {
   EXPECT_THAT(e, HasSubstr(GetParam().message));
 }
 
-at::Tensor& tensor_named(io::NamedTensors& t, const std::string& name) {
-  for (auto& p : t)
-    if (p.first == name) return p.second;
-  throw std::logic_error("no tensor " + name);
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Catalogue, BadBatchTest,
     ::testing::Values(
@@ -451,6 +480,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadBatch{"mask_values",
                  [](auto& tensors) { tensor_named(tensors, "attention_mask")[0][0] = 2; },
                  "tensor \"attention_mask\" holds values other than 0 and 1"},
+        BadBatch{"loss_mask_values",
+                 [](auto& tensors) { tensor_named(tensors, "loss_mask")[0][3] = 2; },
+                 "tensor \"loss_mask\" holds values other than 0 and 1"},
+        BadBatch{"weight_nan",
+                 [](auto& tensors) { tensor_named(tensors, "weights")[1][2][3] = NAN; },
+                 "tensor \"weights\" [1, 2, 3] = nan: loss weights must be finite and "
+                 "non-negative"},
+        BadBatch{"weight_negative",
+                 [](auto& tensors) { tensor_named(tensors, "weights")[0][0][1] = -0.5; },
+                 "tensor \"weights\" [0, 0, 1] = -0.5: loss weights must be finite"},
         BadBatch{"document_again",
                  [](auto& tensors) { tensor_named(tensors, "document_ids")[2][31] = 7; },
                  "document 7 starts again at position 31 after another document"},

@@ -69,6 +69,8 @@ class Reader {
     if (!ok)
       throw Error(name_,
                   "tensor \"" + key + "\" has dtype " + std::string(io::dtype_name(info->dtype)));
+    if (info->dtype == io::DType::BOOL && (t.view(at::kByte) > 1).any().item<bool>())
+      throw Error(name_, "tensor \"" + key + "\" holds BOOL bytes other than 0 and 1");
     return t.to(dtype).clone();
   }
 
@@ -366,19 +368,47 @@ void read_anchors_in_step(const Reader& r, StepRecord& rec, std::int64_t recorde
 constexpr const char* kBatchKeys[] = {"attention_mask", "document_ids", "position_ids",
                                       "anchor_mask"};
 
+// A required tensor of 0s and 1s (a loss mask): any other value is a record's error, not a weight.
+at::Tensor zero_one_tensor(const Reader& r, const char* key, std::int64_t rank) {
+  const at::Tensor t = r.tensor(key, rank, at::kLong, true);
+  if (((t != 0) & (t != 1)).any().item<bool>())
+    throw Error(r.name(), std::string("tensor \"") + key + "\" holds values other than 0 and 1");
+  return t;
+}
+
+// The recorded loss weights, where recorded: finite and non-negative (a NaN weight makes the
+// step's loss NaN; a negative one rewards the error it weights).
+at::Tensor loss_weights(const Reader& r, std::int64_t rank) {
+  const at::Tensor w = r.tensor("weights", rank, at::kFloat, false);
+  if (!w.defined()) return w;
+  const at::Tensor bad = (~at::isfinite(w)) | (w < 0);
+  if (bad.any().item<bool>()) {
+    std::int64_t rest = bad.reshape(-1).nonzero()[0][0].item<std::int64_t>();
+    const double value = w.reshape(-1)[rest].item<double>();
+    std::string where;
+    for (std::int64_t d = w.dim() - 1; d >= 0; --d) {
+      where = std::to_string(rest % w.size(d)) + (where.empty() ? "" : ", ") + where;
+      rest /= w.size(d);
+    }
+    throw Error(r.name(), "tensor \"weights\" [" + where + "] = " + format_number(value) +
+                              ": loss weights must be finite and non-negative");
+  }
+  return w;
+}
+
 StepBatch single_sequence(const Reader& r, StepRecord rec) {
   for (const char* key : kBatchKeys)
     if (r.find(key) != nullptr)  // by the header: the data is never needed
       throw Error(r.name(), std::string("tensor \"") + key + "\" belongs to a batch record",
                   "record input_ids and the other tensors with their batch dimension, [R, S]");
   rec.input_ids = to_vector(r.tensor("input_ids", 1, at::kLong, true));
-  rec.loss_mask = to_vector(r.tensor("loss_mask", 1, at::kLong, true));
+  rec.loss_mask = to_vector(zero_one_tensor(r, "loss_mask", 1));
   rec.anchors = to_vector(r.tensor("anchors", 1, at::kLong, true));
   rec.fc_input = r.tensor("fc_input", 2, at::kFloat, true);
   rec.teacher_logits = r.tensor("teacher_logits", 2, at::kFloat, false);
   rec.labels = r.tensor("labels", 2, at::kLong, false);
   rec.drafter_logits = r.tensor("drafter_logits", 3, at::kFloat, false);
-  rec.weights = r.tensor("weights", 2, at::kFloat, false);
+  rec.weights = loss_weights(r, 2);
   validate_sequence(rec, r.tensor("teacher_positions", 1, at::kLong, false));
   read_anchors_in_step(r, rec, static_cast<std::int64_t>(rec.anchors.size()));
   StepBatch batch;
@@ -415,16 +445,23 @@ std::vector<Run> row_documents(const std::string& f, std::int64_t row, std::int6
   std::vector<Run> runs;
   if (!documents.empty()) {
     std::vector<std::int64_t> seen;
+    bool in_run = false;
     for (std::int64_t p = begin; p < end; ++p) {
       const auto id = documents[static_cast<std::size_t>(p)];
-      if (!runs.empty() && id == seen.back()) continue;
+      if (id < 0) {  // padding (speculators' collator writes -1): no document, nothing checked
+        if (in_run) runs.back().end = p;
+        in_run = false;
+        continue;
+      }
+      if (in_run && id == seen.back()) continue;
       if (std::find(seen.begin(), seen.end(), id) != seen.end())
         throw Error(f, "tensor \"document_ids\" " + where + ": document " + std::to_string(id) +
                            " starts again at position " + std::to_string(p) +
                            " after another document (a packed document is one contiguous run)");
       seen.push_back(id);
-      if (!runs.empty()) runs.back().end = p;
+      if (in_run) runs.back().end = p;
       runs.push_back({p, end, where + ", document " + std::to_string(id)});
+      in_run = true;
     }
   } else if (!positions.empty()) {
     for (std::int64_t p = begin; p < end; ++p)
@@ -500,7 +537,7 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
   const std::int64_t rows = ids.size(0), s = ids.size(1);
   if (rows == 0 || s == 0)
     throw Error(f, "input_ids has shape " + format_shape(ids.sizes().vec()) + ": no sequence");
-  const at::Tensor loss_mask = r.tensor("loss_mask", 2, at::kLong, true);
+  const at::Tensor loss_mask = zero_one_tensor(r, "loss_mask", 2);
   expect_shape(f, "loss_mask", loss_mask, {rows, s});
   const at::Tensor attention =
       zero_one(f, "attention_mask", r.tensor("attention_mask", 2, at::kLong, false), {rows, s});
@@ -538,7 +575,7 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
   }
   const at::Tensor labels = r.tensor("labels", 3, at::kLong, false);
   expect_shape(f, "labels", labels, {rows, n, b});
-  const at::Tensor weights = r.tensor("weights", 3, at::kFloat, false);
+  const at::Tensor weights = loss_weights(r, 3);
   expect_shape(f, "weights", weights, {rows, n, b});
   const at::Tensor drafter = r.tensor("drafter_logits", 4, at::kFloat, false);
   if (drafter.defined()) expect_shape(f, "drafter_logits", drafter, {rows, n, b, drafter.size(3)});
@@ -579,7 +616,16 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
         documents.defined() ? to_vector(documents[row]) : std::vector<std::int64_t>{};
     const std::vector<std::int64_t> row_positions =
         positions.defined() ? to_vector(positions[row]) : std::vector<std::int64_t>{};
-    for (const Run& run : row_documents(f, row, begin, end, row_documents_ids, row_positions)) {
+    const std::vector<Run> runs =
+        row_documents(f, row, begin, end, row_documents_ids, row_positions);
+    for (const auto& [j, a] : row_anchors)
+      if (std::none_of(runs.begin(), runs.end(),
+                       [a = a](const Run& run) { return a >= run.begin && a < run.end; }))
+        throw Error(f,
+                    "anchors[" + std::to_string(row) + ", " + std::to_string(j) + "] = " +
+                        std::to_string(a) + " is in " + where + "'s padding (document_ids -1)",
+                    "mark padded anchors 0 in anchor_mask");
+    for (const Run& run : runs) {
       std::vector<std::int64_t> which;
       StepRecord rec = meta;
       rec.path = f + " (" + run.name + ")";
