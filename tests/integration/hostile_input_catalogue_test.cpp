@@ -1079,6 +1079,24 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                           io::write_tensors(d / "model.safetensors", tensors);
                                         },
                                         "tensor \"fc.weight\" has non-float dtype I16"),
+                                    // A variant head's weights in the reference layout
+                                    // (SpecForge's Domino) are not run as plain DFlash.
+                                    check_drafter_case(
+                                        "check_drafter_variant_head_tensor",
+                                        [](const fs::path& d) {
+                                          io::NamedTensors tensors;
+                                          {
+                                            const io::Checkpoint c = io::Checkpoint::open(d);
+                                            for (const auto& n : c.names())
+                                              tensors.emplace_back(n,
+                                                                   io::load_tensor(c, n).clone());
+                                          }
+                                          tensors.emplace_back("prefix_gru.weight_ih_l0",
+                                                               at::zeros({4, 4}));
+                                          io::write_tensors(d / "model.safetensors", tensors);
+                                        },
+                                        "tensor \"prefix_gru.weight_ih_l0\" is not a DFlash "
+                                        "drafter weight"),
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),

@@ -114,6 +114,16 @@ bool is_speculators_weight(const std::string& name) {
   return false;
 }
 
+// The reference layout's tensors besides layers.N.* and DFlash2's (z-lab dflash/model.py
+// DFlashDraftModel, SpecForge's export): the body, an embedding and head of its own where it has
+// them, and a reduced vocabulary's maps.
+bool is_dflash_weight(const std::string& name) {
+  for (const char* known : {"fc.weight", "hidden_norm.weight", "norm.weight", "embed_tokens.weight",
+                            "lm_head.weight", "d2t", "t2d"})
+    if (name == known) return true;
+  return false;
+}
+
 constexpr const char* kDflash2Keys[] = {"conv_kernel_size", "conv_group_size", "selector_rank",
                                         "selector_top_k"};
 
@@ -394,6 +404,14 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
                   "DFlashDraftModel (speculators models/dflash/core.py) holds layers.N.*, fc, "
                   "hidden_norm, norm, embed_tokens, lm_head, verifier_lm_head, verifier_norm, "
                   "d2t and t2d; an engine would load or reject it unseen");
+    if (format != DrafterFormat::kSpeculators && name.rfind("layers.", 0) != 0 &&
+        !is_dflash_weight(name) && !is_dflash2_weight(name))
+      throw Error(file, "tensor \"" + name + "\" is not a DFlash drafter weight",
+                  "DFlashDraftModel (z-lab dflash/model.py, SpecForge's export) holds layers.N.*, "
+                  "fc, hidden_norm, norm and at most its own embed_tokens and lm_head; a variant "
+                  "head's weights (SpecForge's Domino prefix_gru / embed_proj, a Markov or "
+                  "confidence head) would be left unused by an engine loading it as DFlash, and "
+                  "draftgate does not run such heads");
     if (!dflash2 && is_dflash2_weight(name))
       throw Error(file,
                   "tensor \"" + name +
