@@ -1218,6 +1218,40 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                           g["tau"]["per_position_acceptance"][0] = 1.5;
                                         },
                                         "not a share between 0 and 1"),
+                                    // An emptied or shortened per-depth list would switch the
+                                    // per-depth gate off: each depth is there, falling.
+                                    golden_case(
+                                        "golden_acceptance_emptied",
+                                        [](json& g) {
+                                          g["tau"]["per_position_acceptance"] = json::array();
+                                        },
+                                        "per_position_acceptance has 0 depths for block size 8"),
+                                    golden_case(
+                                        "golden_acceptance_rising",
+                                        [](json& g) {
+                                          g["tau"]["per_position_acceptance"][3] = 0.9;
+                                        },
+                                        "per_position_acceptance rises from depth 3 to 4"),
+                                    golden_case(
+                                        "golden_accepted_past_drafted",
+                                        [](json& g) { g["tau"]["accepted"] = 5000; },
+                                        "/tau/accepted 5000 exceeds /tau/drafted"),
+                                    golden_case(
+                                        "golden_histogram_not_the_steps",
+                                        [](json& g) { g["tau"]["steps"] = 1; },
+                                        "steps, /tau/steps 1"),
+                                    golden_case(
+                                        "golden_prompt_tau_past_the_block",
+                                        [](json& g) { g["tau"]["per_prompt"][0]["tau"] = 100; },
+                                        "/tau/per_prompt/0/tau 100 is outside 1..8"),
+                                    golden_case(
+                                        "golden_sampled",
+                                        [](json& g) { g["decoding"]["temperature"] = 1; },
+                                        "temperature 1 is not 0"),
+                                    golden_case(
+                                        "golden_top_k_without_a_tree",
+                                        [](json& g) { g["decoding"]["tree_top_k"] = 4; },
+                                        "tree_top_k 4 goes with a tree_budget > 0"),
                                     record_case(
                                         "record_mask_token_negative",
                                         [](train::StepRecord& r) { r.mask_token_id = -1; },

@@ -351,7 +351,12 @@ INSTANTIATE_TEST_SUITE_P(
             "golden_tau_below_one", [](json& g) { g["tau"]["tau_macro"] = 0.5; },
             "golden τ below 1"),
         golden_case(
-            "golden_block_size_differs", [](json& g) { g["decoding"]["block_size"] = 16; },
+            "golden_block_size_differs",
+            [](json& g) {
+              g["decoding"]["block_size"] = 16;
+              while (g["tau"]["per_position_acceptance"].size() < 15)
+                g["tau"]["per_position_acceptance"].push_back(0.0);  // depths 8..15 never reached
+            },
             "the golden was measured at block 16"),
         golden_case(
             "golden_decoding_malformed", [](json& g) { g["decoding"]["max_new_tokens"] = "many"; },

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "draftgate/arch/drafter.h"
@@ -66,6 +68,49 @@ T field(const nlohmann::json& doc, const std::string& pointer, const std::string
   return v.get<T>();
 }
 
+// The golden's step counts as `golden record` writes them (evaluation_json): counts are
+// non-negative integers, accepted drafts at most the drafted ones, the histogram sums to the
+// steps, and each prompt's τ lies in 1..B (0 for a prompt that took no step).
+void check_tau_counts(const nlohmann::json& doc, const Golden& g, const std::string& file) {
+  const nlohmann::json& tau = doc["tau"];
+  auto count = [&](const nlohmann::json& v, const std::string& where) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+      throw Error(file, "golden " + where + " must be a count (an integer >= 0), got " +
+                            io::json_excerpt(v));
+    return v.get<std::int64_t>();
+  };
+  std::optional<std::int64_t> steps;
+  if (tau.contains("steps")) steps = count(tau["steps"], "/tau/steps");
+  if (tau.contains("accepted") && tau.contains("drafted") &&
+      count(tau["accepted"], "/tau/accepted") > count(tau["drafted"], "/tau/drafted"))
+    throw Error(file, "golden /tau/accepted " + io::json_excerpt(tau["accepted"]) +
+                          " exceeds /tau/drafted " + io::json_excerpt(tau["drafted"]));
+  if (steps && !g.histogram.empty()) {
+    const std::int64_t sum =
+        std::accumulate(g.histogram.begin(), g.histogram.end(), std::int64_t{0});
+    if (sum != *steps)
+      throw Error(file, "golden /tau/histogram counts " + std::to_string(sum) +
+                            " steps, /tau/steps " + std::to_string(*steps));
+  }
+  if (!tau.contains("per_prompt")) return;
+  if (!tau["per_prompt"].is_array())
+    throw Error(file, "golden /tau/per_prompt must be an array of prompt results");
+  const auto b = static_cast<double>(g.block_size);
+  for (std::size_t i = 0; i < tau["per_prompt"].size(); ++i) {
+    const nlohmann::json& p = tau["per_prompt"][i];
+    const std::string where = "/tau/per_prompt/" + std::to_string(i);
+    if (!p.is_object()) throw Error(file, "golden " + where + " must be an object");
+    const std::int64_t taken = p.contains("steps") ? count(p["steps"], where + "/steps") : 1;
+    if (!p.contains("tau")) continue;
+    const nlohmann::json& t = p["tau"];
+    const bool ok = t.is_number() && (taken == 0 ? t.get<double>() == 0.0
+                                                 : t.get<double>() >= 1.0 && t.get<double>() <= b);
+    if (!ok)
+      throw Error(file, "golden " + where + "/tau " + io::json_excerpt(t) + " is outside 1.." +
+                            std::to_string(g.block_size) + " (0 only for a prompt of no step)");
+  }
+}
+
 }  // namespace
 
 Golden read_golden(const fs::path& path) {
@@ -80,6 +125,14 @@ Golden read_golden(const fs::path& path) {
   Golden g;
   g.path = file;
   g.decode = decode::decode_config_from_json(field<nlohmann::json>(doc, "/decoding", file), file);
+  if (doc["decoding"].contains("temperature") &&
+      !(doc["decoding"]["temperature"].is_number() && doc["decoding"]["temperature"] == 0))
+    throw Error(file, "golden decoding temperature " +
+                          io::json_excerpt(doc["decoding"]["temperature"]) +
+                          " is not 0 (draftgate measures greedy τ)");
+  if (g.decode.tree_top_k > 0 && g.decode.tree_budget == 0)
+    throw Error(file, "golden decoding tree_top_k " + std::to_string(g.decode.tree_top_k) +
+                          " goes with a tree_budget > 0 (it only shapes the DDTree tree)");
   g.mode = field<std::string>(doc, "/decoding/mode", file);
   if (g.mode != "dflash" && g.mode != "ddtree")
     throw Error(file, "golden decoding mode \"" + g.mode + "\" is not dflash or ddtree");
@@ -141,10 +194,21 @@ Golden read_golden(const fs::path& path) {
                           std::to_string(g.block_size) +
                           " (at most B tokens are committed per verify step)");
   g.per_position_acceptance = field<std::vector<double>>(doc, "/tau/per_position_acceptance", file);
-  for (double a : g.per_position_acceptance)
-    if (a < 0.0 || a > 1.0)
+  if (static_cast<std::int64_t>(g.per_position_acceptance.size()) != g.block_size - 1)
+    throw Error(file, "golden /tau/per_position_acceptance has " +
+                          std::to_string(g.per_position_acceptance.size()) +
+                          " depths for block size " + std::to_string(g.block_size) +
+                          " (one per draft depth 1.." + std::to_string(g.block_size - 1) + ")");
+  for (std::size_t d = 0; d < g.per_position_acceptance.size(); ++d) {
+    const double a = g.per_position_acceptance[d];
+    if (!(a >= 0.0 && a <= 1.0))
       throw Error(file, "golden /tau/per_position_acceptance holds " + io::json_excerpt(a) +
                             ", not a share between 0 and 1");
+    if (d > 0 && a > g.per_position_acceptance[d - 1] + 1e-12)
+      throw Error(file, "golden /tau/per_position_acceptance rises from depth " +
+                            std::to_string(d) + " to " + std::to_string(d + 1) +
+                            " (a depth is accepted only where every depth before it is)");
+  }
   // tau.histogram {"1": n, …, "B": n}: the reports draw it beside the drafter's (optional).
   if (doc.contains(nlohmann::json::json_pointer("/tau/histogram"))) {
     const auto histogram = field<nlohmann::json>(doc, "/tau/histogram", file);
@@ -162,6 +226,7 @@ Golden read_golden(const fs::path& path) {
       g.histogram[k] = steps.get<std::int64_t>();
     }
   }
+  check_tau_counts(doc, g, file);
   g.layout_prefix = field<std::string>(doc, "/target_layout/prefix", file);
   g.num_layers = field<std::int64_t>(doc, "/target_layout/num_layers", file);
   g.layer_types = field<std::vector<std::string>>(doc, "/target_layout/layer_types", file);
