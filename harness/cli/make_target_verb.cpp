@@ -1,13 +1,17 @@
 // `draftgate make-target`: writes a small random target checkpoint in a real layout (tests,
 // benchmarks, demos).
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli_options.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
+#include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/random_checkpoint.h"
+#include "draftgate/model/target_config.h"
 #include "verbs.h"
 
 namespace draftgate::cli {
@@ -59,7 +63,22 @@ int run_make_target(MakeTargetOptions opt) {
     s.fp8 = model::random_target_fp8_scheme(s, opt.fp8_block[0], opt.fp8_block[1]);
   } else if (!opt.quantize.empty())
     throw Error("--quantize", "unknown quantization \"" + opt.quantize + "\" (expected fp8)");
+  const bool existed = std::filesystem::exists(opt.out);
   model::write_random_target(opt.out, s);
+  // Shapes forward would refuse (an odd head_dim, heads not a multiple of the KV heads, ...) are
+  // refused here, by the same reading, and nothing is left written.
+  try {
+    const io::Checkpoint written = io::Checkpoint::open(opt.out);
+    model::TargetConfig::from(written.config(), layout::resolve_decoder_stack(written));
+  } catch (const Error& e) {
+    if (existed)
+      for (const auto& entry : std::filesystem::directory_iterator(opt.out))
+        std::filesystem::remove_all(entry.path());
+    else
+      std::filesystem::remove_all(opt.out);
+    throw Error("make-target", "these shapes make a target the engine refuses: " + e.problem(),
+                "nothing was written; change the flags");
+  }
   std::cout << "wrote random " << family->name << " target (" << model::layout_name(s.layout)
             << " layout" << (s.fp8 ? ", " + s.fp8->describe() : std::string()) << ") to " << opt.out
             << "\n";

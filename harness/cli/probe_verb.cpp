@@ -12,6 +12,7 @@
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/layout/module_tree.h"
+#include "draftgate/model/target_config.h"
 #include "probe_drafter.h"
 #include "verbs.h"
 
@@ -48,7 +49,15 @@ int run_probe(const ProbeOptions& opt) {
   }
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.dir);
   const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
-  const layout::EngineSupport engine = layout::engine_support(ckpt, stack);
+  layout::EngineSupport engine = layout::engine_support(ckpt, stack);
+  if (engine.supported) {  // what forward and eval would refuse of the config, probe says too
+    try {
+      model::TargetConfig::from(ckpt.config(), stack);
+    } catch (const Error& e) {
+      engine.supported = false;
+      engine.reasons.push_back(e.what());
+    }
+  }
 
   if (opt.json) {
     nlohmann::json out = layout::to_json(stack);

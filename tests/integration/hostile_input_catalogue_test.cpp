@@ -936,6 +936,18 @@ INSTANTIATE_TEST_SUITE_P(
                          (dir / "t").string();
                 },
                 "GiB of memory to generate"},
+        // Shapes forward would refuse are refused by make-target too, nothing left written.
+        Hostile{"make_target_odd_head_dim",
+                [](const fs::path& dir) {
+                  return "make-target --head-dim 3 --hidden 32 --vocab 64 --layers 1 --out " +
+                         (dir / "t").string();
+                },
+                "make-target: these shapes make a target the engine refuses: head_dim 3 is odd"},
+        Hostile{"make_target_heads_not_a_multiple",
+                [](const fs::path& dir) {
+                  return "make-target --heads 3 --kv-heads 2 --out " + (dir / "t").string();
+                },
+                "num_attention_heads 3 is not a multiple of num_key_value_heads 2"},
         Hostile{"make_target_unknown_family",
                 [](const fs::path& dir) {
                   return "make-target --family mystery --out " + (dir / "t").string();
@@ -1097,6 +1109,14 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         },
                                         "tensor \"prefix_gru.weight_ih_l0\" is not a DFlash "
                                         "drafter weight"),
+                                    forward_case("head_dim_odd", config_edit([](json& c) {
+                                                   c["head_dim"] = 15;
+                                                 }),
+                                                 "head_dim 15 is odd"),
+                                    forward_case("max_positions_zero", config_edit([](json& c) {
+                                                   c["max_position_embeddings"] = 0;
+                                                 }),
+                                                 "max_position_embeddings must be positive, got 0"),
                                     forward_case("hidden_size_zero",
                                                  config_edit([](json& c) { c["hidden_size"] = 0; }),
                                                  "hidden_size"),

@@ -115,7 +115,8 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   c.layer_types = stack.layer_types;
   c.rms_eps = config.rms_norm_eps();
   c.max_positions = config.find_int("max_position_embeddings").value_or(0);
-  if (c.max_positions < 0)
+  if (c.max_positions < 0 ||
+      (c.max_positions == 0 && config.find_int("max_position_embeddings").has_value()))
     throw Error(config.file(), config.where("max_position_embeddings") + " must be positive, got " +
                                    std::to_string(c.max_positions));
   c.num_heads = config.require_int("num_attention_heads");
@@ -151,6 +152,9 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
     throw Error(config.file(), "use_sliding_window = true is not supported");
 
   c.rotary_dim = c.head_dim;
+  if (c.head_dim % 2 != 0)  // RoPE rotates pairs: the two halves of each head
+    throw Error(config.file(), config.where("head_dim") + " " + std::to_string(c.head_dim) +
+                                   " is odd: rotary embeddings rotate the head's two halves");
   if (c.traits.partial_rope) {
     const double factor = rope_field(config, "partial_rotary_factor", 1.0, false);
     c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.head_dim) * factor);
