@@ -6,11 +6,11 @@
 #include <numeric>
 
 #include "cli_options.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/random_checkpoint.h"
-#include "draftgate/model/target_config.h"
 #include "verbs.h"
 
 namespace draftgate::cli {

@@ -6,13 +6,13 @@
 
 #include "cli_options.h"
 #include "draftgate/arch/family_table.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/layout/module_tree.h"
-#include "draftgate/model/target_config.h"
 #include "probe_drafter.h"
 #include "verbs.h"
 

@@ -2,11 +2,11 @@
 // types, tie flag) against a fixed Qwen3.6 tensor list, and as a DFlash drafter config.
 #include <fstream>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/io/config.h"
 #include "draftgate/io/json_util.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/dflash.h"
-#include "draftgate/model/target_config.h"
 #include "fuzz_input.h"
 
 namespace {

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <set>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/engine_support.h"
 #include "draftgate/model/random_checkpoint.h"
-#include "draftgate/model/target_config.h"
 #include "target_families.h"
 #include "test_files.h"
 

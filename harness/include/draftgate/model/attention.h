@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/model/cache.h"
 #include "draftgate/model/ops.h"
-#include "draftgate/model/target_config.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

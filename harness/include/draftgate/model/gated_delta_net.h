@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/model/cache.h"
-#include "draftgate/model/target_config.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

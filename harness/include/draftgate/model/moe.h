@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/model/decoder_layer_parts.h"
-#include "draftgate/model/target_config.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

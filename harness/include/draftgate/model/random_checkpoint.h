@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "draftgate/arch/drafter.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/io/fp8_scheme.h"
-#include "draftgate/model/target_config.h"
 
 namespace draftgate::model {
 

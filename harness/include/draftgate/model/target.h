@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
 #include "draftgate/model/cache.h"
 #include "draftgate/model/gated_delta_net.h"
-#include "draftgate/model/target_config.h"
 #include "draftgate/model/target_layer.h"
 #include "draftgate/model/weights.h"
 

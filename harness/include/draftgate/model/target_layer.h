@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/cache.h"
 #include "draftgate/model/decoder_layer_parts.h"
 #include "draftgate/model/gated_delta_net.h"
 #include "draftgate/model/moe.h"
-#include "draftgate/model/target_config.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {

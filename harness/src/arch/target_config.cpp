@@ -1,4 +1,4 @@
-#include "draftgate/model/target_config.h"
+#include "draftgate/arch/target_config.h"
 
 #include <algorithm>
 
