@@ -98,6 +98,27 @@ TEST(TokenizerRegex, OnigurumaConstructsAreRewritten) {
   EXPECT_THAT(error_of([] { translate_oniguruma("(a", kAt); }), HasSubstr("unclosed group"));
 }
 
+// Where Oniguruma and PCRE2 read the same text differently (an outside tester's finds against the
+// library through its npm binding), the rewrite keeps Oniguruma's meaning or refuses.
+TEST(TokenizerRegex, ScriptsWordsOptionsAndIntervalsKeepOnigurumasMeaning) {
+  // A script is the script, not PCRE2's Script_Extensions: 、 and 。 are not Han.
+  EXPECT_EQ(translate_oniguruma(R"(\p{Han}+\P{Greek}\p{^Latin}\p{L})", kAt),
+            R"(\p{sc:Han}+\P{sc:Greek}\P{sc:Latin}\p{L})");
+  const SplitRegex han(translate_oniguruma(R"(\p{Han}+)", kAt), kAt);
+  EXPECT_EQ(han.find_all("中文、日本語").size(), 2u);
+  // \w is Alphabetic, Mark, Nd and Pc: Ⅻ (Nl) and Ⓐ (So, Alphabetic) are word characters.
+  const SplitRegex word(translate_oniguruma(R"(\w+)", kAt), kAt);
+  EXPECT_EQ(word.find_all("abⅫcd Ⓐx").size(), 2u);
+  // (?i) reaches the end of its group, past a '|': x(?i)y|z is x(?i:y|z).
+  EXPECT_EQ(translate_oniguruma("x(?i)y|z", kAt), "x(?i:y|z)");
+  EXPECT_EQ(translate_oniguruma("(a(?i)b|c)d", kAt), "(a(?i:b|c))d");
+  EXPECT_EQ(translate_oniguruma("a{,2}b{1,}c{3}", kAt), "a{0,2}b{1,}c{3}");
+  for (const char* refused :
+       {R"(\p{Script=Han})", R"(\p{Nonsense})", "a{2}?", "a{1,2}+", "[a-c&&b]"})
+    EXPECT_THAT(error_of([&] { translate_oniguruma(refused, kAt); }), HasSubstr("is not supported"))
+        << refused;
+}
+
 TEST(TokenizerRegex, EmptyMatchesSplitAndAdvanceOneCharacter) {
   // "x*" on "ab": empty at 0, empty at 1, empty at 2 (the onig/Rust iteration).
   const SplitRegex re("x*", kAt);

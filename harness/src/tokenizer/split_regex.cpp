@@ -4,13 +4,44 @@
 #include <pcre2.h>
 
 #include <cctype>
+#include <vector>
 
 #include "draftgate/tokenizer/unicode.h"
 
 namespace draftgate::tokenizer {
 namespace {
 
-constexpr const char* kWordInner = "\\p{L}\\p{M}\\p{Nd}\\p{Pc}";
+// Oniguruma's Unicode \w: Alphabetic, Mark, Decimal_Number, Connector_Punctuation
+// (make_unicode_property_data.py's add_posix_props, "word"): the letter-like numbers and symbols
+// (Ⅻ, Ⓐ) are Alphabetic. Checked against the library through its npm binding, where it also took
+// ² (No, in Latin-1) as a word character but not as a \W one: that one character is left.
+constexpr const char* kWordInner = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
+
+bool pcre2_compiles(const std::string& pattern) {
+  int err = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
+  pcre2_code_free(code);
+  return code != nullptr;
+}
+
+// \p{name} / \P{name} / \p{^name} as Oniguruma reads it, in PCRE2's syntax; "" when PCRE2 has no
+// such property. A script name is the script (Oniguruma's \p{Han}); PCRE2 10.40 on reads a bare
+// script name as its Script_Extensions, which hold more (、 and 。 are Han, Hiragana, Katakana...),
+// so it is written sc:name. Oniguruma has no name=value or prefixed forms.
+std::string translate_property(char p, std::string name) {
+  bool negated = p == 'P';
+  if (!name.empty() && name[0] == '^') {
+    negated = !negated;
+    name.erase(0, 1);
+  }
+  if (name.empty() || name.find_first_of("=:") != std::string::npos) return "";
+  const std::string sign = negated ? "\\P{" : "\\p{";
+  if (pcre2_compiles("\\p{sc:" + name + "}")) return sign + "sc:" + name + "}";
+  if (pcre2_compiles("\\p{" + name + "}")) return sign + name + "}";
+  return "";
+}
 
 // The escape `\c` (c a letter or digit) in PCRE2 syntax, inside a class or not; "" when
 // unsupported.
@@ -49,7 +80,8 @@ std::string translate_escape(char c, bool in_class) {
 
 std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
   std::string out;
-  int depth = 0;  // open groups
+  int depth = 0;                      // open groups
+  std::vector<int> option_groups{0};  // per open group (and the pattern): (?i) groups to close
   bool in_class = false;
   std::size_t class_start = 0;
   const auto unsupported = [&](std::size_t i, const std::string& what) {
@@ -66,8 +98,10 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
         const std::size_t close = onig.find('}', i);
         if (i + 1 >= onig.size() || onig[i + 1] != '{' || close == std::string::npos)
           unsupported(i - 1, "\\" + std::string(1, e) + " without {…}");
-        out += '\\';
-        out += onig.substr(i, close - i + 1);
+        const std::string name = onig.substr(i + 2, close - i - 2);
+        const std::string t = translate_property(e, name);
+        if (t.empty()) unsupported(i - 1, "the property \\" + std::string(1, e) + "{" + name + "}");
+        out += t;
         i = close;
       } else if (e == 'x') {
         out += "\\x";
@@ -87,10 +121,34 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
         out += c;
       } else if (c == '[') {
         unsupported(i, "a nested class");
+      } else if (c == '&' && i + 1 < onig.size() && onig[i + 1] == '&') {
+        unsupported(i, "a class intersection &&");  // PCRE2 reads two literal '&'
       } else {
         out += c;
       }
       continue;
+    }
+    if (c == '{') {
+      // An interval: Oniguruma's {,m} is {0,m}, which PCRE2 10.42 reads as text; its {n}? is an
+      // optional {n} and {n,m}+ a repeated one, where PCRE2 reads a lazy and a possessive one.
+      std::size_t k = i + 1;
+      const auto digits = [&] {
+        const std::size_t from = k;
+        while (k < onig.size() && std::isdigit(static_cast<unsigned char>(onig[k]))) ++k;
+        return k > from;
+      };
+      const bool low = digits();
+      const bool comma = k < onig.size() && onig[k] == ',';
+      if (comma) ++k;
+      const bool high = comma && digits();
+      if (k < onig.size() && onig[k] == '}' && (low || high)) {
+        const char after = k + 1 < onig.size() ? onig[k + 1] : '\0';
+        if (after == '+') unsupported(i, "an interval followed by + (Oniguruma repeats it)");
+        if (after == '?' && !comma) unsupported(i, "{n}? (Oniguruma makes the repeat optional)");
+        out += low ? onig.substr(i, k - i + 1) : "{0" + onig.substr(i + 1, k - i);
+        i = k;
+        continue;
+      }
     }
     if (c == '[') {
       in_class = true;
@@ -117,16 +175,22 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
             onig.compare(i, 4, "(?<!") == 0 || onig.compare(i, 3, "(?>") == 0))
         unsupported(i, "a group flag");
       if (onig.compare(i, 4, "(?i)") == 0) {
-        out += "(?i)";
+        // To the end of the enclosing group, its later alternatives inside the option's scope
+        // (Oniguruma reads x(?i)y|z as x(?i:y|z); PCRE2 would take z as an alternative to xy).
+        out += "(?i:";
+        ++option_groups[static_cast<std::size_t>(depth)];
         i += 3;
         continue;
       }
       ++depth;
+      option_groups.push_back(0);
       out += c;
       continue;
     }
     if (c == ')') {
       if (depth == 0) at.fail("regex has an unmatched ')' at character " + std::to_string(i));
+      out.append(static_cast<std::size_t>(option_groups.back()), ')');
+      option_groups.pop_back();
       --depth;
       out += c;
       continue;
@@ -135,6 +199,7 @@ std::string translate_oniguruma(const std::string& onig, const JsonPlace& at) {
   }
   if (in_class) at.fail("regex has an unterminated character class");
   if (depth != 0) at.fail("regex has an unclosed group");
+  out.append(static_cast<std::size_t>(option_groups.back()), ')');
   return out;
 }
 
