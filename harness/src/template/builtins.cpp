@@ -139,9 +139,8 @@ Value split(const std::string& s, const CallArgs& a, int line) {
       while (k < u.size() && py_isspace(u[k])) ++k;
       if (k == u.size()) break;
       if (maxsplit >= 0 && static_cast<std::int64_t>(parts.size()) == maxsplit) {
-        std::size_t end = u.size();
-        while (end > k && py_isspace(u[end - 1])) --end;
-        parts.push_back(Value::string(from_u32(u.substr(k, end - k))));
+        // The rest as it is, trailing whitespace kept (' a b  c '.split(None, 1)[1] is 'b  c ').
+        parts.push_back(Value::string(from_u32(u.substr(k))));
         break;
       }
       std::size_t e = k;
