@@ -108,9 +108,12 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
   fixed(0);  // uniform
   for (double gamma : {rec.gamma, 4.0, 7.0})
     if (gamma > 0) fixed(gamma);
-  train::LossRecipe dpace = configured;
-  dpace.weighting = train::Weighting::kDpace;
-  weightings.push_back(dpace);
+  for (auto variant : {train::Weighting::kDpace, train::Weighting::kDpaceCumulativeConfidence,
+                       train::Weighting::kDpaceContinuationValue}) {
+    train::LossRecipe dpace = configured;
+    dpace.weighting = variant;
+    weightings.push_back(dpace);
+  }
   std::vector<train::LossRecipe> recipes;
   for (train::LossRecipe r : weightings)
     for (auto n : {train::Normalization::kWeightSum, train::Normalization::kMaskSum,
@@ -253,8 +256,9 @@ class LossTypeCheck : public Check {
       if (diff > 1e-4)
         problems.push_back(
             "recorded weights differ from the recipe's (" +
-            std::string(configured.weighting == train::Weighting::kDpace
-                            ? "D-PACE, alpha " + format_number(configured.dpace_alpha, 6)
+            std::string(train::is_dpace(configured.weighting)
+                            ? std::string(train::weighting_name(configured.weighting)) +
+                                  " D-PACE, alpha " + format_number(configured.dpace_alpha, 6)
                         : configured.gamma > 0
                             ? "w_0 = 0, w_k = exp(-(k-1)/" + format_number(rec.gamma, 6) + ")"
                             : "uniform, w_0 = 0") +

@@ -62,6 +62,8 @@ TAP_CONVENTION = "hidden.<l> = output of decoder layer l (HF hidden_states[l+1])
 _NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.int64: "I64"}
 _PRECISION_OF = {torch.bfloat16: "bf16", torch.float16: "f16"}
 _STORE = {"f32": torch.float32, "bf16": torch.bfloat16}
+# D-PACE and SpecForge's variant loss types of it (weights P, and W / P: _dpace_weight).
+_DPACE = ("dpace", "dpace-cumulative-confidence-only", "dpace-continuation-value-only")
 
 
 def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_logits=None, labels=None,
@@ -102,19 +104,19 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
             raise ValueError(f"gamma must be positive (None for uniform weights), got {gamma}")
     recipe = {}
     for key, value, allowed in (("labels_source", labels_source, ("teacher", "data")),
-                                ("weighting", weighting, ("fixed", "dpace")),
+                                ("weighting", weighting, ("fixed",) + _DPACE),
                                 ("loss_normalization", loss_normalization, ("weight_sum", "mask_sum", "rows"))):
         if value is not None:
             if value not in allowed:
                 raise ValueError(f"{key} must be one of {', '.join(allowed)}, got {value!r}")
             recipe[key] = value
     if dpace_alpha is not None:
-        if weighting != "dpace":
-            raise ValueError('dpace_alpha needs weighting="dpace"')
+        if weighting not in _DPACE:
+            raise ValueError('dpace_alpha needs a D-PACE weighting ("dpace" or a SpecForge variant)')
         dpace_alpha = _finite("dpace_alpha", dpace_alpha)
         if not 0 <= dpace_alpha <= 1:
             raise ValueError(f"dpace_alpha must be in [0, 1], got {dpace_alpha}")
-    if weighting == "dpace":
+    if weighting in _DPACE:
         recipe["dpace_alpha"] = repr(0.5 if dpace_alpha is None else dpace_alpha)
     if loss not in ("ce", "kl"):
         raise ValueError(f'loss must be "ce" or "kl", got {loss!r}')
@@ -231,7 +233,7 @@ def _sequence_tensors(*, input_ids, loss_mask, anchors, fc_input, teacher_logits
         _expect_shape("weights", weight, (n, block_size))
     else:
         # D-PACE's factor is the drafter's: the recipe's weight is then the supervision mask.
-        weight = _recipe_weights(ids, mask, anchor_ids, block_size, None if weighting == "dpace" else gamma)
+        weight = _recipe_weights(ids, mask, anchor_ids, block_size, None if weighting in _DPACE else gamma)
     if labels is not None:
         label_ids = _ints("labels", labels, 2)
         _expect_shape("labels", label_ids, (n, block_size))

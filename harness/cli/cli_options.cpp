@@ -1,5 +1,6 @@
 #include "cli_options.h"
 
+#include <charconv>
 #include <filesystem>
 
 #include "draftgate/error.h"
@@ -26,6 +27,19 @@ CLI::Validator integer_range(std::int64_t min, std::int64_t max) {
 
 CLI::Validator non_negative_integer() {
   return integer_check(0, std::numeric_limits<std::int64_t>::max(), "≥ 0");
+}
+
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        if (in.empty() || ec != std::errc() || end != in.data() + in.size())
+          return "Value " + in +
+                 " is not an integer in 0…18446744073709551615 (a seed of up to 64 bits)";
+        return {};
+      },
+      "UINT64");
 }
 
 CLI::Validator path_value() {

@@ -18,6 +18,8 @@ namespace draftgate::cli {
 CLI::Validator integer_range(std::int64_t min, std::int64_t max);
 // An integer ≥ 0 (token ids).
 CLI::Validator non_negative_integer();
+// A 64-bit unsigned seed, refused (not clamped) past 2^64 - 1.
+CLI::Validator seed_value();
 // Every path flag's value: an empty one (`--golden "$UNSET"`) is refused by name, never read as
 // "not given", so an unset CI variable cannot turn a check off unnoticed.
 CLI::Validator path_value();

@@ -22,7 +22,7 @@ struct PromptsBuildOptions {
   std::string out;
   std::int64_t limit = 0;  // 0: every row
   bool shuffle = false;    // pick --limit rows as benchmark.py's --max-samples does
-  std::int64_t shuffle_seed = 0;
+  std::uint64_t shuffle_seed = 0;
 };
 
 int run_prompts_build(const PromptsBuildOptions& opt) {
@@ -34,7 +34,7 @@ int run_prompts_build(const PromptsBuildOptions& opt) {
   const auto built = !opt.shuffle ? prompts::build_benchmark_prompts(dataset, opt.from, opt.limit)
                                   : prompts::limit_as_max_samples(
                                         prompts::build_benchmark_prompts(dataset, opt.from, 0),
-                                        opt.limit, static_cast<std::uint64_t>(opt.shuffle_seed));
+                                        opt.limit, opt.shuffle_seed);
   std::ostringstream text;
   std::size_t turns = 0;
   for (const auto& p : built) {
@@ -76,7 +76,7 @@ void add_prompts(CLI::App& app, VerbRunner* runner) {
              "--shuffle-seed", opt->shuffle_seed,
              "With --limit N: the N rows benchmark.py's --max-samples N takes, shuffled by "
              "Python's random seeded S (0: its transformers backend, 42: MLX)")
-          ->check(non_negative_integer());
+          ->check(seed_value());
   set_example(cmd,
               "draftgate prompts build --dataset gsm8k --from gsm8k-test.jsonl --out "
               "gsm8k.prompts.jsonl --limit 128");

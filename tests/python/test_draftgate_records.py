@@ -139,7 +139,7 @@ class StepRecordTest(unittest.TestCase):
         for message, change in {
                 "labels_source must be one of teacher, data": dict(labels_source="both"),
                 "weighting must be one of fixed, dpace": dict(weighting="dpace2"),
-                'dpace_alpha needs weighting="dpace"': dict(dpace_alpha=0.5),
+                'dpace_alpha needs a D-PACE weighting': dict(dpace_alpha=0.5),
                 "dpace_alpha must be in [0, 1]": dict(weighting="dpace", dpace_alpha=2.0),
                 "gamma must be positive (None for uniform weights)": dict(gamma=0.0),
                 "hidden_dtype must be one of f32, bf16, f16": dict(hidden_dtype="fp8")}.items():

@@ -64,17 +64,26 @@ TEST(Recipe, DpaceWeightsByTheDefinition) {
   mask[1][3] = 0;
   const double alpha = 0.3;
   const at::Tensor got = dpace_weights(ce, mask, alpha);
+  // SpecForge's other D-PACE loss types: P_k alone, and W_k / P_k.
+  const at::Tensor prefix_only =
+      dpace_weights(ce, mask, alpha, Weighting::kDpaceCumulativeConfidence);
+  const at::Tensor continuation =
+      dpace_weights(ce, mask, alpha, Weighting::kDpaceContinuationValue);
+  auto prefix_at = [&](int j, int i) {
+    double prefix = 1;
+    for (int q = 0; q <= i; ++q)
+      if (mask[j][q].item<double>() > 0)
+        prefix *= (1 - alpha) * std::exp(-ce[j][q].item<double>()) + alpha;
+    return prefix;
+  };
   for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 5; ++k) {
       double want = 0;
-      for (int i = k; i < 5; ++i) {
-        double prefix = 1;
-        for (int q = 0; q <= i; ++q)
-          if (mask[j][q].item<double>() > 0)
-            prefix *= (1 - alpha) * std::exp(-ce[j][q].item<double>()) + alpha;
-        want += prefix * mask[j][i].item<double>();
-      }
+      for (int i = k; i < 5; ++i) want += prefix_at(j, i) * mask[j][i].item<double>();
       EXPECT_NEAR(got[j][k].item<double>(), want, 1e-12) << j << "," << k;
+      EXPECT_NEAR(prefix_only[j][k].item<double>(), prefix_at(j, k), 1e-12) << j << "," << k;
+      EXPECT_NEAR(continuation[j][k].item<double>(), want / prefix_at(j, k), 1e-12)
+          << j << "," << k;
     }
 }
 

@@ -2,13 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
 namespace draftgate::train {
 
 const char* loss_name(LossType type) { return type == LossType::kHardCrossEntropy ? "ce" : "kl"; }
-const char* weighting_name(Weighting w) { return w == Weighting::kFixed ? "fixed" : "dpace"; }
+const char* weighting_name(Weighting w) {
+  switch (w) {
+    case Weighting::kFixed:
+      return "fixed";
+    case Weighting::kDpace:
+      return "dpace";
+    case Weighting::kDpaceCumulativeConfidence:
+      return "dpace-cumulative-confidence-only";
+    case Weighting::kDpaceContinuationValue:
+      return "dpace-continuation-value-only";
+  }
+  return "fixed";
+}
 const char* normalization_name(Normalization n) {
   switch (n) {
     case Normalization::kWeightSum:
@@ -26,6 +39,8 @@ std::string LossRecipe::describe() const {
   out << loss_name(loss) << ", ";
   if (weighting == Weighting::kDpace)
     out << "D-PACE alpha " << dpace_alpha;
+  else if (is_dpace(weighting))
+    out << weighting_name(weighting) << " D-PACE alpha " << dpace_alpha;
   else if (gamma > 0)
     out << "decay gamma " << gamma;
   else
@@ -87,19 +102,24 @@ at::Tensor elementwise_kl(const at::Tensor& logits, const at::Tensor& teacher_bl
   return (logp.exp() * (logp - logq)).sum(-1);
 }
 
-at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha) {
+at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha,
+                         Weighting variant) {
   const at::Tensor m = mask.to(cross_entropy.scalar_type());
   const at::Tensor smooth = at::where(m > 0, (1.0 - alpha) * at::exp(-cross_entropy) + alpha,
                                       at::ones_like(cross_entropy));
   const at::Tensor prefix = at::cumprod(smooth, -1);
-  return at::flip(at::cumsum(at::flip(prefix * m, {-1}), -1), {-1});
+  if (variant == Weighting::kDpaceCumulativeConfidence) return prefix;
+  const at::Tensor suffix = at::flip(at::cumsum(at::flip(prefix * m, {-1}), -1), {-1});
+  if (variant == Weighting::kDpaceContinuationValue)
+    return suffix / prefix.clamp_min(std::numeric_limits<float>::min());
+  return suffix;
 }
 
 at::Tensor recipe_weights(const LossRecipe& recipe, const at::Tensor& mask,
                           const at::Tensor& cross_entropy) {
   const at::Tensor m = mask.to(cross_entropy.scalar_type());
-  if (recipe.weighting == Weighting::kDpace)
-    return m * dpace_weights(cross_entropy.detach(), m, recipe.dpace_alpha);
+  if (is_dpace(recipe.weighting))
+    return m * dpace_weights(cross_entropy.detach(), m, recipe.dpace_alpha, recipe.weighting);
   return m * position_weights(m.size(-1), recipe.gamma).to(m.scalar_type()).unsqueeze(0);
 }
 

@@ -273,13 +273,14 @@ StepRecord read_metadata(const Reader& r) {
   rec.hidden_dtype = precision_meta(r, "hidden_dtype");
   rec.labels_source = choice_meta(r, "labels_source", {"teacher", "data"}) ? LabelsSource::kData
                                                                            : LabelsSource::kTeacher;
-  rec.weighting =
-      choice_meta(r, "weighting", {"fixed", "dpace"}) ? Weighting::kDpace : Weighting::kFixed;
+  rec.weighting = static_cast<Weighting>(choice_meta(
+      r, "weighting",
+      {"fixed", "dpace", "dpace-cumulative-confidence-only", "dpace-continuation-value-only"}));
   rec.normalization = static_cast<Normalization>(
       choice_meta(r, "loss_normalization", {"weight_sum", "mask_sum", "rows"}));
   if (r.optional_meta("dpace_alpha")) {
-    if (rec.weighting != Weighting::kDpace)
-      throw Error(f, "__metadata__ \"dpace_alpha\" is recorded but weighting is not \"dpace\"");
+    if (!is_dpace(rec.weighting))
+      throw Error(f, "__metadata__ \"dpace_alpha\" is recorded but weighting is not D-PACE");
     rec.dpace_alpha = r.meta_number("dpace_alpha");
     if (rec.dpace_alpha < 0 || rec.dpace_alpha > 1)
       throw Error(f, "__metadata__ \"dpace_alpha\" = " + format_number(rec.dpace_alpha) +

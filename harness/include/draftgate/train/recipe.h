@@ -42,13 +42,17 @@ at::Tensor block_teacher_logits(const at::Tensor& teacher, const std::vector<std
 // @a6b6b023 :245-275 `_dpace_weight`, loss_type "dpace") and speculators
 // (src/speculators/losses/utils.py @c05b95b3 :64-112 `dpace_loss_decay`): on the supervised mask m,
 // s_k = (1−α)·exp(−CE_k) + α (1 where m = 0), P_k = Π_{j≤k} s_j, W_k = Σ_{j≥k} P_j·m_j, detached;
-// the element weight is m·W.
-enum class Weighting { kFixed, kDpace };
+// the element weight is m·W. SpecForge's other D-PACE loss types weight by P alone
+// (kDpaceCumulativeConfidence, "dpace-cumulative-confidence-only") or by W / P
+// (kDpaceContinuationValue, "dpace-continuation-value-only"; P floored at the float's tiniest
+// normal), the same `_dpace_weight`.
+enum class Weighting { kFixed, kDpace, kDpaceCumulativeConfidence, kDpaceContinuationValue };
+inline bool is_dpace(Weighting w) { return w != Weighting::kFixed; }
 // How a trainer divides the weighted sum. kWeightSum: Σ ℓ·w / Σ w (SpecForge loss_type dflash,
 // dflash_family_model.py :351-362, :455-458). kMaskSum: per row Σ ℓ·w / (Σ m + 1e-5), mean over
 // rows (speculators losses/utils.py :290-304). kRows: Σ ℓ·w / rows (SpecForge D-PACE, :455-458).
 enum class Normalization { kWeightSum, kMaskSum, kRows };
-const char* weighting_name(Weighting w);          // "fixed" / "dpace"
+const char* weighting_name(Weighting w);          // "fixed", "dpace", SpecForge's variants' names
 const char* normalization_name(Normalization n);  // "weight_sum" / "mask_sum" / "rows"
 
 struct LossRecipe {
@@ -65,8 +69,10 @@ struct LossRecipe {
 at::Tensor elementwise_cross_entropy(const at::Tensor& logits, const at::Tensor& labels);
 at::Tensor elementwise_kl(const at::Tensor& logits, const at::Tensor& teacher_block_logits);
 
-// D-PACE weights W [N, B] (see Weighting) from the elementwise CE and the 0/1 supervised mask.
-at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha);
+// D-PACE weights [N, B] of `variant` (see Weighting: W, P or W / P) from the elementwise CE and
+// the 0/1 supervised mask.
+at::Tensor dpace_weights(const at::Tensor& cross_entropy, const at::Tensor& mask, double alpha,
+                         Weighting variant = Weighting::kDpace);
 
 // The element weights `recipe` gives [N, B]: `mask` [N, B] is the 0/1 supervision (block kept, in
 // bounds, k > 0, loss_mask); `cross_entropy` feeds D-PACE.
