@@ -11,8 +11,14 @@ namespace {
 CLI::Validator integer_check(std::int64_t min, std::int64_t max, const std::string& range) {
   return CLI::Validator(
       [=](std::string& in) -> std::string {
+        // Decimal digits only: CLI11's own reading takes "" as 0, 010 as octal and clamps an
+        // overflow to the largest integer.
         std::int64_t v = 0;
-        if (!CLI::detail::lexical_cast(in, v)) return "Value " + in + " is not an integer";
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        const std::size_t digit = !in.empty() && in[0] == '-' ? 1 : 0;
+        if (in.empty() || ec != std::errc() || end != in.data() + in.size() ||
+            (in.size() > digit + 1 && in[digit] == '0'))  // CLI11 would read 010 as octal 8
+          return "Value " + in + " is not an integer";
         if (v < min || v > max) return "Value " + in + " is not " + range;
         return {};
       },

@@ -82,10 +82,12 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
       ->check(path_value());
   cmd->add_option("--tokens", opt->tokens, "Token ids, comma-separated")
       ->required()
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(non_negative_integer());
   cmd->add_option("--taps", opt->taps,
                   "Decoder layers whose outputs to dump (HF hidden_states[l+1])")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(non_negative_integer());
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   add_device_option(cmd, opt->device);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");
