@@ -7,6 +7,7 @@
 
 #include "cli_options.h"
 #include "draftgate/arch/target_config.h"
+#include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/output_file.h"
 #include "draftgate/layout/decoder_stack.h"
@@ -34,6 +35,23 @@ int run_make_drafter(MakeDrafterOptions opt) {
   opt.spec.target_hidden = t.hidden;
   opt.spec.target_layers = t.num_layers;
   opt.spec.vocab = t.vocab;
+  // The taps and the mask id must name the target's layers and tokens (a final-layer tap stays
+  // possible: fixtures carry that bug for the gate to find).
+  for (std::size_t i = 0; i < opt.spec.target_layer_ids.size(); ++i) {
+    const std::int64_t tap = opt.spec.target_layer_ids[i];
+    if (tap >= t.num_layers)
+      throw Error("--taps",
+                  "tap " + std::to_string(tap) + " is not a layer of the target (0.." +
+                      std::to_string(t.num_layers - 1) + ")",
+                  "the default taps are 0,2; pass --taps for a target of fewer layers");
+    for (std::size_t j = 0; j < i; ++j)
+      if (opt.spec.target_layer_ids[j] == tap)
+        throw Error("--taps", "tap " + std::to_string(tap) + " is given twice");
+  }
+  if (opt.mask_token_id >= t.vocab)
+    throw Error("--mask-token-id", std::to_string(opt.mask_token_id) +
+                                       " is outside the target's vocabulary (0.." +
+                                       std::to_string(t.vocab - 1) + ")");
   opt.spec.mask_token_id = opt.mask_token_id >= 0 ? opt.mask_token_id : t.vocab - 1;
   if (opt.version ==
       2)  // the z-lab fixture's kernel and group, rank and top-k scaled to the target
@@ -64,8 +82,9 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
       ->delimiter(',')
       ->check(non_negative_integer());
   cmd->add_option("--mask-token-id", opt->mask_token_id,
-                  "Mask token id (default: the last vocabulary row)");
-  cmd->add_option("--seed", opt->spec.seed, "Generator seed");
+                  "Mask token id (default: the last vocabulary row)")
+      ->check(non_negative_integer());
+  cmd->add_option("--seed", opt->spec.seed, "Generator seed")->check(seed_value());
   cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());
   set_example(cmd, "draftgate make-drafter --target /tmp/target --taps 0,2 --out /tmp/drafter");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_drafter(*opt); }; });

@@ -115,7 +115,7 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--family", opt->family, family_help());
   cmd->add_option("--layout", opt->layout, layout_help());
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32");
-  cmd->add_option("--seed", opt->spec.seed, "Generator seed");
+  cmd->add_option("--seed", opt->spec.seed, "Generator seed")->check(seed_value());
   cmd->add_option("--hidden", opt->spec.hidden, "Hidden size")->check(integer_range(1, kMaxWidth));
   cmd->add_option("--intermediate", opt->spec.intermediate, "MLP width")
       ->check(integer_range(1, kMaxWidth));
