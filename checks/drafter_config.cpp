@@ -225,14 +225,21 @@ class DrafterConfigCheck : public Check {
       if (p["require_sorted_taps"].get<bool>() && sorted != taps)
         problems.push_back(taps_key + " [" + format_ids(taps) +
                            "] is not ascending (require_sorted_taps)");
+      // A tap as the user's file writes it: a speculators config's aux_hidden_state_layer_ids
+      // holds the z-lab id + 1 (its transformer_layer_config is read as z-lab's).
+      auto as_written = [&, &taps_key = taps_key](std::int64_t tap) {
+        return speculators ? "aux_hidden_state_layer_ids: " + std::to_string(tap + 1) +
+                                 " (target layer " + std::to_string(tap) + ")"
+                           : taps_key + ": " + std::to_string(tap);
+      };
       if (target_layers)
         for (auto tap : taps) {
           if (tap < 0 || tap >= *target_layers)
-            problems.push_back(taps_key + ": " + std::to_string(tap) +
-                               " names no target layer (0.." + std::to_string(*target_layers - 1) +
+            problems.push_back(as_written(tap) + " names no target layer (0.." +
+                               std::to_string(*target_layers - 1) +
                                "); tap the layers the drafter was trained on");
           else if (tap == *target_layers - 1 && !allowed("allow_final_layer"))
-            problems.push_back(taps_key + ": " + std::to_string(tap) +
+            problems.push_back(as_written(tap) +
                                " is the target's final layer, whose output already encodes the "
                                "next token (the fc-fed-the-final-layer shortcut); tap an earlier "
                                "layer (allow_final_layer relaxes this)");

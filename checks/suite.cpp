@@ -55,7 +55,8 @@ Suite read_suite(const fs::path& path) {
     for (const auto& [key, value] : a.items()) {
       auto it = slots.find(key);
       if (it == slots.end()) throw Error(file, "unknown artifact \"" + key + "\"");
-      if (!value.is_string()) throw Error(file, "artifact \"" + key + "\" must be a path string");
+      if (!value.is_string() || value.get<std::string>().empty())
+        throw Error(file, "artifact \"" + key + "\" must be a non-empty path string");
       const fs::path p = value.get<std::string>();
       *it->second = (p.is_absolute() ? p : base / p).lexically_normal();
     }

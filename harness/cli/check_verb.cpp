@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
-#include <set>
 
 #include "checks/check.h"
 #include "checks/drafter_provenance.h"
@@ -257,7 +256,7 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
   if (opt.json) throw Error("--json", "goes with --list (reports: --report FILE.json)");
   const std::vector<PlannedSuite> planned = front_end ? plan_in_front_end(opt) : plan(opt, engine);
   check_report_paths(opt, planned);
-  std::set<std::string> printed;  // one bad input read by several checks is one error line
+  std::vector<std::string> refusals;  // the checks' bad-input messages, each once, in order
   std::vector<checks::SuiteRun> runs;
   bool nothing_ran = true;
   for (const auto& p : planned) {
@@ -273,10 +272,17 @@ int run_check_verb(const CheckOptions& opt, const checks::Engine* engine) {
               << "\n";
     for (const auto& r : run.results)
       if (r.status == checks::Status::kError && !run.expect.count(r.check) &&
-          printed.insert(r.message).second)
-        std::cerr << "draftgate: error: " << r.message << "\n";
+          std::find(refusals.begin(), refusals.end(), r.message) == refusals.end())
+        refusals.push_back(r.message);
     runs.push_back(std::move(run));
   }
+  // One line on stderr however many checks refused their input (each one's is in the table).
+  if (!refusals.empty())
+    std::cerr << "draftgate: error: " << refusals.front()
+              << (refusals.size() > 1 ? " (and " + std::to_string(refusals.size() - 1) +
+                                            " more refusal(s) in the table above)"
+                                      : std::string())
+              << "\n";
   if (runs.size() > 1)
     std::cout << "\nverdicts\n"
               << checks::verdict_matrix(runs)

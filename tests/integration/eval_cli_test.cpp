@@ -186,11 +186,15 @@ TEST(EvalCli, BadInputExitsTwo) {
   EXPECT_THAT(r.err,
               HasSubstr("prompt \"x\" holds token 999 outside the target's vocabulary (256)"));
 
+  // A drafter whose config taps a layer the target lacks (make-drafter refuses to write one).
   const fs::path other = setup().dir / "other-drafter";
   ASSERT_EQ(run_draftgate("make-drafter --target " + setup().target.string() +
-                          " --taps 0,9 --out " + other.string())
+                          " --taps 0,2 --out " + other.string())
                 .exit_code,
             0);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(other / "config.json"));
+  config["dflash_config"]["target_layer_ids"] = {0, 9};
+  std::ofstream(other / "config.json") << config.dump();
   r = run_draftgate(base + " --drafter " + other.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("tap 9 is not a target layer (0..3)"));

@@ -444,6 +444,22 @@ INSTANTIATE_TEST_SUITE_P(
               return forward_to(ckpt, (dir / "out.safetensors").string());
             },
             "out.safetensors: lies inside the input checkpoint"),
+        // A link to nowhere is not replaced by a file: where it was meant to lead is unknown.
+        output_case(
+            "forward_onto_a_symlink_loop",
+            [](const fs::path& dir) {
+              fs::create_symlink(dir / "loop_b", dir / "loop_a");
+              fs::create_symlink(dir / "loop_a", dir / "loop_b");
+              return forward_to(copy_of(dir, "qwen3-target"), (dir / "loop_a").string());
+            },
+            "loop_a: is a symbolic link that leads to no file (dangling, or a loop)"),
+        output_case(
+            "forward_onto_a_dangling_symlink",
+            [](const fs::path& dir) {
+              fs::create_symlink(dir / "nowhere" / "x", dir / "dangling");
+              return forward_to(copy_of(dir, "qwen3-target"), (dir / "dangling").string());
+            },
+            "dangling: is a symbolic link that leads to no file"),
         output_case(
             "forward_over_a_hard_link_to_the_weights",
             [](const fs::path& dir) {

@@ -373,7 +373,10 @@ INSTANTIATE_TEST_SUITE_P(
         suite_case("suite_unknown_check", suite_with("checks", {{{"check", "tau_min"}}}),
                    "unknown check \"tau_min\""),
         suite_case("suite_path_not_a_string", suite_with("artifacts", {{"target", 3}}),
-                   "artifact \"target\" must be a path string"),
+                   "artifact \"target\" must be a non-empty path string"),
+        // An empty path would name the suite's own folder.
+        suite_case("suite_path_empty", suite_with("artifacts", {{"target", ""}}),
+                   "artifact \"target\" must be a non-empty path string"),
         // Found by fuzz_suite: a non-string schema escaped as a JSON type error.
         suite_case("suite_schema_not_a_string",
                    json::parse("{\"schema\": 33333330000000000000000052310}"),

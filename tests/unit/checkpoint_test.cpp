@@ -115,9 +115,19 @@ TEST(Checkpoint, IndexAndShardsMustAgree) {
   write_safetensors(dir / "b.safetensors", {{"y", DType::F32, {1}, b}});
   write_json(index, {{"weight_map", {{"x", "a.safetensors"}, {"y", "b.safetensors"}}}});
   EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
-              HasSubstr("a.safetensors: tensor \"y\" also appears in b.safetensors"));
+              HasSubstr("a.safetensors: holds tensor \"y\", which model.safetensors.index.json "
+                        "lists in b.safetensors"));
+  // Listed in a shard that does not hold it: the same words, no claim of a second copy.
+  write_safetensors(dir / "b.safetensors", {{"z", DType::F32, {1}, b}});
+  write_json(index, {{"weight_map",
+                      {{"x", "a.safetensors"}, {"y", "b.safetensors"}, {"z", "b.safetensors"}}}});
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("a.safetensors: holds tensor \"y\", which model.safetensors.index.json "
+                        "lists in b.safetensors"));
 
   write_safetensors(dir / "a.safetensors", {{"x", DType::F32, {1}, b}});
+  write_safetensors(dir / "b.safetensors", {{"y", DType::F32, {1}, b}});
+  write_json(index, {{"weight_map", {{"x", "a.safetensors"}, {"y", "b.safetensors"}}}});
   EXPECT_EQ(Checkpoint::open(dir).names().size(), 2u);  // index and shards agree
 
   write_safetensors(dir / "model.safetensors", {{"x", DType::F32, {1}, b}});

@@ -166,10 +166,11 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
                 (dir / shard).string(),
                 "holds tensor \"" + info.name + "\", which " + kIndexName + " does not list",
                 "regenerate the index from the shards");
-          if (mapped->second != shard)
+          if (mapped->second != shard)  // listed elsewhere: that shard may or may not hold it too
             throw Error((dir / shard).string(),
-                        "tensor \"" + info.name + "\" also appears in " + mapped->second,
-                        "keep one copy and regenerate the index");
+                        "holds tensor \"" + info.name + "\", which " + kIndexName + " lists in " +
+                            mapped->second,
+                        "regenerate the index from the shards (keep one copy where two hold it)");
         }
         if (!ckpt.entries_.emplace(info.name, Entry{shard, &info}).second)
           throw Error(

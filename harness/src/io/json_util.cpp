@@ -69,8 +69,18 @@ class StrictSax {
     // "…; last read: '<token>'" can quote a long or binary token: keep the reason only.
     if (const auto last = what.find("; last read:"); last != std::string::npos)
       what = what.substr(0, last);
-    throw Error(file_,
-                "invalid JSON at byte " + std::to_string(position) + ": " + what.substr(0, 160));
+    // "parse error at line L, column C: syntax error while parsing value - invalid literal" is
+    // the library's wording: the place and the reason are kept, in our words around them.
+    std::string place;
+    const std::string prefix = "parse error at ";
+    if (const auto colon = what.find(": ");
+        what.rfind(prefix, 0) == 0 && colon != std::string::npos) {
+      place = " (" + what.substr(prefix.size(), colon - prefix.size()) + ")";
+      what = what.substr(colon + 2);
+    }
+    if (const auto dash = what.find(" - "); dash != std::string::npos) what = what.substr(dash + 3);
+    throw Error(file_, "invalid JSON at byte " + std::to_string(position) + place + ": " +
+                           what.substr(0, 160));
   }
 
  private:

@@ -68,6 +68,11 @@ void check_one(const RunPath& out, const std::vector<RunPath>& inputs) {
   require_parent_folder(out);
   struct stat st {};
   const bool exists = ::stat(out.path.c_str(), &st) == 0;
+  struct stat link {};
+  if (!exists && ::lstat(out.path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+    refuse(
+        "is a symbolic link that leads to no file (dangling, or a loop); only a regular file is "
+        "ever replaced");
   if (exists && out.directory && !S_ISDIR(st.st_mode))
     refuse("exists and is " + file_kind(st.st_mode) + ", not a directory");
   if (exists && !out.directory && !S_ISREG(st.st_mode))
