@@ -20,6 +20,7 @@ CLI::Validator integer_check(std::int64_t min, std::int64_t max, const std::stri
             (in.size() > digit + 1 && in[digit] == '0'))  // CLI11 would read 010 as octal 8
           return "Value " + in + " is not an integer";
         if (v < min || v > max) return "Value " + in + " is not " + range;
+        in = std::to_string(v);  // CLI11 converts what the check leaves: plain decimal
         return {};
       },
       "INT " + range);
@@ -40,9 +41,11 @@ CLI::Validator seed_value() {
       [](std::string& in) -> std::string {
         std::uint64_t v = 0;
         const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
-        if (in.empty() || ec != std::errc() || end != in.data() + in.size())
+        if (in.empty() || ec != std::errc() || end != in.data() + in.size() ||
+            (in.size() > 1 && in[0] == '0'))  // CLI11 would read 010 as octal 8
           return "Value " + in +
                  " is not an integer in 0…18446744073709551615 (a seed of up to 64 bits)";
+        in = std::to_string(v);  // CLI11 converts what the check leaves: plain decimal
         return {};
       },
       "UINT64");

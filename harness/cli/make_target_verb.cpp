@@ -66,18 +66,24 @@ int run_make_target(MakeTargetOptions opt) {
   const bool existed = std::filesystem::exists(opt.out);
   model::write_random_target(opt.out, s);
   // Shapes forward would refuse (an odd head_dim, heads not a multiple of the KV heads, ...) are
-  // refused here, by the same reading, and nothing is left written.
-  try {
-    const io::Checkpoint written = io::Checkpoint::open(opt.out);
-    model::TargetConfig::from(written.config(), layout::resolve_decoder_stack(written));
-  } catch (const Error& e) {
+  // refused here, by the same reading, and nothing is left written (--out was new or empty).
+  const auto remove_written = [&] {
     if (existed)
       for (const auto& entry : std::filesystem::directory_iterator(opt.out))
         std::filesystem::remove_all(entry.path());
     else
       std::filesystem::remove_all(opt.out);
-    throw Error("make-target", "these shapes make a target the engine refuses: " + e.problem(),
-                "nothing was written; change the flags");
+  };
+  try {
+    const io::Checkpoint written = io::Checkpoint::open(opt.out);
+    model::TargetConfig::from(written.config(), layout::resolve_decoder_stack(written));
+  } catch (const Error& e) {
+    remove_written();
+    throw Error(opt.out, "these shapes make a target the engine refuses: " + e.problem(),
+                e.hint().empty() ? "nothing was written; change the flags" : e.hint());
+  } catch (...) {
+    remove_written();
+    throw;
   }
   std::cout << "wrote random " << family->name << " target (" << model::layout_name(s.layout)
             << " layout" << (s.fp8 ? ", " + s.fp8->describe() : std::string()) << ") to " << opt.out

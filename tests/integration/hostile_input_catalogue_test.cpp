@@ -1079,7 +1079,7 @@ INSTANTIATE_TEST_SUITE_P(Limits, HostileInput,
                                                           "--vocab 64 --layers 1 --out " +
                                                           (dir / "t").string();
                                                  },
-                                                 "make-target: these shapes make a target the "
+                                                 "t: these shapes make a target the "
                                                  "engine refuses: head_dim 3 is odd"},
                                              Hostile{"make_target_heads_not_a_multiple",
                                                      [](const fs::path& dir) {

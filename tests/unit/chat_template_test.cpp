@@ -189,6 +189,11 @@ TEST(ChatTemplate, RenderingIsBoundedInStepsOutputAndDepth) {
   EXPECT_THAT(render_error("{% set h = namespace(n=none) %}{% for i in range(100000) %}{% set b = "
                            "namespace(x=none) %}{% set b.x = h.n %}{% set h.n = b %}{% endfor %}"),
               HasSubstr("lists, dicts and namespaces nested deeper than 256"));
+  // A list holding a namespace that grows after the list was made (an outside review's chain).
+  EXPECT_THAT(render_error("{% set h = namespace(n=none) %}{% for i in range(100000) %}{% set b = "
+                           "namespace(x=none) %}{% set l = [b] %}{% set b.x = h.n %}{% set h.n = "
+                           "l %}{% endfor %}"),
+              HasSubstr("lists, dicts and namespaces nested deeper than 256"));
   // A real template's nesting is far inside: 100 blocks and lists deep render.
   std::string shallow;
   for (int i = 0; i < 100; ++i) shallow += "{% if 1 %}";

@@ -57,34 +57,52 @@ void too_deep(int line) {
        "lists, dicts and namespaces nested deeper than " + std::to_string(kMaxNesting));
 }
 
-// v's nesting, each namespace looked through once (`seen`: its depth, or -1 while its members
-// are being looked through — a namespace that holds itself).
-int nesting_of(const Value& v, int line, std::vector<std::pair<const Dict*, int>>& seen) {
-  if (v.kind != Value::Kind::kNamespace) return v.depth;
-  for (const auto& [ns, depth] : seen)
-    if (ns == v.ns.get()) {
+// v's nesting. A list or dict holding no namespace has its depth from when it was made (its
+// items cannot change); a namespace, and a container holding one, is looked through, since a
+// namespace's members change after the fact. Each container once (`seen`: its depth, or -1 while
+// its members are being looked through — a namespace that holds itself).
+int nesting_of(const Value& v, int line, std::vector<std::pair<const void*, int>>& seen) {
+  const bool is_namespace = v.kind == Value::Kind::kNamespace;
+  if (!is_namespace && !v.holds_namespace) return v.depth;
+  const void* const id = is_namespace                   ? static_cast<const void*>(v.ns.get())
+                         : v.kind == Value::Kind::kList ? static_cast<const void*>(v.list.get())
+                                                        : static_cast<const void*>(v.dict.get());
+  for (const auto& [seen_id, depth] : seen)
+    if (seen_id == id) {
       if (depth < 0) fail(ErrorKind::kUnsupported, line, "a namespace that holds itself");
       return depth;
     }
-  seen.emplace_back(v.ns.get(), -1);
+  seen.emplace_back(id, -1);
   const std::size_t at = seen.size() - 1;
   int depth = 0;
-  for (const auto& member : *v.ns) depth = std::max(depth, nesting_of(member.second, line, seen));
+  if (is_namespace)
+    for (const auto& member : *v.ns) depth = std::max(depth, nesting_of(member.second, line, seen));
+  else if (v.kind == Value::Kind::kList)
+    for (const Value& item : *v.list) depth = std::max(depth, nesting_of(item, line, seen));
+  else
+    for (const auto& item : *v.dict) depth = std::max(depth, nesting_of(item.second, line, seen));
   if (depth + 1 > kMaxNesting) too_deep(line);
   seen[at].second = depth + 1;
   return depth + 1;
 }
 
+bool namespace_inside(const Value& item) {
+  return item.kind == Value::Kind::kNamespace || item.holds_namespace;
+}
+
 }  // namespace
 
 int nesting(const Value& v, int line) {
-  std::vector<std::pair<const Dict*, int>> seen;
+  std::vector<std::pair<const void*, int>> seen;
   return nesting_of(v, line, seen);
 }
 
 Value Value::make_list(List l, bool tuple) {
   Value v;
-  for (const Value& item : l) v.depth = std::max(v.depth, nesting(item, 0));
+  for (const Value& item : l) {
+    v.depth = std::max(v.depth, nesting(item, 0));
+    v.holds_namespace = v.holds_namespace || namespace_inside(item);
+  }
   if (++v.depth > kMaxNesting) too_deep(0);
   v.kind = Kind::kList;
   v.list = std::make_shared<const List>(std::move(l));
@@ -93,7 +111,10 @@ Value Value::make_list(List l, bool tuple) {
 }
 Value Value::make_dict(Dict d) {
   Value v;
-  for (const auto& item : d) v.depth = std::max(v.depth, nesting(item.second, 0));
+  for (const auto& item : d) {
+    v.depth = std::max(v.depth, nesting(item.second, 0));
+    v.holds_namespace = v.holds_namespace || namespace_inside(item.second);
+  }
   if (++v.depth > kMaxNesting) too_deep(0);
   v.kind = Kind::kDict;
   v.dict = std::make_shared<const Dict>(std::move(d));

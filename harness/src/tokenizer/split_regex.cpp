@@ -14,7 +14,8 @@ namespace {
 // Oniguruma's Unicode \w: Alphabetic, Mark, Decimal_Number, Connector_Punctuation
 // (make_unicode_property_data.py's add_posix_props, "word"): the letter-like numbers and symbols
 // (Ⅻ, Ⓐ) are Alphabetic. Checked against the library through its npm binding, where it also took
-// ² (No, in Latin-1) as a word character but not as a \W one: that one character is left.
+// ² (No, in Latin-1; likely Latin-1's other superscripts and fractions too) as a word
+// character: those are left.
 constexpr const char* kWordInner = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
 
 bool pcre2_compiles(const std::string& pattern) {

@@ -626,6 +626,10 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
                     "anchors[" + std::to_string(row) + ", " + std::to_string(j) + "] = " +
                         std::to_string(a) + " is in " + where + "'s padding (document_ids -1)",
                     "mark padded anchors 0 in anchor_mask");
+    if (runs.empty()) {  // every token of the row marked padding by its document_ids
+      batch.unjudged.push_back(where + " (all padding)");
+      continue;
+    }
     for (const Run& run : runs) {
       std::vector<std::int64_t> which;
       StepRecord rec = meta;

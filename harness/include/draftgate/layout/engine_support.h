@@ -3,7 +3,7 @@
 // (torch-free: `probe` and layer_path use it on metadata-only checkpoints). The engine runs the
 // families of the table (arch/family_table.h) with dense MLPs, the quantisations and RoPE types
 // their entries name (fine-grained FP8: io/fp8_scheme.h), and full (not sliding-window) attention;
-// TargetConfig (model/target_config.h) refuses the rest when loading.
+// TargetConfig (arch/target_config.h) refuses the rest when loading.
 
 #include <string>
 #include <vector>

@@ -68,8 +68,9 @@ struct Value {
   std::shared_ptr<const Dict> dict;
   std::shared_ptr<Dict> ns;  // a namespace() object: the one mutable value
   std::shared_ptr<const Callable> call;
-  std::string undefined_name;  // what the undefined value stands for, for the error message
-  int depth = 0;               // a list's or dict's containers nested inside it, itself counted
+  std::string undefined_name;    // what the undefined value stands for, for the error message
+  int depth = 0;                 // a list's or dict's containers nested inside it, itself counted
+  bool holds_namespace = false;  // a list or dict with a namespace inside: its depth can grow
 
   static Value undefined(std::string name = {});
   static Value none();

@@ -27,7 +27,9 @@
 //   labels_source = "teacher" (default: labels are the teacher's greedy tokens) | "data" (labels
 //     are the data tokens input_ids[a+k], SpecForge; no teacher logits needed);
 //   weighting = "fixed" (default: decay γ or uniform) | "dpace" (D-PACE, dpace_alpha, default
-//     0.5); loss_normalization = "weight_sum" (default) | "mask_sum" | "rows" (recipe.h);
+//     0.5) | "dpace-cumulative-confidence-only" | "dpace-continuation-value-only" (SpecForge's
+//     D-PACE loss types of those names, recipe.h); loss_normalization = "weight_sum" (default) |
+//     "mask_sum" | "rows" (recipe.h);
 //   hidden_dtype = "f32" | "bf16" | "f16": the precision the target computed the captured
 //     fc_input in (undeclared: judged as bf16).
 // Batches (docs/step-records.md#batches): input_ids [R, S] holds R rows as the trainer batched
@@ -37,7 +39,8 @@
 //   attention_mask  I64|U8|BOOL [R, S]  1 on the row's tokens: one contiguous run (padding right or
 //                                        left)
 //   document_ids    I64 [R, S]   packed rows: each position's document (a contiguous run each;
-//                                 attention never crosses one)
+//                                 attention never crosses one); a negative id is padding
+// loss_mask holds 0s and 1s only, weights finite non-negative values (else the record is refused).
 //   position_ids    I64 [R, S]   the positions the trainer gave the target: consecutive inside a
 //                                 document (RoPE is relative, so any start is the same computation)
 //   anchor_mask     I64|U8|BOOL [R, N]  1 on the anchors the step kept (SpecForge's keep mask)
