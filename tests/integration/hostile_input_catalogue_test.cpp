@@ -1952,6 +1952,11 @@ INSTANTIATE_TEST_SUITE_P(
             "tokenizer_regex_word_boundary",
             [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "\\bx"; },
             "/pre_tokenizer/pattern/Regex: regex construct \\b at character 0 is not supported"),
+        // Oniguruma has no name=value properties: refused by name, not handed to PCRE2.
+        tokenizer_case(
+            "tokenizer_regex_property_with_a_value",
+            [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "\\p{Script=Han}+"; },
+            "regex construct the property \\p{Script=Han} at character 0 is not supported"),
         tokenizer_case(
             "tokenizer_regex_not_compiling",
             [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "a{2,1}"; },
