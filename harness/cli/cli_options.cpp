@@ -1,5 +1,6 @@
 #include "cli_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -36,6 +37,48 @@ CLI::Validator non_negative_integer() {
   return integer_check(0, std::numeric_limits<std::int64_t>::max(), "≥ 0");
 }
 
+CLI::Option* add_integer_list(CLI::App* cmd, const std::string& name,
+                              std::vector<std::int64_t>& values, const std::string& description,
+                              const CLI::Validator& element) {
+  // The check sees each occurrence's whole list and leaves it as plain decimal elements joined by
+  // commas, so the callback's reading cannot fail.
+  const CLI::Validator list(
+      [element](std::string& in) -> std::string {
+        if (in.find(',') == std::string::npos) return element(in);
+        std::string canonical;
+        std::size_t begin = 0;
+        for (int position = 1;; ++position) {
+          const std::size_t comma = std::min(in.find(',', begin), in.size());
+          std::string piece = in.substr(begin, comma - begin);
+          const std::string element_n = "element " + std::to_string(position);
+          if (piece.empty()) return "Value " + in + ": " + element_n + " is empty";
+          if (std::string error = element(piece); !error.empty())
+            return error + " (" + element_n + " of " + in + ")";
+          canonical += (position == 1 ? "" : ",") + piece;
+          if (comma == in.size()) break;
+          begin = comma + 1;
+        }
+        in = canonical;
+        return {};
+      },
+      element.get_description() + ",…");
+  return cmd
+      ->add_option_function<std::vector<std::string>>(
+          name,
+          [&values](const std::vector<std::string>& lists) {
+            values.clear();
+            for (const std::string& checked : lists)
+              for (std::size_t begin = 0; begin <= checked.size();) {
+                const std::size_t comma = std::min(checked.find(',', begin), checked.size());
+                values.push_back(std::stoll(checked.substr(begin, comma - begin)));
+                begin = comma + 1;
+              }
+          },
+          description)
+      ->type_name("LIST")
+      ->check(list);
+}
+
 CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& in) -> std::string {
@@ -62,9 +105,8 @@ CLI::Validator path_value() {
 void add_decoding_options(CLI::App* cmd, decode::DecodeConfig& decode) {
   cmd->add_option("--max-new", decode.max_new_tokens, "Tokens to generate per prompt")
       ->check(integer_range(1, decode::kMaxNewTokensLimit));
-  cmd->add_option("--eos", decode.eos_ids, "Stop token ids, comma-separated (default: none)")
-      ->delimiter(',')
-      ->check(non_negative_integer());
+  add_integer_list(cmd, "--eos", decode.eos_ids, "Stop token ids, comma-separated (default: none)",
+                   non_negative_integer());
   cmd->add_option("--tree-budget", decode.tree_budget, "DDTree node budget (0 = linear DFlash)")
       ->check(integer_range(0, decode::kMaxTreeBudget));
   cmd->add_option("--tree-top-k", decode.tree_top_k, "DDTree candidates per depth (0 = budget)")

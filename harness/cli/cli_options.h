@@ -18,6 +18,12 @@ namespace draftgate::cli {
 CLI::Validator integer_range(std::int64_t min, std::int64_t max);
 // An integer ≥ 0 (token ids).
 CLI::Validator non_negative_integer();
+// A comma-separated list of integers, each checked by `element` as written, into `values`
+// (repeating the flag appends). CLI11's own delimiter dropped empty elements: "--tokens 1,,2"
+// read as 1,2 and "--taps 3," as 3; here an empty element is refused by its position.
+CLI::Option* add_integer_list(CLI::App* cmd, const std::string& name,
+                              std::vector<std::int64_t>& values, const std::string& description,
+                              const CLI::Validator& element);
 // A 64-bit unsigned seed, refused (not clamped) past 2^64 - 1.
 CLI::Validator seed_value();
 // Every path flag's value: an empty one (`--golden "$UNSET"`) is refused by name, never read as

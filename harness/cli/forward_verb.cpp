@@ -80,14 +80,12 @@ void add_forward(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--model", opt->model, "Target checkpoint directory")
       ->required()
       ->check(path_value());
-  cmd->add_option("--tokens", opt->tokens, "Token ids, comma-separated")
-      ->required()
-      ->delimiter(',')
-      ->check(non_negative_integer());
-  cmd->add_option("--taps", opt->taps,
-                  "Decoder layers whose outputs to dump (HF hidden_states[l+1])")
-      ->delimiter(',')
-      ->check(non_negative_integer());
+  add_integer_list(cmd, "--tokens", opt->tokens, "Token ids, comma-separated",
+                   non_negative_integer())
+      ->required();
+  add_integer_list(cmd, "--taps", opt->taps,
+                   "Decoder layers whose outputs to dump (HF hidden_states[l+1])",
+                   non_negative_integer());
   cmd->add_option("--dtype", opt->dtype, "bf16 or f32 (default: as stored)");
   add_device_option(cmd, opt->device);
   cmd->add_option("--gdn", opt->gdn, "Gated DeltaNet algorithm: chunked or recurrent");

@@ -78,9 +78,8 @@ void add_make_drafter(CLI::App& app, VerbRunner* runner) {
   cmd->add_option("--layers", opt->spec.layers, "Drafter layers")->check(integer_range(1, 64));
   cmd->add_option("--block-size", opt->spec.block_size, "Block size B")
       ->check(integer_range(2, 256));
-  cmd->add_option("--taps", opt->spec.target_layer_ids, "target_layer_ids, comma-separated")
-      ->delimiter(',')
-      ->check(non_negative_integer());
+  add_integer_list(cmd, "--taps", opt->spec.target_layer_ids, "target_layer_ids, comma-separated",
+                   non_negative_integer());
   cmd->add_option("--mask-token-id", opt->mask_token_id,
                   "Mask token id (default: the last vocabulary row)")
       ->check(non_negative_integer());

@@ -159,11 +159,9 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
   cmd->add_option(
       "--quantize", opt->quantize,
       "fp8: write the decoder layers' linear weights block-FP8 (e4m3 + weight_scale_inv)");
-  cmd->add_option("--fp8-block", opt->fp8_block,
-                  "FP8 weight_block_size ROWS,COLS (default 128,128)")
-      ->delimiter(',')
-      ->expected(2)
-      ->check(integer_range(1, kMaxWidth));
+  add_integer_list(cmd, "--fp8-block", opt->fp8_block,
+                   "FP8 weight_block_size ROWS,COLS (default 128,128)",
+                   integer_range(1, kMaxWidth));
   cmd->add_option("--out", opt->out, "Output directory")->required()->check(path_value());
   set_example(cmd, "draftgate make-target --family qwen3_5 --layout vlm --out /tmp/target");
   cmd->callback([opt, runner] { *runner = [opt] { return run_make_target(*opt); }; });

@@ -1787,6 +1787,16 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"eos_with_a_newline",
                 [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); },
                 "usage error: --eos: Value 1 2 is not an integer"},
+        // CLI11's delimiter dropped empty elements: 1,,2 read as 1,2.
+        Hostile{"eos_list_ending_in_a_comma",
+                [](const fs::path&) { return oracle_eval("--eos 1,"); },
+                "usage error: --eos: Value 1,: element 2 is empty"},
+        Hostile{"forward_token_list_with_an_empty_element",
+                [](const fs::path& dir) {
+                  return "forward --model " + target() + " --tokens 1,,2 --out " +
+                         (dir / "o.safetensors").string();
+                },
+                "--tokens: Value 1,,2: element 2 is empty"},
         Hostile{"eos_outside_the_vocabulary",
                 [](const fs::path&) { return oracle_eval("--eos 64"); },
                 "--eos: EOS id 64 is outside the target's vocabulary (64 tokens)"},

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -78,12 +79,15 @@ std::vector<json> corpus() {
   return entries;
 }
 
+std::string oracle_command(const fs::path& tokenizer_json, const fs::path& corpus_file) {
+  return "node '" + kOracleScript.string() + "' '" + oracle_prefix().string() + "' '" +
+         tokenizer_json.string() + "' '" + corpus_file.string() + "'";
+}
+
 // The oracle's answer per corpus line.
 std::vector<json> run_oracle(const fs::path& tokenizer_json,
                              const fs::path& corpus_file = kCorpus) {
-  const std::string cmd = "node '" + kOracleScript.string() + "' '" + oracle_prefix().string() +
-                          "' '" + tokenizer_json.string() + "' '" + corpus_file.string() + "'";
-  FILE* p = ::popen(cmd.c_str(), "r");
+  FILE* p = ::popen(oracle_command(tokenizer_json, corpus_file).c_str(), "r");
   if (p == nullptr) return {};
   std::string out;
   char buf[65536];
@@ -180,6 +184,78 @@ TEST(TokenizerOracle, APatternDifferenceIsCaught) {
     differ += qwen3.encode(entries[i]["text"].get<std::string>(), "t") !=
               oracle[i]["ids"].get<std::vector<std::int32_t>>();
   EXPECT_GT(differ, 0u);
+}
+
+// A file the library refuses to load draftgate refuses too, naming the place (fields its serde
+// structs require, absent or null; a merges list mixing its two forms); one it loads, both load.
+TEST(TokenizerOracle, FilesTheLibraryRefusesAreRefused) {
+  REQUIRE_ORACLE();
+  const json real = json::parse(std::ifstream(qwen3_file()));
+  const std::string stem = "draftgate-refusal-" + std::to_string(::getpid());
+  const fs::path corpus_file = fs::temp_directory_path() / (stem + ".jsonl");
+  std::ofstream(corpus_file) << "{\"name\": \"t\", \"text\": \"Hello world\"}\n";
+  struct Variant {
+    const char* name;
+    std::function<void(json&)> change;
+    const char* refusal;  // "" where both load
+  };
+  const auto drop = [](const char* pointer, const char* key) {
+    return [=](json& j) { j[json::json_pointer(pointer)].erase(key); };
+  };
+  const auto null = [](const char* pointer) {
+    return [=](json& j) { j[json::json_pointer(pointer)] = nullptr; };
+  };
+  const std::vector<Variant> variants = {
+      {"added_token_without_special", drop("/added_tokens/0", "special"),
+       "/added_tokens/0: has no \"special\""},
+      {"added_token_without_normalized", drop("/added_tokens/0", "normalized"),
+       "/added_tokens/0: has no \"normalized\""},
+      {"added_token_lstrip_null", null("/added_tokens/0/lstrip"),
+       "/added_tokens/0/lstrip: must be true or false, got null"},
+      {"byte_level_without_trim_offsets", drop("/pre_tokenizer/pretokenizers/1", "trim_offsets"),
+       "/pre_tokenizer/pretokenizers/1: has no \"trim_offsets\""},
+      {"byte_level_add_prefix_space_null", null("/pre_tokenizer/pretokenizers/1/add_prefix_space"),
+       "/pre_tokenizer/pretokenizers/1/add_prefix_space: must be true or false, got null"},
+      {"split_invert_null", null("/pre_tokenizer/pretokenizers/0/invert"),
+       "/pre_tokenizer/pretokenizers/0/invert: must be true or false, got null"},
+      {"decoder_without_add_prefix_space", drop("/decoder", "add_prefix_space"),
+       "/decoder: has no \"add_prefix_space\""},
+      {"decoder_without_trim_offsets", drop("/decoder", "trim_offsets"),
+       "/decoder: has no \"trim_offsets\""},
+      {"post_processor_without_trim_offsets", drop("/post_processor", "trim_offsets"),
+       "/post_processor: has no \"trim_offsets\""},
+      {"merges_of_both_forms",
+       [](json& j) {
+         json& second = j["model"]["merges"][1];
+         second = second.is_array()
+                      ? json(second[0].get<std::string>() + " " + second[1].get<std::string>())
+                      : json::array({"a", "b"});
+       },
+       "/model/merges/1: mixes"},
+      {"byte_level_without_use_regex", drop("/decoder", "use_regex"), ""},
+      {"bpe_fuse_unk_null", null("/model/fuse_unk"), ""},
+  };
+  for (const Variant& v : variants) {
+    json j = real;
+    v.change(j);
+    const fs::path file = fs::temp_directory_path() / (stem + "-" + v.name + ".json");
+    std::ofstream(file) << j.dump();
+    const bool library_loads =
+        std::system((oracle_command(file, corpus_file) + " >/dev/null 2>&1").c_str()) == 0;
+    std::string refusal;
+    try {
+      Tokenizer::load(file);
+    } catch (const Error& e) {
+      refusal = e.what();
+    }
+    fs::remove(file);
+    EXPECT_EQ(library_loads, *v.refusal == '\0') << v.name;
+    if (*v.refusal == '\0')
+      EXPECT_EQ(refusal, "") << v.name;
+    else
+      EXPECT_NE(refusal.find(v.refusal), std::string::npos) << v.name << ": " << refusal;
+  }
+  fs::remove(corpus_file);
 }
 
 // Issue 29 item 5: a conversation rendered by the checkpoint's chat template (the real Qwen3

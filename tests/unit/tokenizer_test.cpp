@@ -175,7 +175,10 @@ TEST(TokenizerPreTokenizer, ByteLevelMapsBytesToTheAlphabet) {
   EXPECT_EQ(bytes_to_alphabet("é"), "Ã©");
   EXPECT_EQ(alphabet_byte(U'Ġ'), ' ');
   EXPECT_EQ(alphabet_byte(U'€'), -1);
-  const json bl = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+  const json bl = {{"type", "ByteLevel"},
+                   {"add_prefix_space", true},
+                   {"trim_offsets", true},
+                   {"use_regex", true}};
   EXPECT_THAT(pre_tokenize(bl, "Hi you"), ElementsAre("ĠHi", "Ġyou"));
 }
 
@@ -309,6 +312,63 @@ TEST(TokenizerErrors, NameTheFileAndThePlace) {
       error_of([&] { encode(with_added("ab", json::array({added("<s>", 5, false)})), "a"); }),
       HasSubstr("/added_tokens/0/id: added token \"<s>\" declares id 5 but the Hugging "
                 "Face library gives it id 2"));
+}
+
+// Fields the library's serde structs require are refused when absent or null, as the library
+// refuses the whole file (TokenizerOracle.FilesTheLibraryRefusesAreRefused runs it on the same).
+TEST(TokenizerErrors, FieldsTheLibraryRequiresAreRequired) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[bytes_to_alphabet(std::string(1, static_cast<char>(b)))] = b;
+  vocab["ab"] = 256;
+  const json bl = {{"type", "ByteLevel"},
+                   {"add_prefix_space", false},
+                   {"trim_offsets", false},
+                   {"use_regex", false}};
+  const json whole = json::parse(tiny(vocab, json::array({{"a", "b"}}),
+                                      {{"pre_tokenizer", bl},
+                                       {"decoder", bl},
+                                       {"post_processor", bl},
+                                       {"added_tokens", json::array({added("<s>", 257, false)})}}));
+  EXPECT_THAT(encode(whole.dump(), "ab"), ElementsAre(256));
+  const auto refusal = [&](const std::function<void(json&)>& change) {
+    json j = whole;
+    change(j);
+    return error_of([&] { encode(j.dump(), "ab"); });
+  };
+  for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized", "special"}) {
+    EXPECT_THAT(refusal([&](json& j) { j["added_tokens"][0].erase(flag); }),
+                HasSubstr(std::string("/added_tokens/0: has no \"") + flag + "\""));
+    EXPECT_THAT(refusal([&](json& j) { j["added_tokens"][0][flag] = nullptr; }),
+                HasSubstr(std::string("/added_tokens/0/") + flag + ": must be true or false"));
+  }
+  for (const char* part : {"pre_tokenizer", "decoder", "post_processor"})
+    for (const char* flag : {"add_prefix_space", "trim_offsets"}) {
+      EXPECT_THAT(refusal([&](json& j) { j[part].erase(flag); }),
+                  HasSubstr(std::string("/") + part + ": has no \"" + flag + "\""));
+      EXPECT_THAT(refusal([&](json& j) { j[part][flag] = nullptr; }),
+                  HasSubstr(std::string("/") + part + "/" + flag + ": must be true or false"));
+    }
+  EXPECT_THAT(encode(
+                  [&] {
+                    json j = whole;
+                    for (const char* part : {"pre_tokenizer", "decoder", "post_processor"})
+                      j[part].erase("use_regex");  // the one ByteLevel flag with a default (true)
+                    j["model"]["fuse_unk"] = nullptr;  // BPE's options read null as unset
+                    return j.dump();
+                  }(),
+                  "ab"),
+              ElementsAre(256));
+  EXPECT_THAT(refusal([](json& j) {
+                j["model"]["merges"] = json::array({{"a", "b"}, "a b"});
+              }),
+              HasSubstr("/model/merges/1: mixes [\"a\", \"b\"] pairs and \"a b\" strings"));
+  EXPECT_THAT(refusal([](json& j) {
+                j["pre_tokenizer"] = {{"type", "Split"},
+                                      {"pattern", {{"String", " "}}},
+                                      {"behavior", "Isolated"},
+                                      {"invert", nullptr}};
+              }),
+              HasSubstr("/pre_tokenizer/invert: must be true or false, got null"));
 }
 
 }  // namespace

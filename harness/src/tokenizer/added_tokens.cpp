@@ -68,11 +68,12 @@ AddedVocabulary AddedVocabulary::from_json(const json& j, const JsonPlace& at,
     const json& id = here.require(t, "id");
     if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX)
       here.at("id").fail("must be a non-negative 32-bit integer, got " + io::json_excerpt(id));
-    tok.single_word = here.bool_of(t, "single_word", false);
-    tok.lstrip = here.bool_of(t, "lstrip", false);
-    tok.rstrip = here.bool_of(t, "rstrip", false);
-    tok.normalized = here.bool_of(t, "normalized", true);
-    tok.special = here.bool_of(t, "special", false);
+    // Every flag is required (AddedToken derives Deserialize without defaults).
+    tok.single_word = here.flag_of(t, "single_word");
+    tok.lstrip = here.flag_of(t, "lstrip");
+    tok.rstrip = here.flag_of(t, "rstrip");
+    tok.normalized = here.flag_of(t, "normalized");
+    tok.special = here.flag_of(t, "special");
     const auto in_model = model.token_to_id(tok.content);
     const std::int64_t assigned = in_model ? *in_model : next_id++;
     if (assigned != id.get<std::int64_t>())

@@ -90,6 +90,11 @@ BpeModel BpeModel::from_json(const json& j, const JsonPlace& at) {
   std::uint32_t rank = 0;
   for (std::size_t i = 0; i < merges.size(); ++i) {
     const JsonPlace here = mat.at(i);
+    // One form per file: the library reads the list as all pairs or all strings (MergeType).
+    if (merges[i].is_array() != merges[0].is_array())
+      here.fail("mixes [\"a\", \"b\"] pairs and \"a b\" strings (entry 0 is " +
+                std::string(merges[0].is_array() ? "a pair" : "a string") +
+                "); the library reads one form per file");
     if (merges[i].is_string() && merges[i].get<std::string>().rfind("#version", 0) == 0)
       continue;  // merges.txt's header line, skipped by the legacy reader
     const auto [a, b] = merge_pair(merges[i], here);
@@ -149,7 +154,8 @@ void BpeModel::tokenize(std::string_view piece, std::vector<std::int32_t>& ids) 
     symbols.push_back({id, n - 1, -1, false});
   };
   // The unknown token waiting to be emitted (fuse_unk merges a run of them); -1: none. Vocabulary
-  // ids are non-negative (checked at load). A plain int, not an optional: GCC 12 warns falsely on it.
+  // ids are non-negative (checked at load). A plain int, not an optional: GCC 12 warns falsely on
+  // it.
   std::int32_t pending_unk = -1;
   std::string key;
   for (std::size_t pos = 0; pos < piece.size();) {

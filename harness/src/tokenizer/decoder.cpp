@@ -104,7 +104,10 @@ class Sequence : public Decoder {
 std::unique_ptr<Decoder> decoder_from_json(const nlohmann::json& j, const JsonPlace& at) {
   if (j.is_null()) return nullptr;
   const std::string type = at.type_of(j);
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>();
+  if (type == "ByteLevel") {
+    byte_level_flags(j, at);  // they change offsets, not the text, but the library requires them
+    return std::make_unique<ByteLevel>();
+  }
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Sequence") {

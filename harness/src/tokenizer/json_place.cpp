@@ -41,6 +41,12 @@ bool JsonPlace::bool_of(const json& object, const std::string& key, bool fallbac
   return v->get<bool>();
 }
 
+bool JsonPlace::flag_of(const json& object, const std::string& key) const {
+  const json& v = require(object, key);
+  if (!v.is_boolean()) at(key).fail("must be true or false, got " + io::json_excerpt(v));
+  return v.get<bool>();
+}
+
 std::string JsonPlace::type_of(const json& object) const { return string_of(object, "type"); }
 
 }  // namespace draftgate::tokenizer

@@ -156,8 +156,7 @@ std::unique_ptr<PreTokenizer> split_from_json(const json& j, const JsonPlace& at
     compiled = escape_literal(pat.string_of(pattern, "String"));
   else
     pat.fail("must be {\"Regex\": …} or {\"String\": …}, got " + io::json_excerpt(pattern));
-  if (at.find(j, "invert") == nullptr) at.fail("has no \"invert\"");
-  return std::make_unique<Split>(compiled, behavior_of(j, at), at.bool_of(j, "invert", false), pat);
+  return std::make_unique<Split>(compiled, behavior_of(j, at), at.flag_of(j, "invert"), pat);
 }
 
 }  // namespace
@@ -167,9 +166,9 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const json& j, const JsonP
   const std::string type = at.type_of(j);
   if (type == "Split") return split_from_json(j, at);
   if (type == "ByteLevel") {
-    at.require(j, "add_prefix_space");  // required by the library's serde struct; use_regex is not
-    return std::make_unique<ByteLevel>(at.bool_of(j, "add_prefix_space", true),
-                                       at.bool_of(j, "use_regex", true), at);
+    // trim_offsets moves offsets only, not ids, but the library refuses a file without it.
+    const ByteLevelFlags flags = byte_level_flags(j, at);
+    return std::make_unique<ByteLevel>(flags.add_prefix_space, flags.use_regex, at);
   }
   if (type == "Sequence") {
     const auto& list = at.require(j, "pretokenizers");

@@ -5,6 +5,7 @@
 #include "draftgate/error.h"
 #include "draftgate/io/input_file.h"
 #include "draftgate/io/json_util.h"
+#include "draftgate/tokenizer/byte_level.h"
 #include "draftgate/tokenizer/decoder.h"
 #include "draftgate/tokenizer/normalizer.h"
 #include "draftgate/tokenizer/pre_tokenizer.h"
@@ -25,7 +26,10 @@ constexpr std::uint64_t kMaxTokenizerBytes = 256ull << 20;
 void check_post_processor(const json& j, const JsonPlace& at) {
   if (j.is_null()) return;
   const std::string type = at.type_of(j);
-  if (type == "ByteLevel") return;
+  if (type == "ByteLevel") {
+    byte_level_flags(j, at);  // the library refuses the file without its flags
+    return;
+  }
   at.at("type").fail("post-processor type \"" + type + "\" is not supported",
                      "draftgate reads tokenizers whose post-processor adds no tokens (null or "
                      "ByteLevel)");

@@ -22,6 +22,9 @@ struct JsonPlace {
   // Typed members; an absent or null optional member gives `fallback`.
   std::string string_of(const nlohmann::json& object, const std::string& key) const;
   bool bool_of(const nlohmann::json& object, const std::string& key, bool fallback) const;
+  // A boolean the library's serde struct requires (no default): absent or null is refused, as the
+  // library refuses the file ("missing field", "invalid type: null, expected a boolean").
+  bool flag_of(const nlohmann::json& object, const std::string& key) const;
   // The "type" member of a component, which must be a string.
   std::string type_of(const nlohmann::json& object) const;
 };
