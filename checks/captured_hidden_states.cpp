@@ -1,6 +1,7 @@
 #include "checks/captured_hidden_states.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "checks/metrics.h"
@@ -47,29 +48,47 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   const double floor = p["max_noise_ratio"].get<double>();
   const double factor = p["precision_factor"].get<double>();
   r.evidence["hidden_precision"] = precision.describe();
+  const std::optional<train::FcInputNoise>& noise = rec.fc_input_noise;
+  if (noise) r.evidence["fc_input_noise"] = noise->describe();
   r.measured["fc_input_slices"] = nlohmann::json::array();
   struct OverBudget {
     std::int64_t slice;
     double budget, ratio;
   };
   std::vector<OverBudget> over_budget;
+  std::string note;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t layer = rec.target_layer_ids[i];
     const at::Tensor want = ref.taps.at(layer).to(at::kCPU).to(at::kFloat);
     const at::Tensor explained =
         precision.as_recorded(at_precision ? at_precision->taps.at(layer) : want);
     const double explained_ratio = metrics::noise_ratio(explained, want);
-    const double budget = std::max(floor, factor * explained_ratio);
+    const double precision_budget = std::max(floor, factor * explained_ratio);
     const double ratio = metrics::noise_ratio(fed.narrow(1, i * h, h), want);
-    r.measured["fc_input_slices"].push_back(
-        {{"slice", i},
-         {"layer", layer},
-         {"noise_ratio", ratio},
-         {"noise_ratio_explained_by_precision", explained_ratio},
-         {"noise_ratio_budget", budget}});
+    nlohmann::json slice = {{"slice", i},
+                            {"layer", layer},
+                            {"noise_ratio", ratio},
+                            {"noise_ratio_explained_by_precision", explained_ratio}};
+    double budget = precision_budget;
+    if (noise) {
+      // Independent of the rounding, the declared noise adds in quadrature; its standard
+      // deviation over thousands of elements is known to a few percent (kDeclaredNoiseMargin).
+      const double declared = noise->std_dev() / std::max(metrics::rms(want), 1e-30);
+      budget = std::hypot(precision_budget, kDeclaredNoiseMargin * declared);
+      slice["noise_ratio_declared"] = declared;
+      // Far less noise than declared: fc_input recorded before the trainer's noise, while the
+      // drafter's logits were computed after it (train_infer_consistency compares those).
+      if (declared > precision_budget && ratio < declared / 2)
+        note += std::string(note.empty() ? "" : "; ") + "fc_input slice " + std::to_string(i) +
+                " holds noise of " + format_number(ratio) + " of its RMS, under half the " +
+                "declared fc_input_noise " + noise->describe() + " (" + format_number(declared) +
+                "): recorded before the trainer's noise? fc_input must be the features as fed";
+    }
+    slice["noise_ratio_budget"] = budget;
+    r.measured["fc_input_slices"].push_back(slice);
     if (ratio > budget) over_budget.push_back({i, budget, ratio});
   }
-  if (over_budget.empty()) return {scope, ""};
+  if (over_budget.empty()) return {scope, note};
   // A slice that is another layer's output within the budget is a tap-indexing error, which
   // fc_excludes_target_layer judges, not noise: the neighbouring layers (the embeddings below tap
   // 0), the final one, and the final one after the final norm (HF hidden_states[-1], post-norm).
@@ -84,7 +103,6 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   const at::Tensor post_norm =
       target.final_norm(other.taps.at(layers - 1)).to(at::kCPU).to(at::kFloat);
   const at::Tensor embeddings = target.embed(tokens).to(at::kCPU).to(at::kFloat);
-  std::string note;
   for (const auto& o : over_budget) {
     const std::int64_t layer = rec.target_layer_ids[o.slice];
     const at::Tensor got = fed.narrow(1, o.slice * h, h);
@@ -117,8 +135,15 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
         ") deviates from the target's output of layer " + std::to_string(layer) + " by noise of " +
         format_number(o.ratio) + " of its RMS (budget " + format_number(o.budget) +
         " for hidden states " + precision.describe() +
-        "); record the hidden states as the target computed them (before any augmentation "
-        "noise), from tap l = HF hidden_states[l + 1]");
+        (noise ? " with the declared fc_input_noise " + noise->describe() +
+                     "); more noise than the trainer declares: record the hidden states as the "
+                     "target computed them plus that noise only, from tap l = HF "
+                     "hidden_states[l + 1]"
+               : "); record the hidden states as the target computed them (before any "
+                 "augmentation noise), from tap l = HF hidden_states[l + 1] — or, where the "
+                 "trainer adds noise to them before fc (speculators' --noise-std, 0.05 by "
+                 "default), the features as fed with fc_input_noise declared "
+                 "(docs/step-records.md)"));
   }
   return {scope, note};
 }

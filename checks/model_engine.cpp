@@ -3,6 +3,7 @@
 
 #include "checks/model_engine.h"
 
+#include "checks/captured_hidden_states.h"
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
 #include "checks/recorded_precision.h"
@@ -130,6 +131,14 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
+    // Declared augmentation noise (train::FcInputNoise) adds its variance over the layer's mean
+    // square (the fed slice's, less the noise) to the NMSE of the right layer.
+    double allowed = max_nmse;
+    if (rec.fc_input_noise) {
+      const double var = std::pow(kDeclaredNoiseMargin * rec.fc_input_noise->std_dev(), 2);
+      const double fed_square = fed.narrow(1, i * h, h).pow(2).mean().item<double>();
+      allowed += var / std::max(fed_square - var, 1e-30);
+    }
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +
@@ -147,14 +156,18 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
       problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
                          std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
                          "): was the record made with this target?");
-    else if (m.best == d.target_layer_ids[i] && m.declared_nmse > max_nmse)
+    else if (m.best == d.target_layer_ids[i] && m.declared_nmse > allowed)
       problems.push_back("fc input slice " + std::to_string(i) + " is closest to its declared " +
                          name(m.best) + " but differs from it by NMSE " +
                          std::to_string(m.declared_nmse) + " (max_nmse " + format_number(max_nmse) +
+                         (rec.fc_input_noise
+                              ? " with the declared fc_input_noise " +
+                                    rec.fc_input_noise->describe() + ": " + format_number(allowed)
+                              : std::string()) +
                          "): noise on the captured hidden states; record fc_input as the target "
-                         "computed it, before any augmentation noise (target_logits_noise_free "
-                         "judges it against the capture's precision)");
-    else if (m.best != d.target_layer_ids[i] || m.declared_nmse > max_nmse)
+                         "computed it, before any augmentation noise or with that noise declared "
+                         "(target_logits_noise_free judges it against the capture's precision)");
+    else if (m.best != d.target_layer_ids[i] || m.declared_nmse > allowed)
       problems.push_back(
           "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
           " but matches " + name(m.best) + " (NMSE " + std::to_string(m.best_nmse) + " vs " +

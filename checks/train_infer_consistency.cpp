@@ -247,7 +247,14 @@ class TrainInferConsistency : public Check {
           (drafter->is_dflash2()
                ? "each block's DFlash2 convolutions over its own B rows only (zeros before row 0), "
                : "") +
-          "and that --drafter is the checkpoint the record was made with");
+          "that --drafter is the checkpoint the record was made with, and that fc_input is the "
+          "features the drafter was fed: " +
+          (rec.fc_input_noise
+               ? "the record declares fc_input_noise " + rec.fc_input_noise->describe() +
+                     ", so fc_input must be recorded after that noise"
+               : std::string("a trainer that adds noise to them before fc (speculators' "
+                             "--noise-std, 0.05 by default) computed these logits from other "
+                             "features: record them as fed, with fc_input_noise declared")));
     if (rel > budget || top1.agreement < min_top1)
       if (auto layers = sliding_layers_run_as_full(*drafter, rec, which, got, rms, budget, r))
         problems.push_back(*layers);

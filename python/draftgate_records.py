@@ -72,7 +72,7 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
                       teacher_positions=None, anchor_subset=None, target_dir=None, drafter_dir=None,
                       overwrite=False, labels_source=None, weighting=None, dpace_alpha=None,
                       loss_normalization=None, hidden_dtype=None, attention_mask=None, document_ids=None,
-                      position_ids=None, anchor_mask=None):
+                      position_ids=None, anchor_mask=None, fc_input_noise=None):
     """Writes one step record; ValueError (naming the argument) on inconsistent input.
 
     Shapes (a leading batch dimension of 1 is dropped): input_ids, loss_mask [S]; anchors [N]; fc_input [S, F]
@@ -94,6 +94,10 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
     when there are no document_ids) and anchor_mask [R, N] (1 on kept anchors); then anchors [R, N], fc_input
     [R, S, F], teacher_logits [R, S, V] (or [R, P, V] with teacher_positions [P] for every row), labels and
     weights [R, N, B], drafter_logits [R, N, B, V], and logged_loss is the step's loss over the whole batch.
+
+    Trainers that add noise to the captured hidden states before fc (speculators: U(-noise_std, +noise_std), its
+    --noise-std 0.05 by default) record fc_input as fed, after the noise, and declare it: fc_input_noise
+    "uniform:<half width>" or "gaussian:<std>" (None or "none": no noise).
     """
     block_size = _integer("block_size", block_size)
     if block_size < 2:
@@ -118,6 +122,16 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
             raise ValueError(f"dpace_alpha must be in [0, 1], got {dpace_alpha}")
     if weighting in _DPACE:
         recipe["dpace_alpha"] = repr(0.5 if dpace_alpha is None else dpace_alpha)
+    if fc_input_noise not in (None, "none"):
+        law, _, scale = str(fc_input_noise).partition(":")
+        try:
+            ok = law in ("uniform", "gaussian") and math.isfinite(float(scale)) and float(scale) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError('fc_input_noise must be "uniform:<half width>" or "gaussian:<std>" (a positive '
+                             f'number; speculators\' default --noise-std 0.05 is "uniform:0.05"), got {fc_input_noise!r}')
+        recipe["fc_input_noise"] = f"{law}:{float(scale)!r}"
     if loss not in ("ce", "kl"):
         raise ValueError(f'loss must be "ce" or "kl", got {loss!r}')
     taps = _taps(target_layer_ids)

@@ -149,6 +149,60 @@ TEST(TrainerRecipes, CapturedHiddenStatesWithNoiseOrFromAnotherLayerFail) {
               HasSubstr("fc input slice 1 is declared as layer 2 but matches layer 3"));
 }
 
+// speculators' input augmentation (AddUniformNoise: fc fed the captured states plus U(−0.05, 0.05),
+// the drafter's logits computed from them): declared, the features as fed pass every check that
+// reads them; undeclared, or more than declared, target_logits_noise_free fails saying so; the
+// clean states recorded beside logits of the noised ones fail train_infer_consistency, which
+// names the declaration.
+TEST(TrainerRecipes, DeclaredInputNoiseIsAllowedForAndNoMore) {
+  const StepRecord clean = specforge_step();
+  Models m;
+  at::manual_seed(7);
+  const auto noised = [&](double half_width) {
+    StepRecord rec = clean;
+    rec.fc_input = clean.fc_input + (2 * at::rand(clean.fc_input.sizes()) - 1) * half_width;
+    rec.drafter_logits = m.drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
+    rec.fc_input_noise = train::FcInputNoise{train::FcInputNoise::Law::kUniform, 0.05};
+    return rec;
+  };
+  const StepRecord declared = noised(0.05);
+  for (const char* check :
+       {"target_logits_noise_free", "train_infer_consistency", "fc_excludes_target_layer"}) {
+    const CheckResult r = run_on(check, declared, std::string("noise_") + check + ".safetensors");
+    EXPECT_EQ(r.status, Status::kPass) << check << ": " << r.message;
+  }
+  const CheckResult judged = run_on("target_logits_noise_free", declared, "noise.safetensors");
+  EXPECT_EQ(judged.evidence["fc_input_noise"], "uniform:0.05");
+  const nlohmann::json& slice = judged.measured["fc_input_slices"][0];
+  EXPECT_NEAR(slice["noise_ratio"].get<double>(), slice["noise_ratio_declared"].get<double>(),
+              0.1 * slice["noise_ratio_declared"].get<double>())
+      << "the measured noise is the declared one";
+
+  StepRecord undeclared = declared;
+  undeclared.fc_input_noise.reset();
+  const CheckResult bare = run_on("target_logits_noise_free", undeclared, "undeclared.safetensors");
+  EXPECT_EQ(bare.status, Status::kFail);
+  EXPECT_THAT(bare.message, HasSubstr("speculators' --noise-std, 0.05 by default), the features "
+                                      "as fed with fc_input_noise declared"));
+
+  const CheckResult over =
+      run_on("target_logits_noise_free", noised(0.2), "over_declared.safetensors");
+  EXPECT_EQ(over.status, Status::kFail);
+  EXPECT_THAT(over.message, HasSubstr("with the declared fc_input_noise uniform:0.05); more noise "
+                                      "than the trainer declares"));
+
+  StepRecord before = declared;
+  before.fc_input = clean.fc_input;  // the logits stay those of the noised features
+  const CheckResult consistency =
+      run_on("train_infer_consistency", before, "recorded_before.safetensors");
+  EXPECT_EQ(consistency.status, Status::kFail);
+  EXPECT_THAT(consistency.message, HasSubstr("the record declares fc_input_noise uniform:0.05, so "
+                                             "fc_input must be recorded after that noise"));
+  const CheckResult quiet = run_on("target_logits_noise_free", before, "before.safetensors");
+  EXPECT_EQ(quiet.status, Status::kPass) << quiet.message;
+  EXPECT_THAT(quiet.message, HasSubstr("under half the declared fc_input_noise uniform:0.05"));
+}
+
 TEST(TrainerRecipes, LossTypeTellsTheWeightingsApart) {
   // Decay configured (γ 4), uniform weights logged: the seeded bug that passed within 1e-3.
   StepRecord decay = specforge_step();

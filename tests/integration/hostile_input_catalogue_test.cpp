@@ -1505,7 +1505,7 @@ Hostile record_meta_case(std::string label, json meta, std::string check, std::s
 }
 
 // The trainer-recipe keys (issue 26): labels_source, weighting, dpace_alpha, loss_normalization,
-// hidden_dtype, gamma "none".
+// hidden_dtype, gamma "none", fc_input_noise.
 INSTANTIATE_TEST_SUITE_P(
     TrainerRecipes, HostileInput,
     ::testing::Values(
@@ -1550,7 +1550,11 @@ INSTANTIATE_TEST_SUITE_P(
         record_meta_case("record_hidden_dtype_fp8",
                          {{"labels_source", "data"}, {"hidden_dtype", "fp8"}},
                          "target_logits_noise_free",
-                         "\"hidden_dtype\" = \"fp8\" is not f32, bf16 or f16")),
+                         "\"hidden_dtype\" = \"fp8\" is not f32, bf16 or f16"),
+        record_meta_case("record_fc_input_noise_zero", {{"fc_input_noise", "uniform:0"}},
+                         "target_logits_noise_free",
+                         "\"fc_input_noise\" = \"uniform:0\" is not uniform:<half width>, "
+                         "gaussian:<std> (a positive number) or none")),
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(

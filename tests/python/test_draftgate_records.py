@@ -126,14 +126,14 @@ class StepRecordTest(unittest.TestCase):
         dg.write_step_record(self.path, **record_args(teacher_logits=None, labels=None, gamma=None,
                                                       labels_source="data", weighting="dpace", dpace_alpha=0.25,
                                                       loss_normalization="mask_sum", hidden_dtype="bf16",
-                                                      weights=None))
+                                                      weights=None, fc_input_noise="uniform:0.05"))
         meta = td.read_safetensors(self.path)[1]
         self.assertEqual((meta["gamma"], meta["labels_source"], meta["weighting"], meta["dpace_alpha"],
-                          meta["loss_normalization"], meta["hidden_dtype"]),
-                         ("none", "data", "dpace", "0.25", "mask_sum", "bf16"))
+                          meta["loss_normalization"], meta["hidden_dtype"], meta["fc_input_noise"]),
+                         ("none", "data", "dpace", "0.25", "mask_sum", "bf16", "uniform:0.05"))
         os.remove(self.path)
         dg.write_step_record(self.path, **record_args())
-        self.assertFalse({"labels_source", "weighting", "dpace_alpha", "loss_normalization"}
+        self.assertFalse({"labels_source", "weighting", "dpace_alpha", "loss_normalization", "fc_input_noise"}
                          & set(td.read_safetensors(self.path)[1]))
         os.remove(self.path)
         for message, change in {
@@ -142,7 +142,10 @@ class StepRecordTest(unittest.TestCase):
                 'dpace_alpha needs a D-PACE weighting': dict(dpace_alpha=0.5),
                 "dpace_alpha must be in [0, 1]": dict(weighting="dpace", dpace_alpha=2.0),
                 "gamma must be positive (None for uniform weights)": dict(gamma=0.0),
-                "hidden_dtype must be one of f32, bf16, f16": dict(hidden_dtype="fp8")}.items():
+                "hidden_dtype must be one of f32, bf16, f16": dict(hidden_dtype="fp8"),
+                'fc_input_noise must be "uniform:<half width>" or "gaussian:<std>"': dict(fc_input_noise="uniform:0"),
+                'fc_input_noise must be "uniform:<half width>"': dict(fc_input_noise="laplace:0.1"),
+                'fc_input_noise must be': dict(fc_input_noise="uniform:x")}.items():
             with self.subTest(message), self.assertRaises(ValueError) as caught:
                 dg.write_step_record(self.path, **record_args(**change))
             self.assertIn(message, str(caught.exception))

@@ -8,12 +8,14 @@ python/draftgate_records.py, and draftgate judges them on the bundled qwen3 targ
   their sum, and the D-PACE variant normalised by the number of rows.
 - speculators: packed rows (document_ids; each document's target and drafter forwards on their own), the
   verifier's greedy tokens as labels, D-PACE (alpha 0.5) or fixed decay gamma 4, normalised per row by its
-  supervised count (mask_sum).
+  supervised count (mask_sum); with its input augmentation (uniform noise on fc's features, declared as
+  fc_input_noise) too.
 
 Every correct run, in float32 and bf16, passes every step-record check, and so does a SpecForge run with a
 sliding drafter layer; every seeded bug (noisy or off-by-one or final-layer hidden states, shifted labels, decay
 or KL where neither is configured, a wrong mask id, a sliding layer run as full, attention across packed
-documents) fails the check named for it. The step's logits come from the reference drafter (or its weights under
+documents; augmentation noise undeclared, above the declared, or recorded before it was added) fails the check
+named for it. The step's logits come from the reference drafter (or its weights under
 a changed config) without training: the drafter the checks are given.
 
     /usr/bin/python3 tests/python/test_trainer_recipes.py --draftgate build/draftgate
@@ -47,6 +49,12 @@ SPECULATORS_DOCUMENTS = ((40, 32), (48, 24))  # each packed row's document lengt
 SPECULATORS_ANCHORS = 3  # per document
 SLIDING_WINDOW = 12  # > the block size 8: SpecForge leaves the block unwindowed, equal then to inference
 UNCONFIGURED_GAMMA = 7.0  # the decay of the "decay where none is configured" bug (a trainer default)
+# speculators' input augmentation (train/noise_transforms.py AddUniformNoise, --noise-std 0.05 by default): fc is
+# fed the captured states plus U(-0.05, +0.05). Its runs, by how many times the declared noise is added; the record
+# holds the fed features with the noise declared, except: undeclared, or the clean states recorded instead.
+NOISE_STD = 0.05
+INPUT_NOISE = {"input-noise": 1, "input-noise-undeclared": 1, "input-noise-recorded-before": 1,
+               "input-noise-over-declared": 10}
 
 
 def element_ce(logits, labels):
@@ -86,6 +94,15 @@ def captured(target, input_ids, taps, bug, noise=0.0):
         fc_input = (fc_input.float() + noise * rms * torch.randn(fc_input.shape, generator=generator)) \
             .to(fc_input.dtype)
     return logits, fc_input
+
+
+def fed_features(fc_input, bug, generator):
+    """What fc is fed: with the input-noise runs, `tensor + 2 * (rand_like(tensor) - 0.5) * std` (the noise drawn
+    in the tensor's dtype, as rand_like draws it)."""
+    if bug not in INPUT_NOISE:
+        return fc_input
+    u = torch.rand(fc_input.shape, generator=generator, dtype=fc_input.dtype)
+    return fc_input + 2 * (u - 0.5) * NOISE_STD * INPUT_NOISE[bug]
 
 
 def drafter_forward(target, drafter, fc_input, input_ids, anchors, bug):
@@ -196,9 +213,11 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
             logits = drafter_forward(target, drafter, fc_input, ids, anchors, bug)
         else:
             parts = [captured(target, d_ids, taps, bug, HIDDEN_NOISE) for d_ids, _, _ in documents]
-            teacher, fc_input = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-            logits = torch.cat([drafter_forward(target, drafter, p[1], d_ids, d_anchors, bug)
-                                for p, (d_ids, _, d_anchors) in zip(parts, documents)])
+            fed = [fed_features(p[1], bug, generator) for p in parts]
+            teacher = torch.cat([p[0] for p in parts])
+            fc_input = torch.cat([p[1] for p in parts] if bug == "input-noise-recorded-before" else fed)
+            logits = torch.cat([drafter_forward(target, drafter, f, d_ids, d_anchors, bug)
+                                for f, (d_ids, _, d_anchors) in zip(fed, documents)])
         # The verifier's row a+k-1 predicts a+k (row a+k with the shift bug), within the anchor's document.
         shift = 1 if bug == "shifted-labels" else 0
         at = torch.cat([td.block_rows(d_anchors, b, shift, d_ids.shape[0]) + start
@@ -218,6 +237,8 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
     recipe = dict(gamma=4.0 if weighting == "fixed" else None, labels_source="teacher", weighting=weighting,
                   dpace_alpha=DPACE_ALPHA if weighting == "dpace" else None, loss_normalization="mask_sum",
                   loss="ce")
+    if bug in INPUT_NOISE and bug != "input-noise-undeclared":
+        recipe["fc_input_noise"] = f"uniform:{NOISE_STD}"
     return t, recipe, torch.stack(row_losses).mean().item()
 
 
@@ -247,6 +268,11 @@ RUNS = {
     (SPECULATORS, "dpace", "wrong-mask-id", "f32"): ["train_infer_consistency"],
     (SPECULATORS, "dpace", "document-boundary", "f32"): ["target_logits_noise_free", "train_infer_consistency"],
     (SPECULATORS, "dpace", "document-boundary", "bf16"): ["target_logits_noise_free", "train_infer_consistency"],
+    (SPECULATORS, "dpace", "input-noise", "f32"): None,
+    (SPECULATORS, "dpace", "input-noise", "bf16"): None,
+    (SPECULATORS, "dpace", "input-noise-undeclared", "f32"): ["target_logits_noise_free"],
+    (SPECULATORS, "dpace", "input-noise-recorded-before", "f32"): ["train_infer_consistency"],
+    (SPECULATORS, "dpace", "input-noise-over-declared", "f32"): ["target_logits_noise_free"],
 }
 
 
@@ -318,6 +344,10 @@ class TrainerRecipeTest(unittest.TestCase):
                         self.assertIn(f"mask_token_id {self.drafter.mask_token_id}", results[check]["message"])
                     if bug == "hidden-noise":
                         self.assertIn("fc_input slice", results[check]["message"])
+                    if bug in INPUT_NOISE:  # the declaration named: to add it, or that it was not met
+                        self.assertIn("fc_input_noise", results[check]["message"])
+                    if bug == "input-noise-over-declared":
+                        self.assertIn("more noise than the trainer declares", results[check]["message"])
                 if bug in ("tap-off-by-one", "final-layer-tap"):  # the target's own states, from another layer
                     noise_free = results["target_logits_noise_free"]
                     self.assertEqual(noise_free["status"], "pass", noise_free["message"])

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
 #include "draftgate/model/dflash.h"
@@ -73,14 +75,15 @@ TEST(StepRecord, TrainerRecipeKeysRoundTrip) {
   const fs::path dir = testing::fresh_dir("recipe_keys");
   write_step_record(dir / "default.safetensors", written);
   const auto defaults = io::SafetensorsFile::open(dir / "default.safetensors")->header().metadata;
-  for (const char* key :
-       {"labels_source", "weighting", "dpace_alpha", "loss_normalization", "hidden_dtype"})
+  for (const char* key : {"labels_source", "weighting", "dpace_alpha", "loss_normalization",
+                          "hidden_dtype", "fc_input_noise"})
     EXPECT_EQ(defaults.count(key), 0u) << key;
   written.labels_source = LabelsSource::kData;
   written.weighting = Weighting::kDpace;
   written.dpace_alpha = 0.25;
   written.normalization = Normalization::kMaskSum;
   written.hidden_dtype = ComputePrecision::kBF16;
+  written.fc_input_noise = FcInputNoise{FcInputNoise::Law::kUniform, 0.05};
   written.gamma = 0;
   written.weights = at::Tensor();
   write_step_record(dir / "recipe.safetensors", written);
@@ -88,12 +91,18 @@ TEST(StepRecord, TrainerRecipeKeysRoundTrip) {
   EXPECT_EQ(meta.at("gamma"), "none");
   EXPECT_EQ(meta.at("labels_source"), "data");
   EXPECT_EQ(meta.at("loss_normalization"), "mask_sum");
+  EXPECT_EQ(meta.at("fc_input_noise"), "uniform:0.05");
   const StepRecord back = read_step_record(dir / "recipe.safetensors");
   EXPECT_EQ(back.labels_source, LabelsSource::kData);
   EXPECT_EQ(back.weighting, Weighting::kDpace);
   EXPECT_DOUBLE_EQ(back.dpace_alpha, 0.25);
   EXPECT_EQ(back.normalization, Normalization::kMaskSum);
   EXPECT_EQ(back.hidden_dtype, ComputePrecision::kBF16);
+  ASSERT_TRUE(back.fc_input_noise.has_value());
+  EXPECT_EQ(back.fc_input_noise->law, FcInputNoise::Law::kUniform);
+  EXPECT_DOUBLE_EQ(back.fc_input_noise->scale, 0.05);
+  EXPECT_DOUBLE_EQ(back.fc_input_noise->std_dev(), 0.05 / std::sqrt(3.0));  // U(−a, a)
+  EXPECT_DOUBLE_EQ((FcInputNoise{FcInputNoise::Law::kGaussian, 0.2}.std_dev()), 0.2);
   EXPECT_EQ(back.gamma, 0.0);
   // Under D-PACE the targets carry the plain supervision mask.
   const BlockTargets t = recorded_block_targets(back);
@@ -297,7 +306,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadRecord{"unknown_precision", [](auto&, auto& meta) { meta["teacher_dtype"] = "fp8"; },
                   "__metadata__ \"teacher_dtype\" = \"fp8\" is not f32, bf16 or f16"},
         BadRecord{"negative_mask_token", [](auto&, auto& meta) { meta["mask_token_id"] = "-1"; },
-                  "mask_token_id -1 is negative"}),
+                  "mask_token_id -1 is negative"},
+        BadRecord{"fc_input_noise_without_scale",
+                  [](auto&, auto& meta) { meta["fc_input_noise"] = "uniform"; },
+                  "__metadata__ \"fc_input_noise\" = \"uniform\" is not uniform:<half width>, "
+                  "gaussian:<std> (a positive number) or none"},
+        BadRecord{"fc_input_noise_unknown_law",
+                  [](auto&, auto& meta) { meta["fc_input_noise"] = "laplace:0.1"; },
+                  "\"fc_input_noise\" = \"laplace:0.1\" is not uniform:<half width>"},
+        BadRecord{"fc_input_noise_negative",
+                  [](auto&, auto& meta) { meta["fc_input_noise"] = "gaussian:-0.1"; },
+                  "\"fc_input_noise\" = \"gaussian:-0.1\" is not"},
+        BadRecord{"fc_input_noise_trailing_text",
+                  [](auto&, auto& meta) { meta["fc_input_noise"] = "uniform:0.05x"; },
+                  "\"fc_input_noise\" = \"uniform:0.05x\" is not"}),
     [](const auto& p) { return p.param.label; });
 
 // A batch of three rows written from one recorded sequence of S positions: row 0 the sequence

@@ -1,6 +1,7 @@
 #include "draftgate/train/step_record.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -100,6 +101,24 @@ std::optional<ComputePrecision> precision_meta(const Reader& r, const std::strin
   throw Error(r.name(), "__metadata__ \"" + key + "\" = \"" + *v + "\" is not f32, bf16 or f16");
 }
 
+// fc_input_noise = "uniform:<half width>" | "gaussian:<std>" | "none" (absent: none).
+std::optional<FcInputNoise> noise_meta(const Reader& r) {
+  const auto v = r.optional_meta("fc_input_noise");
+  if (!v || *v == "none") return std::nullopt;
+  const auto colon = v->find(':');
+  const std::string law = v->substr(0, colon);
+  FcInputNoise noise;
+  noise.law = law == "gaussian" ? FcInputNoise::Law::kGaussian : FcInputNoise::Law::kUniform;
+  std::istringstream in(colon == std::string::npos ? "" : v->substr(colon + 1));
+  if ((law != "uniform" && law != "gaussian") || !(in >> noise.scale) || !in.eof() ||
+      !std::isfinite(noise.scale) || noise.scale <= 0)
+    throw Error(r.name(),
+                "__metadata__ \"fc_input_noise\" = \"" + v->substr(0, 40) +
+                    "\" is not uniform:<half width>, gaussian:<std> (a positive number) or none",
+                "speculators' default --noise-std 0.05 is uniform:0.05");
+  return noise;
+}
+
 // The γ of the fixed position weights; D-PACE's factor is the drafter's, so its targets carry the
 // plain supervision mask.
 double fixed_gamma(const StepRecord& rec) {
@@ -173,6 +192,16 @@ void check_teacher_positions(const std::string& f, const std::vector<std::int64_
 
 const char* labels_source_name(LabelsSource source) {
   return source == LabelsSource::kData ? "data" : "teacher";
+}
+
+double FcInputNoise::std_dev() const {
+  return law == Law::kUniform ? scale / std::sqrt(3.0) : scale;
+}
+
+std::string FcInputNoise::describe() const {
+  char digits[32];  // the shortest decimal that reads back as `scale` ("0.05", as Python's repr)
+  const auto end = std::to_chars(digits, digits + sizeof digits, scale).ptr;
+  return (law == Law::kUniform ? "uniform:" : "gaussian:") + std::string(digits, end);
 }
 
 const char* precision_name(ComputePrecision precision) {
@@ -271,6 +300,7 @@ StepRecord read_metadata(const Reader& r) {
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
   rec.drafter_dtype = precision_meta(r, "drafter_dtype");
   rec.hidden_dtype = precision_meta(r, "hidden_dtype");
+  rec.fc_input_noise = noise_meta(r);
   rec.labels_source = choice_meta(r, "labels_source", {"teacher", "data"}) ? LabelsSource::kData
                                                                            : LabelsSource::kTeacher;
   rec.weighting = static_cast<Weighting>(choice_meta(
@@ -762,6 +792,7 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
   if (rec.teacher_dtype) meta["teacher_dtype"] = precision_name(*rec.teacher_dtype);
   if (rec.drafter_dtype) meta["drafter_dtype"] = precision_name(*rec.drafter_dtype);
   if (rec.hidden_dtype) meta["hidden_dtype"] = precision_name(*rec.hidden_dtype);
+  if (rec.fc_input_noise) meta["fc_input_noise"] = rec.fc_input_noise->describe();
   // The recipe keys only where they differ from the defaults (older readers stay able to read).
   if (rec.labels_source != LabelsSource::kTeacher)
     meta["labels_source"] = labels_source_name(rec.labels_source);

@@ -31,7 +31,10 @@
 //     D-PACE loss types of those names, recipe.h); loss_normalization = "weight_sum" (default) |
 //     "mask_sum" | "rows" (recipe.h);
 //   hidden_dtype = "f32" | "bf16" | "f16": the precision the target computed the captured
-//     fc_input in (undeclared: judged as bf16).
+//     fc_input in (undeclared: judged as bf16);
+//   fc_input_noise = "uniform:<half width>" | "gaussian:<std>" | "none" (default): noise the
+//     trainer added to the captured states before fc (FcInputNoise); fc_input is then the
+//     features as fed, after it.
 // Batches (docs/step-records.md#batches): input_ids [R, S] holds R rows as the trainer batched
 // them, every tensor above with a leading row dimension (anchors [R, N], labels / weights [R, N,
 // B], drafter_logits [R, N, B, V], teacher_logits [R, S or P, V] with one teacher_positions [P]
@@ -70,6 +73,19 @@ const char* labels_source_name(LabelsSource source);  // "teacher" / "data"
 enum class ComputePrecision { kF32, kBF16, kF16 };
 const char* precision_name(ComputePrecision precision);  // "f32", "bf16", "f16"
 
+// An augmentation some trainers apply to the captured hidden states before fc, on an absolute
+// scale: speculators' dataloader adds U(−noise_std, +noise_std) to every element (AddUniformNoise,
+// --noise-std, 0.05 by default). The teacher and the labels stay clean; the drafter's logits are
+// computed from the noised features.
+struct FcInputNoise {
+  enum class Law { kUniform, kGaussian };
+  Law law = Law::kUniform;
+  double scale = 0;  // the half width (uniform) or the standard deviation (gaussian)
+
+  double std_dev() const;        // the noise's standard deviation
+  std::string describe() const;  // as the metadata writes it: "uniform:0.05"
+};
+
 struct StepRecord {
   std::string path;
   std::vector<std::int64_t> input_ids;
@@ -95,6 +111,7 @@ struct StepRecord {
   std::optional<ComputePrecision> teacher_dtype;     // as the trainer declared it
   std::optional<ComputePrecision> drafter_dtype;
   std::optional<ComputePrecision> hidden_dtype;  // the captured fc_input's
+  std::optional<FcInputNoise> fc_input_noise;    // declared augmentation noise in fc_input
   LabelsSource labels_source = LabelsSource::kTeacher;
   Weighting weighting = Weighting::kFixed;
   double dpace_alpha = 0.5;
