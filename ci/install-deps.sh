@@ -7,7 +7,7 @@ packages=(
   cmake g++ make
   libtorch-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev  # tau import --vllm-metrics-url scrapes a live vLLM /metrics endpoint
-  libpcre2-dev libutf8proc-dev  # the tokenizer: pre-tokenizer regexes (PCRE2), NFC (utf8proc)
+  libonig-dev libutf8proc-dev  # the tokenizer: pre-tokenizer regexes (Oniguruma, as the HF library), NFC (utf8proc)
   libopenblas0-pthread  # without it libtorch's float32 matmul falls back to the ~10x slower reference BLAS
   libxml2-utils  # tests only: xmllint validates the JUnit reports against tests/schema/junit.xsd
   python3-jinja2  # tests only: the chat-template oracle (tests/template/render_oracle.py), Jinja2 as transformers runs it

@@ -88,40 +88,42 @@ TEST(TokenizerUnicode, NormalFormsAndClasses) {
   EXPECT_FALSE(is_word_char(U'-'));
 }
 
-TEST(TokenizerRegex, OnigurumaConstructsAreRewritten) {
-  EXPECT_EQ(translate_oniguruma("(?i:'s|'t)", kAt), "(?i:'s|'t)");
-  EXPECT_EQ(translate_oniguruma(R"([^\s\p{L}]+\S)", kAt),
-            R"([^\p{White_Space}\p{L}]+\P{White_Space})");
-  EXPECT_EQ(translate_oniguruma(R"(\d\v)", kAt), R"(\p{Nd}\x{0B})");
-  EXPECT_THAT(error_of([] { translate_oniguruma(R"(\bword)", kAt); }),
-              HasSubstr("test.json: /: regex construct \\b at character 0 is not supported"));
-  EXPECT_THAT(error_of([] { translate_oniguruma("(a", kAt); }), HasSubstr("unclosed group"));
+std::size_t matches(const char* pattern, std::string_view text,
+                    SplitRegex::Syntax syntax = SplitRegex::Syntax::kRegex) {
+  return SplitRegex(pattern, syntax, kAt).find_all(text).size();
 }
 
-// Where Oniguruma and PCRE2 read the same text differently (an outside tester's finds against the
-// library through its npm binding), the rewrite keeps Oniguruma's meaning or refuses.
-TEST(TokenizerRegex, ScriptsWordsOptionsAndIntervalsKeepOnigurumasMeaning) {
-  // A script is the script, not PCRE2's Script_Extensions: 、 and 。 are not Han.
-  EXPECT_EQ(translate_oniguruma(R"(\p{Han}+\P{Greek}\p{^Latin}\p{L})", kAt),
-            R"(\p{sc:Han}+\P{sc:Greek}\P{sc:Latin}\p{L})");
-  const SplitRegex han(translate_oniguruma(R"(\p{Han}+)", kAt), kAt);
-  EXPECT_EQ(han.find_all("中文、日本語").size(), 2u);
-  // \w is Alphabetic, Mark, Nd and Pc: Ⅻ (Nl) and Ⓐ (So, Alphabetic) are word characters.
-  const SplitRegex word(translate_oniguruma(R"(\w+)", kAt), kAt);
-  EXPECT_EQ(word.find_all("abⅫcd Ⓐx").size(), 2u);
-  // (?i) reaches the end of its group, past a '|': x(?i)y|z is x(?i:y|z).
-  EXPECT_EQ(translate_oniguruma("x(?i)y|z", kAt), "x(?i:y|z)");
-  EXPECT_EQ(translate_oniguruma("(a(?i)b|c)d", kAt), "(a(?i:b|c))d");
-  EXPECT_EQ(translate_oniguruma("a{,2}b{1,}c{3}", kAt), "a{0,2}b{1,}c{3}");
-  for (const char* refused :
-       {R"(\p{Script=Han})", R"(\p{Nonsense})", "a{2}?", "a{1,2}+", "[a-c&&b]"})
-    EXPECT_THAT(error_of([&] { translate_oniguruma(refused, kAt); }), HasSubstr("is not supported"))
-        << refused;
+// The library's engine, Oniguruma, matches: where PCRE2 (draftgate's engine before) read the same
+// pattern differently — an outside tester's finds against the library through its npm binding —
+// the meaning is Oniguruma's.
+TEST(TokenizerRegex, ConstructsMeanWhatTheyMeanToTheLibrary) {
+  EXPECT_EQ(matches(R"(\p{Han}+)", "中文、日本語"), 2u)
+      << "、 is not Han (a script, not extensions)";
+  EXPECT_EQ(matches(R"(\w+)", "abⅫcd Ⓐx"), 2u) << "Ⅻ (Nl) and Ⓐ (So, Alphabetic) are \\w";
+  EXPECT_EQ(matches(R"(\w+)", "x²y"), 1u) << "² is \\w";
+  EXPECT_EQ(matches("x(?i)y|z", "z"), 0u) << "(?i) reaches past '|': x(?i:y|z)";
+  EXPECT_EQ(matches("x(?i)y|z", "xZ"), 1u);
+  EXPECT_EQ(matches("a{,2}", "aaa"), 2u) << "{,2} is {0,2}";
+  EXPECT_EQ(matches("(?i:ss)", "ß"), 1u) << "the multi-character case fold";
+  EXPECT_EQ(matches(R"(\bword)", "a word sword"), 1u);
+  EXPECT_EQ(matches(R"(\s+)", "a\u0085b"), 1u) << "U+0085 is white space";
+  // A literal (Split's {"String": …}) is its text, metacharacters included.
+  EXPECT_EQ(matches("a.b", "a.b axb", SplitRegex::Syntax::kLiteral), 1u);
+  EXPECT_EQ(matches("(", "((", SplitRegex::Syntax::kLiteral), 2u);
+  // What the engine refuses is refused, naming the place and its reason.
+  EXPECT_THAT(error_of([] { matches("(a", ""); }),
+              HasSubstr("test.json: /: regex does not compile: end pattern with unmatched "
+                        "parenthesis"));
+  EXPECT_THAT(error_of([] { matches(R"(\p{Nonsense})", ""); }),
+              HasSubstr("regex does not compile: invalid character property name {Nonsense}"));
+  // Catastrophic backtracking stops at the engine's retry limit (the library panics there).
+  EXPECT_THAT(error_of([] { matches("(a+)+$", std::string(40, 'a') + "!"); }),
+              HasSubstr("regex matching failed: retry-limit-in-match over"));
 }
 
 TEST(TokenizerRegex, EmptyMatchesSplitAndAdvanceOneCharacter) {
   // "x*" on "ab": empty at 0, empty at 1, empty at 2 (the onig/Rust iteration).
-  const SplitRegex re("x*", kAt);
+  const SplitRegex re("x*", SplitRegex::Syntax::kRegex, kAt);
   const auto m = re.find_all("ab");
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m[1], std::make_pair(std::size_t{1}, std::size_t{1}));

@@ -75,8 +75,9 @@ std::vector<std::string> split_text(const std::string& text, const SplitRegex& r
 
 class Split : public PreTokenizer {
  public:
-  Split(const std::string& pattern, Behavior behavior, bool invert, const JsonPlace& at)
-      : regex_(pattern, at), behavior_(behavior), invert_(invert) {}
+  Split(const std::string& pattern, SplitRegex::Syntax syntax, Behavior behavior, bool invert,
+        const JsonPlace& at)
+      : regex_(pattern, syntax, at), behavior_(behavior), invert_(invert) {}
   void apply(std::vector<std::string>& pieces) const override {
     std::vector<std::string> out;
     for (const auto& piece : pieces)
@@ -98,7 +99,8 @@ class ByteLevel : public PreTokenizer {
  public:
   ByteLevel(bool add_prefix_space, bool use_regex, const JsonPlace& at)
       : add_prefix_space_(add_prefix_space) {
-    if (use_regex) regex_ = std::make_unique<SplitRegex>(translate_oniguruma(kGpt2Pattern, at), at);
+    if (use_regex)
+      regex_ = std::make_unique<SplitRegex>(kGpt2Pattern, SplitRegex::Syntax::kRegex, at);
   }
   void apply(std::vector<std::string>& pieces) const override {
     std::vector<std::string> out;
@@ -147,16 +149,14 @@ Behavior behavior_of(const json& j, const JsonPlace& at) {
 std::unique_ptr<PreTokenizer> split_from_json(const json& j, const JsonPlace& at) {
   const json& pattern = at.require(j, "pattern");
   const JsonPlace pat = at.at("pattern");
-  if (!pattern.is_object() || pattern.size() != 1)
+  if (!pattern.is_object() || pattern.size() != 1 ||
+      !(pattern.contains("Regex") || pattern.contains("String")))
     pat.fail("must be {\"Regex\": …} or {\"String\": …}, got " + io::json_excerpt(pattern));
-  std::string compiled;
-  if (pattern.contains("Regex"))
-    compiled = translate_oniguruma(pat.string_of(pattern, "Regex"), pat.at("Regex"));
-  else if (pattern.contains("String"))
-    compiled = escape_literal(pat.string_of(pattern, "String"));
-  else
-    pat.fail("must be {\"Regex\": …} or {\"String\": …}, got " + io::json_excerpt(pattern));
-  return std::make_unique<Split>(compiled, behavior_of(j, at), at.flag_of(j, "invert"), pat);
+  const bool regex = pattern.contains("Regex");
+  const std::string key = regex ? "Regex" : "String";
+  return std::make_unique<Split>(pat.string_of(pattern, key),
+                                 regex ? SplitRegex::Syntax::kRegex : SplitRegex::Syntax::kLiteral,
+                                 behavior_of(j, at), at.flag_of(j, "invert"), pat.at(key));
 }
 
 }  // namespace

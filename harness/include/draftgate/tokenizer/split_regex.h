@@ -1,16 +1,8 @@
 #pragma once
-// The pre-tokenizers' regular expressions. tokenizer.json writes them for Oniguruma, the engine
-// the Hugging Face library matches with (src/utils/onig.rs); draftgate matches with PCRE2 (UTF
-// mode, JIT) after rewriting the constructs whose meaning differs between the two:
-//   \s \S   Oniguruma: Unicode White_Space           -> \p{White_Space} / \P{White_Space}
-//   \d \D   Unicode decimal digits                   -> \p{Nd} / \P{Nd}
-//   \w \W   letters, marks, decimal digits, Pc       -> explicit property classes
-//   \v      a vertical tab (PCRE2: any vertical space) -> \x{0B}
-//   (?i:…)  passes as is: PCRE2 in UTF mode folds as Oniguruma does here ("'ſs" splits as
-//           "'ſ", "s" in both: s, S and ſ are one case set)
-//   ^ $     line anchors in Oniguruma's Ruby syntax  -> PCRE2_MULTILINE
-// A construct outside this set (\b, \h, \R, \X, \G, \K, backreferences, …) is refused, never
-// guessed.
+// The pre-tokenizers' regular expressions, matched by Oniguruma — the engine the Hugging Face
+// library compiles them with (src/utils/onig.rs: onig::Regex::new, the default syntax, no
+// options) — so every construct a tokenizer.json may hold means what it means there (\w, \s, \p{…},
+// case folding, \b, \h, lookarounds, …); a pattern Oniguruma refuses is refused naming it.
 
 #include <cstddef>
 #include <memory>
@@ -23,15 +15,12 @@
 
 namespace draftgate::tokenizer {
 
-// The PCRE2 pattern for Oniguruma pattern `onig`; errors name `at`.
-std::string translate_oniguruma(const std::string& onig, const JsonPlace& at);
-// A literal string as a pattern (Split's {"String": …}).
-std::string escape_literal(const std::string& literal);
-
 class SplitRegex {
  public:
-  // `pattern` is PCRE2 syntax (translate_oniguruma's output).
-  SplitRegex(const std::string& pattern, const JsonPlace& at);
+  // kRegex: an Oniguruma pattern (Split's {"Regex": …}); kLiteral: the text itself (Split's
+  // {"String": …}, which the library escapes with regex::escape).
+  enum class Syntax { kRegex, kLiteral };
+  SplitRegex(const std::string& pattern, Syntax syntax, const JsonPlace& at);
   ~SplitRegex();
   SplitRegex(const SplitRegex&) = delete;
   SplitRegex& operator=(const SplitRegex&) = delete;
