@@ -7,6 +7,7 @@
 // engine's (Artifacts::engine, model_engine.cpp); without one the check asks for the engine.
 
 #include <algorithm>
+#include <set>
 
 #include "checks/check.h"
 #include "checks/record_scope.h"
@@ -114,10 +115,26 @@ class FcExcludesTargetLayer : public Check {
       r.evidence["fed_features"] = a.step_record
                                        ? "not checked: the target is metadata-only (no weights)"
                                        : "not checked: no step record";
+    // Slices the declared fc_input_noise leaves unjudged (once each, over a batch's sequences).
+    std::set<std::int64_t> hidden;
+    std::size_t judged_slices = 0;
+    if (r.measured.contains("fed_slices")) {
+      for (const auto& slice : r.measured["fed_slices"]) {
+        if (slice.value("judged", true))
+          ++judged_slices;
+        else
+          hidden.insert(slice["slice"].get<std::int64_t>());
+      }
+    }
     const std::string pass =
         "taps [" + format_ids(d.target_layer_ids) + "] of " + std::to_string(l) +
         " target layers, final layer excluded, fc and hidden_norm as expected" +
-        (r.measured.contains("fed_slices") ? ", fed features match their taps" : "");
+        (judged_slices > 0 ? ", fed features match their taps" : "") +
+        (hidden.empty() ? ""
+                        : std::string(judged_slices > 0 ? " except" : ", fed features of") +
+                              " slices [" + format_ids({hidden.begin(), hidden.end()}) +
+                              "] not told apart from other layers: the record's fc_input_noise is "
+                              "above max_nmse of their states");
     return scope.empty() ? conclude(std::move(r), problems, pass)
                          : conclude_judged(std::move(r), problems, pass, scope);
   }

@@ -3,6 +3,9 @@
 
 #include "checks/model_engine.h"
 
+#include <cmath>
+#include <limits>
+
 #include "checks/captured_hidden_states.h"
 #include "checks/metrics.h"
 #include "checks/record_scope.h"
@@ -31,6 +34,16 @@ struct SliceMatch {
   double best_nmse = 0;
   double declared_nmse = 0;
 };
+
+// The NMSE that declared augmentation noise (train::FcInputNoise) adds to a fed slice against its
+// layer: the noise's variance over the layer's mean square (the slice's, less the noise); 0 for a
+// record that declares none. Noise as large as the states themselves allows any slice.
+double declared_noise_nmse(const train::StepRecord& rec, const at::Tensor& slice) {
+  if (!rec.fc_input_noise) return 0;
+  const double var = std::pow(kDeclaredNoiseMargin * rec.fc_input_noise->std_dev(), 2);
+  const double square = slice.pow(2).mean().item<double>();
+  return square > 2 * var ? var / (square - var) : std::numeric_limits<double>::infinity();
+}
 
 std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const at::Tensor& fed,
                                      const std::vector<std::int64_t>& tokens,
@@ -131,14 +144,8 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
-    // Declared augmentation noise (train::FcInputNoise) adds its variance over the layer's mean
-    // square (the fed slice's, less the noise) to the NMSE of the right layer.
-    double allowed = max_nmse;
-    if (rec.fc_input_noise) {
-      const double var = std::pow(kDeclaredNoiseMargin * rec.fc_input_noise->std_dev(), 2);
-      const double fed_square = fed.narrow(1, i * h, h).pow(2).mean().item<double>();
-      allowed += var / std::max(fed_square - var, 1e-30);
-    }
+    const double noise = declared_noise_nmse(rec, fed.narrow(1, i * h, h));
+    const double allowed = max_nmse + noise;
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +
@@ -151,8 +158,18 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
                                    {"nmse_to_declared", m.declared_nmse},
                                    {"nmse_to_source", m.best_nmse}};
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
+    // Declared noise beyond max_nmse hides the differences between layers (a slice mostly noise
+    // is nearest to the layer of largest states): the slice is not judged, and said so.
+    if (noise > max_nmse) {
+      slice_report["judged"] = false;
+      // Infinite where the noise is as large as the states (JSON has no infinity).
+      slice_report["declared_noise_nmse"] =
+          std::isfinite(noise) ? nlohmann::json(noise) : nlohmann::json("above the states'");
+      r.measured["fed_slices"].push_back(slice_report);
+      continue;
+    }
     r.measured["fed_slices"].push_back(slice_report);
-    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse))
+    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse) + noise)
       problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
                          std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
                          "): was the record made with this target?");
@@ -210,9 +227,10 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
     if (t < 0 || t >= target.config().vocab) return std::nullopt;
   const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record");
   double closest = matches.front().best_nmse;
-  for (const auto& m : matches) {
-    if (m.best_nmse < kNoMatchNmse) return std::nullopt;
-    closest = std::min(closest, m.best_nmse);
+  for (std::size_t i = 0; i < matches.size(); ++i) {
+    const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
+    if (matches[i].best_nmse < kNoMatchNmse + declared_noise_nmse(rec, slice)) return std::nullopt;
+    closest = std::min(closest, matches[i].best_nmse);
   }
   return "no target layer matches this record (closest NMSE " + format_number(closest) +
          " over the first " + std::to_string(length) + " positions of its fc_input; " +

@@ -50,6 +50,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import secrets
 import struct
 
@@ -124,10 +125,9 @@ def write_step_record(path, *, input_ids, loss_mask, anchors, fc_input, teacher_
         recipe["dpace_alpha"] = repr(0.5 if dpace_alpha is None else dpace_alpha)
     if fc_input_noise not in (None, "none"):
         law, _, scale = str(fc_input_noise).partition(":")
-        try:
-            ok = law in ("uniform", "gaussian") and math.isfinite(float(scale)) and float(scale) > 0
-        except ValueError:
-            ok = False
+        # ASCII digits only (float() also takes "1_0", spaces and other scripts' digits).
+        ok = (law in ("uniform", "gaussian") and re.fullmatch(r"([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", scale)
+              is not None and math.isfinite(float(scale)) and float(scale) > 0)
         if not ok:
             raise ValueError('fc_input_noise must be "uniform:<half width>" or "gaussian:<std>" (a positive '
                              f'number; speculators\' default --noise-std 0.05 is "uniform:0.05"), got {fc_input_noise!r}')

@@ -17,6 +17,8 @@ CLI::Validator integer_check(std::int64_t min, std::int64_t max, const std::stri
         std::int64_t v = 0;
         const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
         const std::size_t digit = !in.empty() && in[0] == '-' ? 1 : 0;
+        if (ec == std::errc::result_out_of_range && end == in.data() + in.size())
+          return "Value " + in + " does not fit a 64-bit integer";
         if (in.empty() || ec != std::errc() || end != in.data() + in.size() ||
             (in.size() > digit + 1 && in[digit] == '0'))  // CLI11 would read 010 as octal 8
           return "Value " + in + " is not an integer";
@@ -77,6 +79,13 @@ CLI::Option* add_integer_list(CLI::App* cmd, const std::string& name,
           description)
       ->type_name("LIST")
       ->check(list);
+}
+
+void require_distinct(const std::vector<std::int64_t>& ids, const char* flag, const char* what) {
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (std::find(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(i), ids[i]) !=
+        ids.begin() + static_cast<std::ptrdiff_t>(i))
+      throw Error(flag, std::string(what) + " " + std::to_string(ids[i]) + " is given twice");
 }
 
 CLI::Validator seed_value() {

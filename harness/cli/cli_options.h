@@ -24,6 +24,9 @@ CLI::Validator non_negative_integer();
 CLI::Option* add_integer_list(CLI::App* cmd, const std::string& name,
                               std::vector<std::int64_t>& values, const std::string& description,
                               const CLI::Validator& element);
+// Refuses a list naming one id twice ("--taps: tap 0 is given twice"): a repeated tap would be one
+// tensor in a dump, or an fc input the target feeds twice.
+void require_distinct(const std::vector<std::int64_t>& ids, const char* flag, const char* what);
 // A 64-bit unsigned seed, refused (not clamped) past 2^64 - 1.
 CLI::Validator seed_value();
 // Every path flag's value: an empty one (`--golden "$UNSET"`) is refused by name, never read as

@@ -37,6 +37,7 @@ int run_forward(const ForwardOptions& opt) {
   // One sequence: streamed a layer at a time when the model does not fit the memory budget.
   const auto target = model::open_sequence_target(ckpt, options);
   if (opt.tokens.empty()) throw Error("--tokens", "no token ids given");
+  require_distinct(opt.taps, "--taps", "tap");
   const auto n = static_cast<std::int64_t>(opt.tokens.size());
   model::require_sequence_fits(target->config(), n, n, "--tokens");
   model::ForwardResult r;

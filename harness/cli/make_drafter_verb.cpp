@@ -37,17 +37,13 @@ int run_make_drafter(MakeDrafterOptions opt) {
   opt.spec.vocab = t.vocab;
   // The taps and the mask id must name the target's layers and tokens (a final-layer tap stays
   // possible: fixtures carry that bug for the gate to find).
-  for (std::size_t i = 0; i < opt.spec.target_layer_ids.size(); ++i) {
-    const std::int64_t tap = opt.spec.target_layer_ids[i];
+  for (const std::int64_t tap : opt.spec.target_layer_ids)
     if (tap >= t.num_layers)
       throw Error("--taps",
                   "tap " + std::to_string(tap) + " is not a layer of the target (0.." +
                       std::to_string(t.num_layers - 1) + ")",
                   "the default taps are 0,2; pass --taps for a target of fewer layers");
-    for (std::size_t j = 0; j < i; ++j)
-      if (opt.spec.target_layer_ids[j] == tap)
-        throw Error("--taps", "tap " + std::to_string(tap) + " is given twice");
-  }
+  require_distinct(opt.spec.target_layer_ids, "--taps", "tap");
   if (opt.mask_token_id >= t.vocab)
     throw Error("--mask-token-id", std::to_string(opt.mask_token_id) +
                                        " is outside the target's vocabulary (0.." +

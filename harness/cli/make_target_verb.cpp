@@ -23,7 +23,7 @@ struct MakeTargetOptions {
   std::string layout;
   std::string dtype = "bf16";
   std::string quantize;
-  std::vector<std::int64_t> fp8_block = {128, 128};
+  std::vector<std::int64_t> fp8_block;  // default 128,128 (with --quantize fp8 only)
   std::string out;
 };
 
@@ -57,12 +57,16 @@ int run_make_target(MakeTargetOptions opt) {
                                            std::to_string(s.num_experts));
   if (s.fused_experts && family->traits.mlp != model::MlpKind::kMoe)
     throw Error("--fused-experts", family->name + " has no routed experts to fuse");
+  if (!opt.quantize.empty() && opt.quantize != "fp8")
+    throw Error("--quantize", "unknown quantization \"" + opt.quantize + "\" (expected fp8)");
+  if (opt.quantize.empty() && !opt.fp8_block.empty())
+    throw Error("--fp8-block", "is given without --quantize fp8, which it is the block size of");
   if (opt.quantize == "fp8") {
+    if (opt.fp8_block.empty()) opt.fp8_block = {128, 128};
     if (opt.fp8_block.size() != 2)
       throw Error("--fp8-block", "expected two block sizes ROWS,COLS (e.g. 128,128)");
     s.fp8 = model::random_target_fp8_scheme(s, opt.fp8_block[0], opt.fp8_block[1]);
-  } else if (!opt.quantize.empty())
-    throw Error("--quantize", "unknown quantization \"" + opt.quantize + "\" (expected fp8)");
+  }
   const bool existed = std::filesystem::exists(opt.out);
   model::write_random_target(opt.out, s);
   // Shapes forward would refuse (an odd head_dim, heads not a multiple of the KV heads, ...) are

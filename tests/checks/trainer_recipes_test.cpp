@@ -158,11 +158,11 @@ TEST(TrainerRecipes, DeclaredInputNoiseIsAllowedForAndNoMore) {
   const StepRecord clean = specforge_step();
   Models m;
   at::manual_seed(7);
-  const auto noised = [&](double half_width) {
+  const auto noised = [&](double half_width, double declared = 0.05) {
     StepRecord rec = clean;
     rec.fc_input = clean.fc_input + (2 * at::rand(clean.fc_input.sizes()) - 1) * half_width;
     rec.drafter_logits = m.drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
-    rec.fc_input_noise = train::FcInputNoise{train::FcInputNoise::Law::kUniform, 0.05};
+    rec.fc_input_noise = train::FcInputNoise{train::FcInputNoise::Law::kUniform, declared};
     return rec;
   };
   const StepRecord declared = noised(0.05);
@@ -177,6 +177,17 @@ TEST(TrainerRecipes, DeclaredInputNoiseIsAllowedForAndNoMore) {
   EXPECT_NEAR(slice["noise_ratio"].get<double>(), slice["noise_ratio_declared"].get<double>(),
               0.1 * slice["noise_ratio_declared"].get<double>())
       << "the measured noise is the declared one";
+
+  // Declared noise as large as the states: no layer can be told apart by NMSE (a slice mostly noise
+  // is nearest the layer of largest states), so none is blamed and the verdict says so (it was
+  // "matches no target layer: was the record made with this target?", then "matches layer 3").
+  const double loud = 3 * rms(clean.fc_input);
+  const CheckResult taps =
+      run_on("fc_excludes_target_layer", noised(loud, loud), "loud.safetensors");
+  EXPECT_EQ(taps.status, Status::kPass) << taps.message;
+  EXPECT_THAT(taps.message,
+              HasSubstr("fed features of slices [0,1] not told apart from other layers: the "
+                        "record's fc_input_noise is above max_nmse of their states"));
 
   StepRecord undeclared = declared;
   undeclared.fc_input_noise.reset();

@@ -1005,8 +1005,8 @@ INSTANTIATE_TEST_SUITE_P(Limits, HostileInput,
                                                           " --tokens 99999999999999999999 --out " +
                                                           (dir / "o.safetensors").string();
                                                  },
-                                                 "--tokens: Value 99999999999999999999 is not an "
-                                                 "integer"},
+                                                 "--tokens: Value 99999999999999999999 does not "
+                                                 "fit a 64-bit integer"},
                                              Hostile{"forward_token_octal_looking",
                                                      [](const fs::path& dir) {
                                                        return "forward --model " + target() +
@@ -1791,6 +1791,18 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"eos_with_a_newline",
                 [](const fs::path&) { return oracle_eval("--eos \"$(printf '1\\n2')\""); },
                 "usage error: --eos: Value 1 2 is not an integer"},
+        Hostile{"forward_tap_twice",
+                [](const fs::path& dir) {
+                  return "forward --model " + target() + " --tokens 1,2 --taps 0,0 --out " +
+                         (dir / "o.safetensors").string();
+                },
+                "--taps: tap 0 is given twice"},
+        Hostile{"make_target_fp8_block_without_fp8",
+                [](const fs::path& dir) {
+                  return "make-target --family qwen3 --fp8-block 64,64 --out " +
+                         (dir / "t").string();
+                },
+                "--fp8-block: is given without --quantize fp8"},
         // CLI11's delimiter dropped empty elements: 1,,2 read as 1,2.
         Hostile{"eos_list_ending_in_a_comma",
                 [](const fs::path&) { return oracle_eval("--eos 1,"); },
@@ -1974,6 +1986,22 @@ INSTANTIATE_TEST_SUITE_P(
             [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "(a"; },
             "/pre_tokenizer/pattern/Regex: regex does not compile: end pattern with unmatched "
             "parenthesis"),
+        // Read one way by Debian's Oniguruma 6.9.8, another by the library's copy.
+        tokenizer_case(
+            "tokenizer_regex_posix_punct",
+            [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "[[:punct:]]+"; },
+            "regex construct [:punct:] means one thing to Debian 12's Oniguruma 6.9.8 and another "
+            "to the Hugging Face library's copy of it"),
+        // The library's reader refuses these where nlohmann's would take them.
+        tokenizer_case(
+            "tokenizer_unknown_member", [](json& tok) { tok["extra"] = 1; },
+            "/: has a member \"extra\" the Hugging Face library refuses"),
+        tokenizer_case(
+            "tokenizer_added_tokens_null", [](json& tok) { tok["added_tokens"] = nullptr; },
+            "/added_tokens: must be an array, got null"),
+        tokenizer_text_case("tokenizer_byte_order_mark", "\xEF\xBB\xBF" + small_tokenizer().dump(),
+                            "starts with a UTF-8 byte order mark, which the Hugging Face library "
+                            "refuses"),
         tokenizer_case(
             "tokenizer_regex_unclosed_class",
             [](json& tok) { tok["pre_tokenizer"]["pattern"]["Regex"] = "[a"; },

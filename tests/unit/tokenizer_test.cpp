@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <regex.h>
 
 #include <nlohmann/json.hpp>
 
@@ -116,9 +117,28 @@ TEST(TokenizerRegex, ConstructsMeanWhatTheyMeanToTheLibrary) {
                         "parenthesis"));
   EXPECT_THAT(error_of([] { matches(R"(\p{Nonsense})", ""); }),
               HasSubstr("regex does not compile: invalid character property name {Nonsense}"));
+  // Read one way by Debian's Oniguruma 6.9.8 and another by the library's copy (measured through
+  // its npm binding): refused, in any spelling of the name; an escaped backslash is no property.
+  for (const char* differing : {"[[:punct:]]+", "[^[:^punct:]]", R"(\p{Word}+)", R"(\P{ w_O-rd })"})
+    EXPECT_THAT(error_of([&] { matches(differing, ""); }),
+                HasSubstr("means one thing to Debian 12's Oniguruma 6.9.8 and another to the "
+                          "Hugging Face library's copy of it"))
+        << differing;
+  EXPECT_EQ(matches(R"(\\p{Word})", "\\p{Word}"), 1u);
   // Catastrophic backtracking stops at the engine's retry limit (the library panics there).
   EXPECT_THAT(error_of([] { matches("(a+)+$", std::string(40, 'a') + "!"); }),
               HasSubstr("regex matching failed: retry-limit-in-match over"));
+}
+
+// Oniguruma's library also exports POSIX regcomp / regexec: linked, they replaced glibc's in the
+// whole process. Opened locally, the process's POSIX regex stays glibc's.
+TEST(TokenizerRegex, TheProcesssPosixRegexStaysGlibcs) {
+  EXPECT_EQ(matches("a+", "aa"), 1u);  // the engine is loaded
+  regex_t posix;
+  ASSERT_EQ(::regcomp(&posix, "check +PASS", REG_EXTENDED | REG_NOSUB), 0);
+  EXPECT_EQ(::regexec(&posix, "check    PASS", 0, nullptr, 0), 0);
+  EXPECT_EQ(::regexec(&posix, "check FAIL", 0, nullptr, 0), REG_NOMATCH);
+  ::regfree(&posix);
 }
 
 TEST(TokenizerRegex, EmptyMatchesSplitAndAdvanceOneCharacter) {

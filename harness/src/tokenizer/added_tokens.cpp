@@ -48,7 +48,6 @@ std::size_t whitespace_end_after(std::string_view s, std::size_t pos) {
 AddedVocabulary AddedVocabulary::from_json(const json& j, const JsonPlace& at,
                                            const BpeModel& model, const Normalizer* normalizer) {
   AddedVocabulary v;
-  if (j.is_null()) return v;
   if (!j.is_array()) at.fail("must be an array, got " + io::json_excerpt(j));
   std::map<std::string, std::size_t> seen;
   // added_vocabulary.rs, add_tokens: new ids start after the model's vocabulary.

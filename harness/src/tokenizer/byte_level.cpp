@@ -43,7 +43,7 @@ int alphabet_byte(char32_t c) { return c < 512 ? alphabet().byte_of[c] : -1; }
 
 ByteLevelFlags byte_level_flags(const nlohmann::json& j, const JsonPlace& at) {
   return {at.flag_of(j, "add_prefix_space"), at.flag_of(j, "trim_offsets"),
-          at.bool_of(j, "use_regex", true)};
+          at.flag_or(j, "use_regex", true)};
 }
 
 }  // namespace draftgate::tokenizer

@@ -47,6 +47,10 @@ bool JsonPlace::flag_of(const json& object, const std::string& key) const {
   return v.get<bool>();
 }
 
+bool JsonPlace::flag_or(const json& object, const std::string& key, bool fallback) const {
+  return find(object, key) == nullptr ? fallback : flag_of(object, key);
+}
+
 std::string JsonPlace::type_of(const json& object) const { return string_of(object, "type"); }
 
 }  // namespace draftgate::tokenizer

@@ -1,50 +1,126 @@
 #include "draftgate/tokenizer/split_regex.h"
 
+#include <dlfcn.h>
 #include <oniguruma.h>
 
+#include <cctype>
 #include <new>
 
+#include "draftgate/error.h"
 #include "draftgate/tokenizer/unicode.h"
 
 namespace draftgate::tokenizer {
 namespace {
 
-// Once per process, before the first pattern (onig_new would do it lazily, not thread-safely).
-void initialise_oniguruma() {
-  static const bool done = [] {
-    OnigEncoding encodings[] = {ONIG_ENCODING_UTF8};
-    return onig_initialize(encodings, 1) == ONIG_NORMAL;
-  }();
-  if (!done) throw std::bad_alloc();
-}
+// Oniguruma, opened with RTLD_LOCAL rather than linked: libonig also exports the POSIX regcomp /
+// regexec / regfree, which, linked, replace glibc's in every library of the process (GoogleTest's
+// regex matchers broke; a program linking draftgate's engine would see the same). Its header
+// gives the types and constants; the functions and data come from the library opened here.
+struct Oniguruma {
+  decltype(&onig_initialize) initialize;
+  decltype(&onig_new) compile;
+  decltype(&onig_free) free;
+  decltype(&onig_search) search;
+  decltype(&onig_region_new) region_new;
+  decltype(&onig_region_free) region_free;
+  int (*error_to_str)(OnigUChar*, int, ...);
+  OnigEncoding utf8;
+  OnigSyntaxType* default_syntax;  // the onig crate's Regex::new syntax
+  OnigSyntaxType* as_is;           // every byte itself
+
+  static const Oniguruma& get() {
+    static const Oniguruma library = open();
+    return library;
+  }
+
+ private:
+  static Oniguruma open() {
+    constexpr const char* kSoname = "libonig.so.5";
+    void* handle = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr)
+      throw Error(kSoname,
+                  "cannot be loaded: the tokenizer matches tokenizer.json's regexes with "
+                  "Oniguruma, as the Hugging Face library does",
+                  "install Debian's libonig5 (ci/install-deps.sh does)");
+    const auto symbol = [&](const char* name) {
+      void* p = ::dlsym(handle, name);
+      if (p == nullptr) throw Error(kSoname, std::string("has no symbol ") + name);
+      return p;
+    };
+    Oniguruma o{};
+    o.initialize = reinterpret_cast<decltype(o.initialize)>(symbol("onig_initialize"));
+    o.compile = reinterpret_cast<decltype(o.compile)>(symbol("onig_new"));
+    o.free = reinterpret_cast<decltype(o.free)>(symbol("onig_free"));
+    o.search = reinterpret_cast<decltype(o.search)>(symbol("onig_search"));
+    o.region_new = reinterpret_cast<decltype(o.region_new)>(symbol("onig_region_new"));
+    o.region_free = reinterpret_cast<decltype(o.region_free)>(symbol("onig_region_free"));
+    o.error_to_str = reinterpret_cast<decltype(o.error_to_str)>(symbol("onig_error_code_to_str"));
+    o.utf8 = static_cast<OnigEncoding>(symbol("OnigEncodingUTF8"));
+    o.default_syntax = *static_cast<OnigSyntaxType**>(symbol("OnigDefaultSyntax"));
+    o.as_is = static_cast<OnigSyntaxType*>(symbol("OnigSyntaxASIS"));
+    // Once, before the first pattern (onig_new would do it lazily, not thread-safely).
+    OnigEncoding encodings[] = {o.utf8};
+    if (o.initialize(encodings, 1) != ONIG_NORMAL) throw std::bad_alloc();
+    return o;
+  }
+};
 
 std::string error_text(int code, OnigErrorInfo* info) {
   OnigUChar message[ONIG_MAX_ERROR_MESSAGE_LEN];
-  const int length = info != nullptr ? onig_error_code_to_str(message, code, info)
-                                     : onig_error_code_to_str(message, code);
+  const Oniguruma& onig = Oniguruma::get();
+  const int length =
+      info != nullptr ? onig.error_to_str(message, code, info) : onig.error_to_str(message, code);
   return std::string(reinterpret_cast<const char*>(message), static_cast<std::size_t>(length));
 }
 
 const OnigUChar* bytes(std::string_view s) { return reinterpret_cast<const OnigUChar*>(s.data()); }
+
+// Constructs that Debian 12's Oniguruma (6.9.8) and the library's (the onig crate's copy) read
+// differently, measured against the library through its npm binding: the POSIX bracket
+// [:punct:] (the library's also holds symbols: $ + € ...) and the property Word outside a class
+// (the library's holds ² ³ ¹ ½ ...). Refused rather than matched otherwise; "" when none.
+std::string differing_construct(const std::string& pattern) {
+  for (const char* bracket : {"[:punct:]", "[:^punct:]"})
+    if (pattern.find(bracket) != std::string::npos) return bracket;
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '\\') continue;
+    const std::size_t close = pattern.find('}', i);
+    if ((pattern[i + 1] == 'p' || pattern[i + 1] == 'P') && i + 2 < pattern.size() &&
+        pattern[i + 2] == '{' && close != std::string::npos) {
+      std::string name;  // as Oniguruma compares names: case, spaces, '_' and '-' ignored
+      for (std::size_t k = i + 3; k < close; ++k)
+        if (pattern[k] != ' ' && pattern[k] != '_' && pattern[k] != '-' && pattern[k] != '^')
+          name += static_cast<char>(std::tolower(static_cast<unsigned char>(pattern[k])));
+      if (name == "word") return pattern.substr(i, close - i + 1);
+    }
+    ++i;  // the escaped character
+  }
+  return "";
+}
 
 }  // namespace
 
 struct SplitRegex::Impl {
   OnigRegex regex = nullptr;
   ~Impl() {
-    if (regex != nullptr) onig_free(regex);
+    if (regex != nullptr) Oniguruma::get().free(regex);
   }
 };
 
 SplitRegex::SplitRegex(const std::string& pattern, Syntax syntax, const JsonPlace& at)
     : impl_(std::make_unique<Impl>()), at_(at) {
-  initialise_oniguruma();
+  if (syntax == Syntax::kRegex)
+    if (const std::string construct = differing_construct(pattern); !construct.empty())
+      at.fail("regex construct " + construct +
+                  " means one thing to Debian 12's Oniguruma 6.9.8 and another to the Hugging Face "
+                  "library's copy of it: refused rather than split otherwise",
+              "\\p{P} (punctuation), \\p{S} (symbols) and \\w mean the same to both");
+  const Oniguruma& onig = Oniguruma::get();
   OnigErrorInfo info{};
-  // ONIG_SYNTAX_DEFAULT is what the onig crate's Regex::new compiles with; ASIS takes every byte
-  // as itself, as regex::escape's output means.
-  const int rc = onig_new(&impl_->regex, bytes(pattern), bytes(pattern) + pattern.size(),
-                          ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                          syntax == Syntax::kRegex ? ONIG_SYNTAX_DEFAULT : ONIG_SYNTAX_ASIS, &info);
+  // A literal as plain text: what regex::escape's output means.
+  const int rc =
+      onig.compile(&impl_->regex, bytes(pattern), bytes(pattern) + pattern.size(), ONIG_OPTION_NONE,
+                   onig.utf8, syntax == Syntax::kRegex ? onig.default_syntax : onig.as_is, &info);
   if (rc != ONIG_NORMAL) {
     impl_->regex = nullptr;
     at.fail("regex does not compile: " + error_text(rc, &info));
@@ -55,8 +131,9 @@ SplitRegex::~SplitRegex() = default;
 
 std::vector<std::pair<std::size_t, std::size_t>> SplitRegex::find_all(std::string_view text) const {
   std::vector<std::pair<std::size_t, std::size_t>> found;
-  const std::unique_ptr<OnigRegion, void (*)(OnigRegion*)> region(
-      onig_region_new(), [](OnigRegion* r) { onig_region_free(r, 1); });
+  const Oniguruma& onig = Oniguruma::get();
+  const auto free_region = [&onig](OnigRegion* r) { onig.region_free(r, 1); };
+  const std::unique_ptr<OnigRegion, decltype(free_region)> region(onig.region_new(), free_region);
   if (region == nullptr) throw std::bad_alloc();
   const OnigUChar* begin = bytes(text);
   const OnigUChar* end = begin + text.size();
@@ -68,7 +145,7 @@ std::vector<std::pair<std::size_t, std::size_t>> SplitRegex::find_all(std::strin
   std::size_t last_end = 0;
   while (pos <= text.size()) {
     const int rc =
-        onig_search(impl_->regex, begin, end, begin + pos, end, region.get(), ONIG_OPTION_NONE);
+        onig.search(impl_->regex, begin, end, begin + pos, end, region.get(), ONIG_OPTION_NONE);
     if (rc == ONIG_MISMATCH) break;
     if (rc < 0)  // the library panics here ("Onig: Internal error during regex search")
       at_.fail("regex matching failed: " + error_text(rc, nullptr),

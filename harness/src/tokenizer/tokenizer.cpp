@@ -21,6 +21,10 @@ namespace {
 // The real files are 7–12 MB; a 256 MB one is not a tokenizer.
 constexpr std::uint64_t kMaxTokenizerBytes = 256ull << 20;
 
+constexpr const char* kMembers[] = {"version",      "truncation",     "padding",
+                                    "added_tokens", "normalizer",     "pre_tokenizer",
+                                    "model",        "post_processor", "decoder"};
+
 // A post-processor that adds no tokens to a single sequence (the library's ByteLevel one only
 // trims offsets); others are refused.
 void check_post_processor(const json& j, const JsonPlace& at) {
@@ -49,9 +53,19 @@ Tokenizer Tokenizer::load(const fs::path& path) {
 }
 
 Tokenizer Tokenizer::from_text(std::string_view text, const std::string& file) {
-  const json j = io::parse_json_strict(text, file, kMaxTokenizerBytes);
   const JsonPlace root{file, ""};
+  // The library's JSON reader stops at a byte order mark, which nlohmann's skips.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    root.fail("starts with a UTF-8 byte order mark, which the Hugging Face library refuses",
+              "save the file without one");
+  const json j = io::parse_json_strict(text, file, kMaxTokenizerBytes);
   if (!j.is_object()) root.fail("must be a tokenizer.json object, got " + io::json_excerpt(j));
+  // The library's reader (serialization.rs) stops at any other member.
+  for (const auto& [key, value] : j.items())
+    if (std::find(std::begin(kMembers), std::end(kMembers), key) == std::end(kMembers))
+      root.fail("has a member \"" + key.substr(0, 40) + "\" the Hugging Face library refuses",
+                "a tokenizer.json holds version, truncation, padding, added_tokens, normalizer, "
+                "pre_tokenizer, model, post_processor and decoder");
   Tokenizer t;
   t.file_ = file;
   if (const json* v = root.find(j, "version"); v != nullptr && *v != "1.0")
@@ -78,8 +92,10 @@ Tokenizer Tokenizer::from_text(std::string_view text, const std::string& file) {
   t.pre_tokenizer_ = pre_tokenizer_from_json(member("pre_tokenizer"), root.at("pre_tokenizer"));
   check_post_processor(member("post_processor"), root.at("post_processor"));
   t.decoder_ = decoder_from_json(member("decoder"), root.at("decoder"));
-  t.added_ = AddedVocabulary::from_json(member("added_tokens"), root.at("added_tokens"), t.model_,
-                                        t.normalizer_.get());
+  // Absent: none; null is refused, as the library refuses it (it reads a sequence).
+  const json* added = root.find(j, "added_tokens");
+  t.added_ = AddedVocabulary::from_json(added != nullptr ? *added : json::array(),
+                                        root.at("added_tokens"), t.model_, t.normalizer_.get());
   return t;
 }
 

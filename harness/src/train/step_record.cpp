@@ -109,9 +109,12 @@ std::optional<FcInputNoise> noise_meta(const Reader& r) {
   const std::string law = v->substr(0, colon);
   FcInputNoise noise;
   noise.law = law == "gaussian" ? FcInputNoise::Law::kGaussian : FcInputNoise::Law::kUniform;
-  std::istringstream in(colon == std::string::npos ? "" : v->substr(colon + 1));
-  if ((law != "uniform" && law != "gaussian") || !(in >> noise.scale) || !in.eof() ||
-      !std::isfinite(noise.scale) || noise.scale <= 0)
+  // The number exactly as written: no spaces, no sign, no hex (from_chars, general format).
+  const char* first = colon == std::string::npos ? v->data() + v->size() : v->data() + colon + 1;
+  const char* last = v->data() + v->size();
+  const auto [end, ec] = std::from_chars(first, last, noise.scale);
+  if ((law != "uniform" && law != "gaussian") || first == last || ec != std::errc() ||
+      end != last || !std::isfinite(noise.scale) || noise.scale <= 0)
     throw Error(r.name(),
                 "__metadata__ \"fc_input_noise\" = \"" + v->substr(0, 40) +
                     "\" is not uniform:<half width>, gaussian:<std> (a positive number) or none",

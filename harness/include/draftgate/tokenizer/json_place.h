@@ -25,6 +25,9 @@ struct JsonPlace {
   // A boolean the library's serde struct requires (no default): absent or null is refused, as the
   // library refuses the file ("missing field", "invalid type: null, expected a boolean").
   bool flag_of(const nlohmann::json& object, const std::string& key) const;
+  // A boolean with a serde default: absent gives `fallback`, null is refused (a bool, not an
+  // Option, to the library).
+  bool flag_or(const nlohmann::json& object, const std::string& key, bool fallback) const;
   // The "type" member of a component, which must be a string.
   std::string type_of(const nlohmann::json& object) const;
 };
