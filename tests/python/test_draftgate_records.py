@@ -145,7 +145,9 @@ class StepRecordTest(unittest.TestCase):
                 "hidden_dtype must be one of f32, bf16, f16": dict(hidden_dtype="fp8"),
                 'fc_input_noise must be "uniform:<half width>" or "gaussian:<std>"': dict(fc_input_noise="uniform:0"),
                 'fc_input_noise must be "uniform:<half width>"': dict(fc_input_noise="laplace:0.1"),
-                'fc_input_noise must be': dict(fc_input_noise="uniform:x")}.items():
+                'fc_input_noise must be': dict(fc_input_noise="uniform:x"),
+                "got 'uniform:1_0'": dict(fc_input_noise="uniform:1_0"),  # float() takes these two
+                "got 'uniform: 0.05'": dict(fc_input_noise="uniform: 0.05")}.items():
             with self.subTest(message), self.assertRaises(ValueError) as caught:
                 dg.write_step_record(self.path, **record_args(**change))
             self.assertIn(message, str(caught.exception))
