@@ -134,7 +134,7 @@ class FcExcludesTargetLayer : public Check {
                         : std::string(judged_slices > 0 ? " except" : ", fed features of") +
                               " slices [" + format_ids({hidden.begin(), hidden.end()}) +
                               "] not told apart from other layers: the record's fc_input_noise is "
-                              "above max_nmse of their states");
+                              "about as large as their states");
     return scope.empty() ? conclude(std::move(r), problems, pass)
                          : conclude_judged(std::move(r), problems, pass, scope);
   }

@@ -35,20 +35,27 @@ struct SliceMatch {
   double declared_nmse = 0;
 };
 
-// The NMSE that declared augmentation noise (train::FcInputNoise) adds to a fed slice against its
-// layer: the noise's variance over the layer's mean square (the slice's, less the noise); 0 for a
-// record that declares none. Noise as large as the states themselves allows any slice.
-double declared_noise_nmse(const train::StepRecord& rec, const at::Tensor& slice) {
-  if (!rec.fc_input_noise) return 0;
-  const double var = std::pow(kDeclaredNoiseMargin * rec.fc_input_noise->std_dev(), 2);
+// The variance of the augmentation noise a record declares in fc_input (train::FcInputNoise), 0
+// for none: match_slices takes it out of every candidate's NMSE.
+double declared_noise_variance(const train::StepRecord& rec) {
+  return rec.fc_input_noise ? std::pow(rec.fc_input_noise->std_dev(), 2) : 0;
+}
+
+// What remains uncertain of a de-noised NMSE: the declared variance's margin (kDeclaredNoiseMargin:
+// the sample's variance, noise drawn in bf16) over the layer's mean square (the slice's less the
+// noise); 0 for a record that declares none, infinite where the noise is as large as the states.
+double declared_noise_slack(const train::StepRecord& rec, const at::Tensor& slice) {
+  const double var = declared_noise_variance(rec);
+  if (var == 0) return 0;
   const double square = slice.pow(2).mean().item<double>();
-  return square > 2 * var ? var / (square - var) : std::numeric_limits<double>::infinity();
+  return square > 2 * var ? (kDeclaredNoiseMargin * kDeclaredNoiseMargin - 1) * var / (square - var)
+                          : std::numeric_limits<double>::infinity();
 }
 
 std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const at::Tensor& fed,
                                      const std::vector<std::int64_t>& tokens,
                                      const std::vector<std::int64_t>& declared,
-                                     const std::string& check) {
+                                     const std::string& check, double noise_variance) {
   const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
   std::vector<std::int64_t> all(layers);
   for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
@@ -61,7 +68,7 @@ std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const 
     const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
     SliceMatch m;
     for (std::int64_t c = 0; c <= layers + 1; ++c) {
-      const double nmse = metrics::nmse(slice, candidates[c]);
+      const double nmse = metrics::nmse(slice, candidates[c], noise_variance);
       if (m.best == -2 || nmse < m.best_nmse) m.best = c - 1, m.best_nmse = nmse;
       if (c - 1 == declared[i]) m.declared_nmse = nmse;
     }
@@ -139,13 +146,14 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   if (rec.fc_input.size(1) != n * h)
     throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
                               std::to_string(n) + " taps x " + std::to_string(h));
-  const auto matches =
-      match_slices(target, fed, tokens, d.target_layer_ids, "fc_excludes_target_layer");
+  const auto matches = match_slices(target, fed, tokens, d.target_layer_ids,
+                                    "fc_excludes_target_layer", declared_noise_variance(rec));
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
-    const double noise = declared_noise_nmse(rec, fed.narrow(1, i * h, h));
-    const double allowed = max_nmse + noise;
+    // With declared noise the NMSEs are de-noised (match_slices); what stays uncertain is slack.
+    const double slack = declared_noise_slack(rec, fed.narrow(1, i * h, h));
+    const double allowed = max_nmse + slack;
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +
@@ -158,33 +166,39 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
                                    {"nmse_to_declared", m.declared_nmse},
                                    {"nmse_to_source", m.best_nmse}};
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
-    // Declared noise beyond max_nmse hides the differences between layers (a slice mostly noise
-    // is nearest to the layer of largest states): the slice is not judged, and said so.
-    if (noise > max_nmse) {
+    if (rec.fc_input_noise)  // null where the noise is as large as the states (no JSON infinity)
+      slice_report["nmse_slack_of_declared_noise"] =
+          std::isfinite(slack) ? nlohmann::json(slack) : nlohmann::json();
+    // Declared noise whose uncertainty alone reaches the no-match line hides which layer a slice
+    // is: not judged, and said so.
+    if (slack >= kNoMatchNmse) {
       slice_report["judged"] = false;
-      // Infinite where the noise is as large as the states (JSON has no infinity).
-      slice_report["declared_noise_nmse"] =
-          std::isfinite(noise) ? nlohmann::json(noise) : nlohmann::json("above the states'");
       r.measured["fed_slices"].push_back(slice_report);
       continue;
     }
     r.measured["fed_slices"].push_back(slice_report);
-    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse) + noise)
+    const bool declared_fits = m.declared_nmse <= allowed;
+    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse) + slack)
       problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
                          std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
+                         (rec.fc_input_noise ? ", less the declared fc_input_noise " +
+                                                   rec.fc_input_noise->describe()
+                                             : std::string()) +
                          "): was the record made with this target?");
-    else if (m.best == d.target_layer_ids[i] && m.declared_nmse > allowed)
+    else if (m.best == d.target_layer_ids[i] && !declared_fits)
       problems.push_back("fc input slice " + std::to_string(i) + " is closest to its declared " +
                          name(m.best) + " but differs from it by NMSE " +
                          std::to_string(m.declared_nmse) + " (max_nmse " + format_number(max_nmse) +
-                         (rec.fc_input_noise
-                              ? " with the declared fc_input_noise " +
-                                    rec.fc_input_noise->describe() + ": " + format_number(allowed)
-                              : std::string()) +
+                         (rec.fc_input_noise ? ", less the declared fc_input_noise " +
+                                                   rec.fc_input_noise->describe() +
+                                                   ", with its slack: " + format_number(allowed)
+                                             : std::string()) +
                          "): noise on the captured hidden states; record fc_input as the target "
                          "computed it, before any augmentation noise or with that noise declared "
                          "(target_logits_noise_free judges it against the capture's precision)");
-    else if (m.best != d.target_layer_ids[i] || m.declared_nmse > allowed)
+    // Under declared noise another layer may come out nearest by chance: only a declared layer
+    // outside the slack is a finding.
+    else if (m.best != d.target_layer_ids[i] && (!rec.fc_input_noise || !declared_fits))
       problems.push_back(
           "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
           " but matches " + name(m.best) + " (NMSE " + std::to_string(m.best_nmse) + " vs " +
@@ -225,11 +239,12 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   // Ids outside the target's vocabulary are the checks' to name, with the record file and key.
   for (const auto t : tokens)
     if (t < 0 || t >= target.config().vocab) return std::nullopt;
-  const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record");
+  const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record",
+                                    declared_noise_variance(rec));
   double closest = matches.front().best_nmse;
   for (std::size_t i = 0; i < matches.size(); ++i) {
     const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
-    if (matches[i].best_nmse < kNoMatchNmse + declared_noise_nmse(rec, slice)) return std::nullopt;
+    if (matches[i].best_nmse < kNoMatchNmse + declared_noise_slack(rec, slice)) return std::nullopt;
     closest = std::min(closest, matches[i].best_nmse);
   }
   return "no target layer matches this record (closest NMSE " + format_number(closest) +

@@ -29,6 +29,7 @@ struct ForwardOptions {
 int run_forward(const ForwardOptions& opt) {
   io::check_outputs({{opt.out, "--out"}}, {{opt.model, "--model", true}});
   require_slots({{opt.model, io::ArtifactKind::kTarget, "--model"}});
+  require_distinct(opt.taps, "--taps", "tap");
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.model);
   model::TargetOptions options;
   if (!opt.dtype.empty()) options.dtype = model::parse_dtype_flag(opt.dtype);
@@ -37,7 +38,6 @@ int run_forward(const ForwardOptions& opt) {
   // One sequence: streamed a layer at a time when the model does not fit the memory budget.
   const auto target = model::open_sequence_target(ckpt, options);
   if (opt.tokens.empty()) throw Error("--tokens", "no token ids given");
-  require_distinct(opt.taps, "--taps", "tap");
   const auto n = static_cast<std::int64_t>(opt.tokens.size());
   model::require_sequence_fits(target->config(), n, n, "--tokens");
   model::ForwardResult r;

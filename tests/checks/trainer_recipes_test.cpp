@@ -178,16 +178,34 @@ TEST(TrainerRecipes, DeclaredInputNoiseIsAllowedForAndNoMore) {
               0.1 * slice["noise_ratio_declared"].get<double>())
       << "the measured noise is the declared one";
 
-  // Declared noise as large as the states: no layer can be told apart by NMSE (a slice mostly noise
-  // is nearest the layer of largest states), so none is blamed and the verdict says so (it was
-  // "matches no target layer: was the record made with this target?", then "matches layer 3").
-  const double loud = 3 * rms(clean.fc_input);
+  // Loud declared noise (half width the states' RMS): the NMSEs are taken less the noise (plain,
+  // a noised slice is nearest the layer of largest states), so the right taps pass and a tap off by
+  // one is still named.
+  const double rms_states = rms(clean.fc_input);
+  const CheckResult loud =
+      run_on("fc_excludes_target_layer", noised(rms_states, rms_states), "loud.safetensors");
+  EXPECT_EQ(loud.status, Status::kPass) << loud.message;
+  EXPECT_THAT(loud.message, HasSubstr("fed features match their taps"));
+  StepRecord off_by_one = noised(rms_states, rms_states);
+  const std::int64_t h = m.target->config().hidden;
+  const auto three = m.target->forward(clean.input_ids, {3}).taps.at(3);
+  off_by_one.fc_input.narrow(1, h, h).copy_(three + (2 * at::rand(three.sizes()) - 1) *
+                                                        rms_states);  // tap 2 fed from layer 3
+  const CheckResult shifted =
+      run_on("fc_excludes_target_layer", off_by_one, "loud_tap.safetensors");
+  EXPECT_EQ(shifted.status, Status::kFail) << shifted.message;
+  EXPECT_THAT(shifted.message,
+              HasSubstr("fc input slice 1 is declared as layer 2 but matches layer 3"));
+  // Noise about as large as the states: which layer a slice is cannot be told, so none is blamed
+  // and the verdict says so (it was "matches no target layer: was the record made with this
+  // target?", then "matches layer 3").
+  const double deafening = 3 * rms_states;
   const CheckResult taps =
-      run_on("fc_excludes_target_layer", noised(loud, loud), "loud.safetensors");
+      run_on("fc_excludes_target_layer", noised(deafening, deafening), "deafening.safetensors");
   EXPECT_EQ(taps.status, Status::kPass) << taps.message;
   EXPECT_THAT(taps.message,
               HasSubstr("fed features of slices [0,1] not told apart from other layers: the "
-                        "record's fc_input_noise is above max_nmse of their states"));
+                        "record's fc_input_noise is about as large as their states"));
 
   StepRecord undeclared = declared;
   undeclared.fc_input_noise.reset();

@@ -4,6 +4,7 @@
 #include <oniguruma.h>
 
 #include <cctype>
+#include <mutex>
 #include <new>
 
 #include "draftgate/error.h"
@@ -24,6 +25,7 @@ struct Oniguruma {
   decltype(&onig_region_new) region_new;
   decltype(&onig_region_free) region_free;
   int (*error_to_str)(OnigUChar*, int, ...);
+  std::string version;  // "6.9.8"
   OnigEncoding utf8;
   OnigSyntaxType* default_syntax;  // the onig crate's Regex::new syntax
   OnigSyntaxType* as_is;           // every byte itself
@@ -37,11 +39,14 @@ struct Oniguruma {
   static Oniguruma open() {
     constexpr const char* kSoname = "libonig.so.5";
     void* handle = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr)
+    if (handle == nullptr) {
+      const char* why = ::dlerror();
       throw Error(kSoname,
-                  "cannot be loaded: the tokenizer matches tokenizer.json's regexes with "
-                  "Oniguruma, as the Hugging Face library does",
+                  "cannot be loaded (" + std::string(why != nullptr ? why : "no reason given") +
+                      "): the tokenizer matches tokenizer.json's regexes with Oniguruma, as the "
+                      "Hugging Face library does",
                   "install Debian's libonig5 (ci/install-deps.sh does)");
+    }
     const auto symbol = [&](const char* name) {
       void* p = ::dlsym(handle, name);
       if (p == nullptr) throw Error(kSoname, std::string("has no symbol ") + name);
@@ -58,9 +63,11 @@ struct Oniguruma {
     o.utf8 = static_cast<OnigEncoding>(symbol("OnigEncodingUTF8"));
     o.default_syntax = *static_cast<OnigSyntaxType**>(symbol("OnigDefaultSyntax"));
     o.as_is = static_cast<OnigSyntaxType*>(symbol("OnigSyntaxASIS"));
+    o.version = reinterpret_cast<const char* (*)()>(symbol("onig_version"))();
     // Once, before the first pattern (onig_new would do it lazily, not thread-safely).
     OnigEncoding encodings[] = {o.utf8};
-    if (o.initialize(encodings, 1) != ONIG_NORMAL) throw std::bad_alloc();
+    if (o.initialize(encodings, 1) != ONIG_NORMAL)
+      throw Error(kSoname, "Oniguruma " + o.version + " failed to initialise for UTF-8");
     return o;
   }
 };
@@ -77,8 +84,9 @@ const OnigUChar* bytes(std::string_view s) { return reinterpret_cast<const OnigU
 
 // Constructs that Debian 12's Oniguruma (6.9.8) and the library's (the onig crate's copy) read
 // differently, measured against the library through its npm binding: the POSIX bracket
-// [:punct:] (the library's also holds symbols: $ + € ...) and the property Word outside a class
-// (the library's holds ² ³ ¹ ½ ...). Refused rather than matched otherwise; "" when none.
+// [:punct:] (the library's also holds symbols: $ + € ...) and the property Word (outside a class
+// the library's holds ² ³ ¹ ½ ...; refused inside one too). Refused rather than matched
+// otherwise; "" when none.
 std::string differing_construct(const std::string& pattern) {
   for (const char* bracket : {"[:punct:]", "[:^punct:]"})
     if (pattern.find(bracket) != std::string::npos) return bracket;
@@ -111,13 +119,17 @@ SplitRegex::SplitRegex(const std::string& pattern, Syntax syntax, const JsonPlac
     : impl_(std::make_unique<Impl>()), at_(at) {
   if (syntax == Syntax::kRegex)
     if (const std::string construct = differing_construct(pattern); !construct.empty())
-      at.fail("regex construct " + construct +
-                  " means one thing to Debian 12's Oniguruma 6.9.8 and another to the Hugging Face "
-                  "library's copy of it: refused rather than split otherwise",
+      at.fail("regex construct " + construct + " means one thing to this machine's Oniguruma " +
+                  Oniguruma::get().version +
+                  " (Debian 12's 6.9.8 measured) and another to the Hugging Face library's copy of "
+                  "it: refused rather than split otherwise",
               "\\p{P} (punctuation), \\p{S} (symbols) and \\w mean the same to both");
   const Oniguruma& onig = Oniguruma::get();
   OnigErrorInfo info{};
-  // A literal as plain text: what regex::escape's output means.
+  // One compile at a time, as the onig crate's REGEX_NEW_MUTEX has them (searches run in
+  // parallel). A literal as plain text: what regex::escape's output means.
+  static std::mutex compiling;
+  const std::lock_guard<std::mutex> lock(compiling);
   const int rc =
       onig.compile(&impl_->regex, bytes(pattern), bytes(pattern) + pattern.size(), ONIG_OPTION_NONE,
                    onig.utf8, syntax == Syntax::kRegex ? onig.default_syntax : onig.as_is, &info);

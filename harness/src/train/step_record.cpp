@@ -795,7 +795,12 @@ void write_step_record(const std::filesystem::path& path, const StepRecord& rec)
   if (rec.teacher_dtype) meta["teacher_dtype"] = precision_name(*rec.teacher_dtype);
   if (rec.drafter_dtype) meta["drafter_dtype"] = precision_name(*rec.drafter_dtype);
   if (rec.hidden_dtype) meta["hidden_dtype"] = precision_name(*rec.hidden_dtype);
-  if (rec.fc_input_noise) meta["fc_input_noise"] = rec.fc_input_noise->describe();
+  if (rec.fc_input_noise) {
+    if (!std::isfinite(rec.fc_input_noise->scale) || rec.fc_input_noise->scale <= 0)
+      throw Error(path.string(), "fc_input_noise " + rec.fc_input_noise->describe() +
+                                     " has no positive scale; a record declares none instead");
+    meta["fc_input_noise"] = rec.fc_input_noise->describe();
+  }
   // The recipe keys only where they differ from the defaults (older readers stay able to read).
   if (rec.labels_source != LabelsSource::kTeacher)
     meta["labels_source"] = labels_source_name(rec.labels_source);
