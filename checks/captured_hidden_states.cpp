@@ -53,7 +53,7 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   r.measured["fc_input_slices"] = nlohmann::json::array();
   struct OverBudget {
     std::int64_t slice;
-    double budget, ratio;
+    double budget, ratio, precision_budget;
   };
   std::vector<OverBudget> over_budget;
   std::string note;
@@ -86,7 +86,7 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
     }
     slice["noise_ratio_budget"] = budget;
     r.measured["fc_input_slices"].push_back(slice);
-    if (ratio > budget) over_budget.push_back({i, budget, ratio});
+    if (ratio > budget) over_budget.push_back({i, budget, ratio, precision_budget});
   }
   if (over_budget.empty()) return {scope, note};
   // A slice that is another layer's output within the budget is a tap-indexing error, which
@@ -103,22 +103,30 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   const at::Tensor post_norm =
       target.final_norm(other.taps.at(layers - 1)).to(at::kCPU).to(at::kFloat);
   const at::Tensor embeddings = target.embed(tokens).to(at::kCPU).to(at::kFloat);
+  // A slice's budget against another candidate: the declared noise is on an absolute scale, so its
+  // share is over that candidate's RMS (the embeddings' is a hundredth of a layer's).
+  const auto budget_against = [&](const OverBudget& o, const at::Tensor& candidate) {
+    return noise ? std::hypot(o.precision_budget, kDeclaredNoiseMargin * noise->std_dev() /
+                                                      std::max(metrics::rms(candidate), 1e-30))
+                 : o.budget;
+  };
   for (const auto& o : over_budget) {
     const std::int64_t layer = rec.target_layer_ids[o.slice];
     const at::Tensor got = fed.narrow(1, o.slice * h, h);
     std::optional<std::string> came_from;
     for (std::int64_t m : neighbours)
       if (m != layer && (m == layer - 1 || m == layer + 1 || m == layers - 1) &&
-          metrics::noise_ratio(got, tap(m)) <= o.budget) {
+          metrics::noise_ratio(got, tap(m)) <= budget_against(o, tap(m))) {
         came_from = "the target's output of layer " + std::to_string(m);
         r.measured["fc_input_slices"][o.slice]["came_from"] = m;
         break;
       }
-    if (!came_from && layer == 0 && metrics::noise_ratio(got, embeddings) <= o.budget) {
+    if (!came_from && layer == 0 &&
+        metrics::noise_ratio(got, embeddings) <= budget_against(o, embeddings)) {
       came_from = "the embeddings (HF hidden_states[0])";
       r.measured["fc_input_slices"][o.slice]["came_from"] = -1;
     }
-    if (!came_from && metrics::noise_ratio(got, post_norm) <= o.budget) {
+    if (!came_from && metrics::noise_ratio(got, post_norm) <= budget_against(o, post_norm)) {
       came_from = "the target's output of layer " + std::to_string(layers - 1) +
                   " after the final norm (HF hidden_states[-1])";
       r.measured["fc_input_slices"][o.slice]["came_from"] = layers - 1;

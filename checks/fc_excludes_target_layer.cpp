@@ -115,26 +115,21 @@ class FcExcludesTargetLayer : public Check {
       r.evidence["fed_features"] = a.step_record
                                        ? "not checked: the target is metadata-only (no weights)"
                                        : "not checked: no step record";
-    // Slices the declared fc_input_noise leaves unjudged (once each, over a batch's sequences).
-    std::set<std::int64_t> hidden;
-    std::size_t judged_slices = 0;
+    // Slices that the declared fc_input_noise leaves as close to another layer as to their own
+    // (once each, over a batch's sequences).
+    std::set<std::int64_t> untold;
     if (r.measured.contains("fed_slices")) {
-      for (const auto& slice : r.measured["fed_slices"]) {
-        if (slice.value("judged", true))
-          ++judged_slices;
-        else
-          hidden.insert(slice["slice"].get<std::int64_t>());
-      }
+      for (const auto& slice : r.measured["fed_slices"])
+        if (!slice.value("told_apart", true)) untold.insert(slice["slice"].get<std::int64_t>());
     }
     const std::string pass =
         "taps [" + format_ids(d.target_layer_ids) + "] of " + std::to_string(l) +
         " target layers, final layer excluded, fc and hidden_norm as expected" +
-        (judged_slices > 0 ? ", fed features match their taps" : "") +
-        (hidden.empty() ? ""
-                        : std::string(judged_slices > 0 ? " except" : ", fed features of") +
-                              " slices [" + format_ids({hidden.begin(), hidden.end()}) +
-                              "] not told apart from other layers: the record's fc_input_noise is "
-                              "about as large as their states");
+        (r.measured.contains("fed_slices") ? ", fed features match their taps" : "") +
+        (untold.empty() ? ""
+                        : " (slices [" + format_ids({untold.begin(), untold.end()}) +
+                              "] as closely as another layer: the record's fc_input_noise hides "
+                              "which)");
     return scope.empty() ? conclude(std::move(r), problems, pass)
                          : conclude_judged(std::move(r), problems, pass, scope);
   }

@@ -35,16 +35,13 @@ double rms(const at::Tensor& x) {
                    static_cast<double>(x.numel()));  // NaN when empty, as mean() is
 }
 
-double nmse(const at::Tensor& got, const at::Tensor& ref) { return nmse(got, ref, 0); }
-
-double nmse(const at::Tensor& got, const at::Tensor& ref, double noise_variance) {
+double nmse(const at::Tensor& got, const at::Tensor& ref) {
   double err = 0, norm = 0;
   for_slices(got, ref, [&](const at::Tensor& g, const at::Tensor& r) {
     err += (g - r).pow(2).sum().item<double>();
     norm += r.pow(2).sum().item<double>();
   });
-  err -= static_cast<double>(got.numel()) * noise_variance;
-  if (norm == 0) return err <= 0 ? 0 : INFINITY;
+  if (norm == 0) return err == 0 ? 0 : INFINITY;
   return err / norm;
 }
 

@@ -37,10 +37,6 @@ at::Tensor per_row_slice(const at::Tensor& t, F&& f) {
 double rms(const at::Tensor& x);
 // Σ(got − ref)² / Σ ref² (0 when both are zero).
 double nmse(const at::Tensor& got, const at::Tensor& ref);
-// The same less independent zero-mean noise of variance `noise_variance` known to be in `got`:
-// (Σ(got − ref)² − n·noise_variance) / Σref², unbiased where the plain NMSE of a noised `got`
-// favours the reference of largest values.
-double nmse(const at::Tensor& got, const at::Tensor& ref, double noise_variance);
 double cosine(const at::Tensor& a, const at::Tensor& b);
 // max |got − ref|.
 double max_abs_diff(const at::Tensor& got, const at::Tensor& ref);

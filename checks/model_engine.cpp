@@ -30,32 +30,23 @@ constexpr double kNoMatchNmse = 0.5;
 // hidden_states[0]), 0..L-1 every layer's output, L the final layer's output after the final norm
 // (what HF returns as hidden_states[-1]).
 struct SliceMatch {
-  std::int64_t best = -2;
+  std::int64_t best = -2;  // by NMSE; by mean squared difference under declared noise
   double best_nmse = 0;
   double declared_nmse = 0;
+  // Under declared noise: the mean squared differences to the best and the declared candidate,
+  // their mean squares, the RMS of their difference and the slice's element count.
+  double best_mse = 0, declared_mse = 0, best_square = 0, declared_square = 0, separation = 0;
+  double elements = 0;
 };
 
-// The variance of the augmentation noise a record declares in fc_input (train::FcInputNoise), 0
-// for none: match_slices takes it out of every candidate's NMSE.
-double declared_noise_variance(const train::StepRecord& rec) {
-  return rec.fc_input_noise ? std::pow(rec.fc_input_noise->std_dev(), 2) : 0;
-}
-
-// What remains uncertain of a de-noised NMSE: the declared variance's margin (kDeclaredNoiseMargin:
-// the sample's variance, noise drawn in bf16) over the layer's mean square (the slice's less the
-// noise); 0 for a record that declares none, infinite where the noise is as large as the states.
-double declared_noise_slack(const train::StepRecord& rec, const at::Tensor& slice) {
-  const double var = declared_noise_variance(rec);
-  if (var == 0) return 0;
-  const double square = slice.pow(2).mean().item<double>();
-  return square > 2 * var ? (kDeclaredNoiseMargin * kDeclaredNoiseMargin - 1) * var / (square - var)
-                          : std::numeric_limits<double>::infinity();
-}
-
+// Compares each declared slice with every candidate. Noise added to a slice adds its variance to
+// the squared difference with every candidate alike, so under declared noise (`by_mse`) the best
+// is the least mean squared difference: the NMSE divides that by each candidate's mean square and
+// puts a noised slice nearest the layer of largest states.
 std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const at::Tensor& fed,
                                      const std::vector<std::int64_t>& tokens,
                                      const std::vector<std::int64_t>& declared,
-                                     const std::string& check, double noise_variance) {
+                                     const std::string& check, bool by_mse) {
   const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
   std::vector<std::int64_t> all(layers);
   for (std::int64_t l = 0; l < layers; ++l) all[l] = l;
@@ -63,18 +54,55 @@ std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const 
   std::vector<at::Tensor> candidates = {target.embed(tokens).to(at::kFloat)};
   for (auto l : all) candidates.push_back(fwd.taps.at(l));
   candidates.push_back(target.final_norm(fwd.taps.at(layers - 1)).to(at::kFloat));
+  const auto mean_square = [](const at::Tensor& t) {
+    return t.to(at::kDouble).pow(2).mean().item<double>();
+  };
   std::vector<SliceMatch> matches;
   for (std::size_t i = 0; i < declared.size(); ++i) {
     const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
     SliceMatch m;
+    double best_key = 0;
+    std::int64_t declared_c = -1, best_c = -1;
     for (std::int64_t c = 0; c <= layers + 1; ++c) {
-      const double nmse = metrics::nmse(slice, candidates[c], noise_variance);
-      if (m.best == -2 || nmse < m.best_nmse) m.best = c - 1, m.best_nmse = nmse;
-      if (c - 1 == declared[i]) m.declared_nmse = nmse;
+      const double nmse = metrics::nmse(slice, candidates[c]);
+      const double key = by_mse ? mean_square(slice - candidates[c]) : nmse;
+      if (m.best == -2 || key < best_key)
+        m.best = c - 1, m.best_nmse = nmse, best_key = key, best_c = c;
+      if (c - 1 == declared[i]) m.declared_nmse = nmse, declared_c = c;
+    }
+    if (by_mse) {
+      m.best_mse = best_key;
+      m.best_square = mean_square(candidates[best_c]);
+      m.elements = static_cast<double>(slice.numel());
+      if (declared_c >= 0) {
+        m.declared_mse = mean_square(slice - candidates[declared_c]);
+        m.declared_square = mean_square(candidates[declared_c]);
+        m.separation = std::sqrt(mean_square(candidates[best_c] - candidates[declared_c]));
+      }
     }
     matches.push_back(m);
   }
   return matches;
+}
+
+// The variance of the augmentation noise a record declares in fc_input (train::FcInputNoise) with
+// its margin (kDeclaredNoiseMargin: the sample's variance, noise drawn in bf16); 0 for none.
+double declared_noise_variance(const train::StepRecord& rec) {
+  return rec.fc_input_noise ? std::pow(kDeclaredNoiseMargin * rec.fc_input_noise->std_dev(), 2) : 0;
+}
+
+// Under declared noise, the NMSE to a candidate of what the noise leaves: the squared difference
+// less the declared variance, over the candidate's mean square (at least 0).
+double residual_nmse(double mse, double square, double noise_variance) {
+  return square > 0 ? std::max(0.0, mse - noise_variance) / square : 0;
+}
+
+// Under declared noise, what the noise explains of the declared layer's excess over the best in
+// mean squared difference: 4 standard deviations of the noise's share in it (2·σ·separation/√n for
+// independent noise of variance σ², no larger than what the best candidate leaves).
+double noise_explained_gap(const SliceMatch& m, double noise_variance) {
+  const double sigma = std::sqrt(std::min(noise_variance, m.best_mse));
+  return 4 * 2 * sigma * m.separation / std::sqrt(m.elements);
 }
 
 class ModelEngine final : public Engine {
@@ -146,14 +174,32 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   if (rec.fc_input.size(1) != n * h)
     throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
                               std::to_string(n) + " taps x " + std::to_string(h));
+  const double noise = declared_noise_variance(rec);
   const auto matches = match_slices(target, fed, tokens, d.target_layer_ids,
-                                    "fc_excludes_target_layer", declared_noise_variance(rec));
+                                    "fc_excludes_target_layer", rec.fc_input_noise.has_value());
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
+  const std::string less_noise =
+      rec.fc_input_noise ? ", less the declared fc_input_noise " + rec.fc_input_noise->describe()
+                         : std::string();
+  // How far the best candidate and the declared one are from the slice: their NMSEs, or under
+  // declared noise their mean squared differences and how much more than the noise explains.
+  const auto how_far = [&](const SliceMatch& m, double source_nmse, double declared_nmse) {
+    if (!rec.fc_input_noise)
+      return "NMSE " + std::to_string(source_nmse) + " vs " + std::to_string(declared_nmse) +
+             " to the declared";
+    const double explained = noise_explained_gap(m, noise);
+    return "mean squared difference " + format_number(m.best_mse) + " vs " +
+           format_number(m.declared_mse) + " to the declared, " +
+           (explained > 0 ? format_number((m.declared_mse - m.best_mse) / explained) +
+                                "x the gap the declared fc_input_noise " +
+                                rec.fc_input_noise->describe() + " explains"
+                          : "which no noise explains: the slice holds none of the declared "
+                            "fc_input_noise " +
+                                rec.fc_input_noise->describe());
+  };
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
-    // With declared noise the NMSEs are de-noised (match_slices); what stays uncertain is slack.
-    const double slack = declared_noise_slack(rec, fed.narrow(1, i * h, h));
-    const double allowed = max_nmse + slack;
+    const std::int64_t want = d.target_layer_ids[i];
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +
@@ -161,50 +207,46 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
       return l < 0 ? std::string("the embeddings") : "layer " + std::to_string(l);
     };
     nlohmann::json slice_report = {{"slice", i},
-                                   {"declared_layer", d.target_layer_ids[i]},
+                                   {"declared_layer", want},
                                    {"came_from", std::min(m.best, layers - 1)},
                                    {"nmse_to_declared", m.declared_nmse},
                                    {"nmse_to_source", m.best_nmse}};
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
-    if (rec.fc_input_noise)  // null where the noise is as large as the states (no JSON infinity)
-      slice_report["nmse_slack_of_declared_noise"] =
-          std::isfinite(slack) ? nlohmann::json(slack) : nlohmann::json();
-    // Declared noise whose uncertainty alone reaches the no-match line hides which layer a slice
-    // is: not judged, and said so.
-    if (slack >= kNoMatchNmse) {
-      slice_report["judged"] = false;
-      r.measured["fed_slices"].push_back(slice_report);
-      continue;
+    // What the declared noise leaves (the plain NMSE without it).
+    const double source_nmse =
+        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, noise) : m.best_nmse;
+    const double declared_nmse = rec.fc_input_noise
+                                     ? residual_nmse(m.declared_mse, m.declared_square, noise)
+                                     : m.declared_nmse;
+    // Under declared noise another layer may come out nearest by chance: only a difference the
+    // noise does not explain is a finding; otherwise the slice is named as not told apart.
+    const bool other_layer =
+        m.best != want &&
+        (!rec.fc_input_noise || m.declared_mse - m.best_mse > noise_explained_gap(m, noise));
+    if (rec.fc_input_noise) {
+      slice_report["residual_nmse_to_declared"] = declared_nmse;
+      if (m.best != want && !other_layer) slice_report["told_apart"] = false;
     }
     r.measured["fed_slices"].push_back(slice_report);
-    const bool declared_fits = m.declared_nmse <= allowed;
-    if (m.best_nmse >= std::max(kNoMatchNmse, max_nmse) + slack)
+    if (source_nmse >= std::max(kNoMatchNmse, max_nmse))
       problems.push_back("fc input slice " + std::to_string(i) + " matches no target layer (NMSE " +
-                         std::to_string(m.best_nmse) + " to the closest, " + name(m.best) +
-                         (rec.fc_input_noise ? ", less the declared fc_input_noise " +
-                                                   rec.fc_input_noise->describe()
-                                             : std::string()) +
-                         "): was the record made with this target?");
-    else if (m.best == d.target_layer_ids[i] && !declared_fits)
+                         std::to_string(source_nmse) + " to the closest, " + name(m.best) +
+                         less_noise + "): was the record made with this target?");
+    else if (!other_layer && declared_nmse > max_nmse)
       problems.push_back("fc input slice " + std::to_string(i) + " is closest to its declared " +
-                         name(m.best) + " but differs from it by NMSE " +
-                         std::to_string(m.declared_nmse) + " (max_nmse " + format_number(max_nmse) +
-                         (rec.fc_input_noise ? ", less the declared fc_input_noise " +
-                                                   rec.fc_input_noise->describe() +
-                                                   ", with its slack: " + format_number(allowed)
-                                             : std::string()) +
+                         name(want) + " but differs from it by NMSE " +
+                         std::to_string(declared_nmse) + less_noise + " (max_nmse " +
+                         format_number(max_nmse) +
                          "): noise on the captured hidden states; record fc_input as the target "
                          "computed it, before any augmentation noise or with that noise declared "
                          "(target_logits_noise_free judges it against the capture's precision)");
-    // Under declared noise another layer may come out nearest by chance: only a declared layer
-    // outside the slack is a finding.
-    else if (m.best != d.target_layer_ids[i] && (!rec.fc_input_noise || !declared_fits))
-      problems.push_back(
-          "fc input slice " + std::to_string(i) + " is declared as " + name(d.target_layer_ids[i]) +
-          " but matches " + name(m.best) + " (NMSE " + std::to_string(m.best_nmse) + " vs " +
-          std::to_string(m.declared_nmse) + " to the declared)" +
-          (m.best >= layers - 1 ? ", the target's FINAL layer" : "") +
-          "; fix the trainer's tap indexing (tap l = output of layer l = HF hidden_states[l + 1])");
+    else if (other_layer)
+      problems.push_back("fc input slice " + std::to_string(i) + " is declared as " + name(want) +
+                         " but matches " + name(m.best) + " (" +
+                         how_far(m, source_nmse, declared_nmse) + ")" +
+                         (m.best >= layers - 1 ? ", the target's FINAL layer" : "") +
+                         "; fix the trainer's tap indexing (tap l = output of layer l = HF "
+                         "hidden_states[l + 1])");
   }
 }
 
@@ -240,12 +282,14 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   for (const auto t : tokens)
     if (t < 0 || t >= target.config().vocab) return std::nullopt;
   const auto matches = match_slices(target, fed, tokens, rec.target_layer_ids, "step record",
-                                    declared_noise_variance(rec));
-  double closest = matches.front().best_nmse;
-  for (std::size_t i = 0; i < matches.size(); ++i) {
-    const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
-    if (matches[i].best_nmse < kNoMatchNmse + declared_noise_slack(rec, slice)) return std::nullopt;
-    closest = std::min(closest, matches[i].best_nmse);
+                                    rec.fc_input_noise.has_value());
+  const double noise = declared_noise_variance(rec);
+  double closest = std::numeric_limits<double>::infinity();
+  for (const SliceMatch& m : matches) {
+    const double nmse =
+        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, noise) : m.best_nmse;
+    if (nmse < kNoMatchNmse) return std::nullopt;
+    closest = std::min(closest, nmse);
   }
   return "no target layer matches this record (closest NMSE " + format_number(closest) +
          " over the first " + std::to_string(length) + " positions of its fc_input; " +

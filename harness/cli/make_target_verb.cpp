@@ -57,8 +57,6 @@ int run_make_target(MakeTargetOptions opt) {
                                            std::to_string(s.num_experts));
   if (s.fused_experts && family->traits.mlp != model::MlpKind::kMoe)
     throw Error("--fused-experts", family->name + " has no routed experts to fuse");
-  if (!opt.quantize.empty() && opt.quantize != "fp8")
-    throw Error("--quantize", "unknown quantization \"" + opt.quantize + "\" (expected fp8)");
   if (opt.quantize.empty() && !opt.fp8_block.empty())
     throw Error("--fp8-block", "is given without --quantize fp8, which it is the block size of");
   if (opt.quantize == "fp8") {
@@ -161,8 +159,13 @@ void add_make_target(CLI::App& app, VerbRunner* runner) {
                 "Qwen3.5 / 3.6 MoE releases do)");
   cmd->add_flag("--tied", opt->spec.tied, "Tie lm_head to the embedding");
   cmd->add_option(
-      "--quantize", opt->quantize,
-      "fp8: write the decoder layers' linear weights block-FP8 (e4m3 + weight_scale_inv)");
+         "--quantize", opt->quantize,
+         "fp8: write the decoder layers' linear weights block-FP8 (e4m3 + weight_scale_inv)")
+      ->check(CLI::Validator(
+          [](std::string& in) -> std::string {
+            return in == "fp8" ? "" : "Value \"" + in + "\" is not a quantization (fp8)";
+          },
+          "fp8"));
   add_integer_list(cmd, "--fp8-block", opt->fp8_block,
                    "FP8 weight_block_size ROWS,COLS (default 128,128)",
                    integer_range(1, kMaxWidth));

@@ -3154,8 +3154,15 @@ INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
                                                      return "make-target --quantize int4 --out " +
                                                             (dir / "t").string();
                                                    },
-                                                   "--quantize: unknown quantization \"int4\" "
-                                                   "(expected fp8)"},
+                                                   "--quantize: Value \"int4\" is not a "
+                                                   "quantization (fp8)"},
+                                           Hostile{"make_target_empty_quantization",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --quantize '' --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "--quantize: Value \"\" is not a quantization "
+                                                   "(fp8)"},
                                            Hostile{"make_target_fp8_block_zero",
                                                    [](const fs::path& dir) {
                                                      return "make-target --quantize fp8 "
