@@ -233,13 +233,15 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
                          std::to_string(source_nmse) + " to the closest, " + name(m.best) +
                          less_noise + "): was the record made with this target?");
     else if (!other_layer && declared_nmse > max_nmse)
-      problems.push_back("fc input slice " + std::to_string(i) + " is closest to its declared " +
-                         name(want) + " but differs from it by NMSE " +
-                         std::to_string(declared_nmse) + less_noise + " (max_nmse " +
-                         format_number(max_nmse) +
-                         "): noise on the captured hidden states; record fc_input as the target "
-                         "computed it, before any augmentation noise or with that noise declared "
-                         "(target_logits_noise_free judges it against the capture's precision)");
+      problems.push_back(
+          "fc input slice " + std::to_string(i) +
+          (m.best == want ? " is closest to its declared " : " is as close to its declared ") +
+          name(want) + (m.best == want ? "" : " as to " + name(m.best)) +
+          " but differs from it by NMSE " + std::to_string(declared_nmse) + less_noise +
+          " (max_nmse " + format_number(max_nmse) +
+          "): noise on the captured hidden states; record fc_input as the target "
+          "computed it, before any augmentation noise or with that noise declared "
+          "(target_logits_noise_free judges it against the capture's precision)");
     else if (other_layer)
       problems.push_back("fc input slice " + std::to_string(i) + " is declared as " + name(want) +
                          " but matches " + name(m.best) + " (" +

@@ -49,13 +49,14 @@ int run_make_drafter(MakeDrafterOptions opt) {
                                        " is outside the target's vocabulary (0.." +
                                        std::to_string(t.vocab - 1) + ")");
   opt.spec.mask_token_id = opt.mask_token_id >= 0 ? opt.mask_token_id : t.vocab - 1;
-  if (opt.version ==
-      2)  // the z-lab fixture's kernel and group, rank and top-k scaled to the target
+  // DFlash2: the z-lab fixture's kernel and group, rank and top-k scaled to the target.
+  if (opt.version == 2)
     opt.spec.dflash2 = model::Dflash2Config{2, std::gcd(t.hidden, std::int64_t{16}),
                                             std::max<std::int64_t>(1, t.hidden / 8),
                                             std::min<std::int64_t>(16, t.vocab)};
   model::write_random_drafter(opt.out, opt.spec);
-  std::cout << "wrote random DFlash drafter for " << opt.target << " to " << opt.out << "\n";
+  std::cout << "wrote random " << (opt.version == 2 ? "DFlash2" : "DFlash") << " drafter for "
+            << opt.target << " to " << opt.out << "\n";
   return 0;
 }
 
