@@ -1997,6 +1997,19 @@ INSTANTIATE_TEST_SUITE_P(
             "tokenizer_unknown_member", [](json& tok) { tok["extra"] = 1; },
             "/: has a member \"extra\" the Hugging Face library refuses"),
         tokenizer_case(
+            "tokenizer_added_token_without_a_flag",
+            [](json& tok) { tok["added_tokens"][0].erase("special"); },
+            "/added_tokens/0: has no \"special\""),
+        tokenizer_case(
+            "tokenizer_use_regex_null",
+            [](json& tok) {
+              tok["pre_tokenizer"] = {{"type", "ByteLevel"},
+                                      {"add_prefix_space", false},
+                                      {"trim_offsets", false},
+                                      {"use_regex", nullptr}};
+            },
+            "/pre_tokenizer/use_regex: must be true or false, got null"),
+        tokenizer_case(
             "tokenizer_added_tokens_null", [](json& tok) { tok["added_tokens"] = nullptr; },
             "/added_tokens: must be an array, got null"),
         tokenizer_text_case("tokenizer_byte_order_mark", "\xEF\xBB\xBF" + small_tokenizer().dump(),
