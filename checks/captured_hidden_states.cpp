@@ -57,6 +57,14 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   };
   std::vector<OverBudget> over_budget;
   std::string note;
+  // A precision budget against `layer` with the declared noise added in quadrature: independent of
+  // the rounding, on an absolute scale (its share is over that layer's RMS), its standard deviation
+  // known to a few percent over thousands of elements (kDeclaredNoiseMargin).
+  const auto with_noise = [&](double precision_budget, const at::Tensor& layer) {
+    return noise ? std::hypot(precision_budget, kDeclaredNoiseMargin * noise->std_dev() /
+                                                    std::max(metrics::rms(layer), 1e-30))
+                 : precision_budget;
+  };
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t layer = rec.target_layer_ids[i];
     const at::Tensor want = ref.taps.at(layer).to(at::kCPU).to(at::kFloat);
@@ -69,12 +77,9 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
                             {"layer", layer},
                             {"noise_ratio", ratio},
                             {"noise_ratio_explained_by_precision", explained_ratio}};
-    double budget = precision_budget;
+    const double budget = with_noise(precision_budget, want);
     if (noise) {
-      // Independent of the rounding, the declared noise adds in quadrature; its standard
-      // deviation over thousands of elements is known to a few percent (kDeclaredNoiseMargin).
       const double declared = noise->std_dev() / std::max(metrics::rms(want), 1e-30);
-      budget = std::hypot(precision_budget, kDeclaredNoiseMargin * declared);
       slice["noise_ratio_declared"] = declared;
       // Far less noise than declared: fc_input recorded before the trainer's noise, while the
       // drafter's logits were computed after it (train_infer_consistency compares those).
@@ -103,12 +108,10 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   const at::Tensor post_norm =
       target.final_norm(other.taps.at(layers - 1)).to(at::kCPU).to(at::kFloat);
   const at::Tensor embeddings = target.embed(tokens).to(at::kCPU).to(at::kFloat);
-  // A slice's budget against another candidate: the declared noise is on an absolute scale, so its
-  // share is over that candidate's RMS (the embeddings' is a hundredth of a layer's).
+  // Against another candidate the declared noise's share is over that candidate's RMS (the
+  // embeddings' is a hundredth of a layer's).
   const auto budget_against = [&](const OverBudget& o, const at::Tensor& candidate) {
-    return noise ? std::hypot(o.precision_budget, kDeclaredNoiseMargin * noise->std_dev() /
-                                                      std::max(metrics::rms(candidate), 1e-30))
-                 : o.budget;
+    return with_noise(o.precision_budget, candidate);
   };
   for (const auto& o : over_budget) {
     const std::int64_t layer = rec.target_layer_ids[o.slice];
