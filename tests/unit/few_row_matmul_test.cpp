@@ -95,9 +95,10 @@ TEST_P(FewRowMatmul, LongRowsSplitOverThreadsStayWithinTheBound) {
 // Each output is summed in one order whatever the number of rows: a row of a verify pass has the
 // bits of the same row decoded alone (K across the steps, the widened chunks and a tail, and
 // across the bf16 kernel's blocks of 1024; that kernel runs each tile over all of K where x fits
-// 32 KB and a block at a time over panels of tiles where it does not — 16 rows at K = 1040, from
-// 11 at 1500 — so rows of the one order are compared with rows of the other; at N = 451 into
-// several panels of tiles, a partial one and a one-row tail per thread).
+// 32 KB and L1 beside two tiles, and a block at a time over panels of tiles where it does not — 16
+// rows at K = 1040, from 11 at 1500, 8 at 1800 and 2048 with a 48 KB L1 — so rows of the one order
+// are compared with rows of the other; at N = 451 into several panels of tiles, a partial one and
+// a one-row tail per thread).
 TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
   at::manual_seed(13);
   for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{37, 15},
@@ -106,6 +107,8 @@ TEST_P(FewRowMatmul, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
                              {37, 1500},
                              {451, 1024},
                              {451, 1500},
+                             {451, 2048},
+                             {96, 1800},
                              {451, 2080}}) {
     const at::Tensor w = random_w(n, k), x = random_x(16, k);
     const at::Tensor all = few_row_matmul(x, w, GetParam().kernel);

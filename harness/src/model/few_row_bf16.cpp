@@ -61,12 +61,19 @@ constexpr std::int64_t kFarBytes = 32 * 1024;
 // against 340 / 470 / 660 so (1 and 8 rows within 3 %; interleaved, Zen 5 EPYC:
 // docs/performance.md).
 constexpr std::int64_t kBlockK = 1024;
-// x of up to 32 KB (16 rows at K = 1024, 8 at 2048, one row at any K up to 16384) stays in L1
-// whole: each tile then runs over all of k in one call, so the weight is read row after row.
-// A larger x runs a block of k at a time over a panel of tiles (x of 16 rows for a block is
-// 32 KB); x of 64-96 KB read whole from L2 for every tile was slower.
+// x of up to 32 KB (16 rows at K = 1024, one row at any K up to 16384) stays in L1 whole: each
+// tile then runs over all of k in one call, so the weight is read row after row. A larger x runs
+// a block of k at a time over a panel of tiles (x of 16 rows for a block is 32 KB); x of 64-96 KB
+// read whole from L2 for every tile was slower. Beside x, L1 holds the tile being read and the
+// next one fetched into it (R weight rows of k each): 8 rows at K = 2048 (32 KB of x and 2 x 12 KB
+// of tiles, over a Zen 5's 48 KB) ran whole 6-10 % slower than a block at a time; one row's tile
+// is one stream and fetches no next tile (docs/performance.md).
 constexpr std::int64_t kWholeXBytes = 32 * 1024;
-DRAFTGATE_INLINE bool x_fits_whole(const Operands& a) { return 2 * a.rows_x * a.k <= kWholeXBytes; }
+template <int R>
+DRAFTGATE_INLINE bool x_fits_whole(const Operands& a) {
+  const std::int64_t x_bytes = 2 * a.rows_x * a.k, tile_bytes = 2 * R * a.k;
+  return x_bytes <= kWholeXBytes && (a.rows_x == 1 || x_bytes + 2 * tile_bytes <= a.l1_bytes);
+}
 
 // The bf16 kernel's weight rows per tile. One row of x that fits L1 whole: one weight row at a
 // time, so each thread reads its share of the weight as one sequential stream (a decode step's
@@ -77,7 +84,7 @@ DRAFTGATE_INLINE bool x_fits_whole(const Operands& a) { return 2 * a.rows_x * a.
 // tile for 8 rows read as fast alone but slower in a verify pass).
 DRAFTGATE_INLINE int rows_per_tile(const Operands& a) {
   const std::int64_t bt = lesser(a.rows_x, kGroupRows);
-  return bt == 1 ? (x_fits_whole(a) ? 1 : 8) : bt <= 4 ? 4 : 3;
+  return bt == 1 ? (x_fits_whole<1>(a) ? 1 : 8) : bt <= 4 ? 4 : 3;
 }
 
 // Tiles per panel: the panel's weight rows stream past a block of x in L1. 16 to 128 tiles
@@ -196,11 +203,11 @@ struct Bf16DotTile {
 
 // The tiles run a panel at a time, the panel's tiles one k block after another, so the panel's
 // block of x stays in L1 while the panel's weight rows stream past it; where x fits L1 whole
-// (kWholeXBytes), every tile over all of k in one call.
+// (x_fits_whole), every tile over all of k in one call.
 template <int R>
 DRAFTGATE_INLINE void blocked(const Operands& a, std::int64_t from, std::int64_t to) {
   const std::int64_t k = a.k, kp = packed_k(k), ldw = a.ldw;
-  const std::int64_t kc = x_fits_whole(a) ? k : lesser(k, kBlockK);
+  const std::int64_t kc = x_fits_whole<R>(a) ? k : lesser(k, kBlockK);
   const std::int64_t blocks = (k + kc - 1) / kc, tiles = (to - from) / R;
   const std::int64_t panel = blocks == 1 ? tiles : kPanelTiles;
   const std::int64_t ahead = lesser(panel, kFarBytes / (R * kc * 2) + 2);

@@ -1,6 +1,7 @@
 #include "draftgate/model/few_row_matmul.h"
 
 #include <ATen/Parallel.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -235,6 +236,15 @@ void round_columns(float* sums, std::int64_t rows, std::int64_t n, std::int64_t 
   }
 }
 
+// A core's L1 data cache as the C library reports it; 32 KB where it cannot say.
+std::int64_t l1_data_bytes() {
+  static const std::int64_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return reported > 0 ? static_cast<std::int64_t>(reported) : std::int64_t{32} << 10;
+  }();
+  return bytes;
+}
+
 // Rows of the weights per chunk a thread takes at a time (row_chunks.h): ~200 KB of a 1024-wide
 // weight, 1 MB of a 5120-wide one.
 constexpr std::int64_t kChunkRows = 96;
@@ -313,7 +323,7 @@ std::vector<at::Tensor> multiply(const at::Tensor& x, const std::vector<at::Tens
   for (std::size_t i = 0; i < ws.size(); ++i) {
     float* out = to_bf16 ? sums.data_ptr<float>() + rows * first[i] : ys[i].data_ptr<float>();
     operands.push_back({static_cast<const std::uint16_t*>(ws[i].data_ptr()), ws[i].stride(0),
-                        xs.data_ptr(), rows, k, out, ws[i].size(0)});
+                        xs.data_ptr(), rows, k, out, ws[i].size(0), l1_data_bytes()});
     bf16_ys.push_back(to_bf16 ? static_cast<std::uint16_t*>(ys[i].data_ptr()) : nullptr);
   }
   for_weight_chunks(first.back(), k, [&](std::int64_t begin, std::int64_t end) {
@@ -368,7 +378,8 @@ std::vector<std::int64_t> few_row_argmax(const at::Tensor& x, const at::Tensor& 
                                 rows,
                                 k,
                                 nullptr,
-                                0};
+                                0,
+                                l1_data_bytes()};
   // Each piece of kChunkRows weight rows: its sums in a thread's scratch (in L1), rounded and
   // widened as dense_to_float's values, and each row's pick among them; the pieces' picks joined
   // in index order after the region. The product itself is never written out: a verify block's

@@ -17,6 +17,7 @@ struct Operands {
   std::int64_t k;
   float* out;
   std::int64_t ldo;
+  std::int64_t l1_bytes;  // a core's L1 data cache (the bf16 kernel keeps x there)
 };
 
 // The bf16 kernel's x, packed (few_row_matmul.cpp): each group of kGroupRows rows (the last may
