@@ -64,15 +64,16 @@ constexpr std::int64_t kBlockK = 1024;
 // x of up to 32 KB (16 rows at K = 1024, one row at any K up to 16384) stays in L1 whole: each
 // tile then runs over all of k in one call, so the weight is read row after row. A larger x runs
 // a block of k at a time over a panel of tiles (x of 16 rows for a block is 32 KB); x of 64-96 KB
-// read whole from L2 for every tile was slower. Beside x, L1 holds the tile being read and the
-// next one fetched into it (R weight rows of k each): 8 rows at K = 2048 (32 KB of x and 2 x 12 KB
-// of tiles, over a Zen 5's 48 KB) ran whole 6-10 % slower than a block at a time; one row's tile
-// is one stream and fetches no next tile (docs/performance.md).
+// read whole from L2 for every tile was slower. Beside x, L1 holds the 3-row tile being read and
+// the next one fetched into it: 8 rows at K = 2048 (32 KB of x and 2 x 12 KB of tiles, over a Zen
+// 5's 48 KB) ran whole 2-3 % slower a verify step than a block at a time. (The 4-row tiles of 2-4
+// rows ran whole as fast or faster at K = 3072-4096; one row's tile is one stream and fetches no
+// next tile: docs/performance.md.)
 constexpr std::int64_t kWholeXBytes = 32 * 1024;
 template <int R>
 DRAFTGATE_INLINE bool x_fits_whole(const Operands& a) {
-  const std::int64_t x_bytes = 2 * a.rows_x * a.k, tile_bytes = 2 * R * a.k;
-  return x_bytes <= kWholeXBytes && (a.rows_x == 1 || x_bytes + 2 * tile_bytes <= a.l1_bytes);
+  const std::int64_t x_bytes = 2 * a.rows_x * a.k, tiles_bytes = 2 * (2 * R * a.k);
+  return x_bytes <= kWholeXBytes && (R != 3 || x_bytes + tiles_bytes <= a.l1_bytes);
 }
 
 // The bf16 kernel's weight rows per tile. One row of x that fits L1 whole: one weight row at a
