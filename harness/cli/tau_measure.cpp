@@ -19,7 +19,7 @@ namespace {
 
 struct TauMeasureOptions {
   std::string engine, url, prompts, out, model_name, save_dir;
-  std::int64_t max_new = 256, concurrency = 1, timeout = 600;
+  std::int64_t max_new = 256, concurrency = 1, timeout = 600, num_speculative_tokens = 0;
   decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
 };
 
@@ -60,6 +60,7 @@ int measure(const TauMeasureOptions& opt) {
   in.concurrency = static_cast<std::size_t>(opt.concurrency);
   in.timeout_seconds = static_cast<long>(opt.timeout);
   if (!opt.model_name.empty()) in.model_name = opt.model_name;
+  if (opt.num_speculative_tokens > 0) in.num_speculative_tokens = opt.num_speculative_tokens;
   tau::LiveRun run = tau::measure_live(in);
   tau::MeasuredTau& m = run.measured;
   m.prompt_set_path = opt.prompts;
@@ -118,6 +119,9 @@ void add_tau_measure(CLI::App* tau, VerbRunner* runner) {
   cmd->add_option("--model-name", opt->model_name,
                   "The model the server must serve (refused otherwise); needed when it serves "
                   "several");
+  cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
+                  "Draft tokens per step, when the server's answers do not say")
+      ->check(integer_range(1, 4096));
   add_prompt_options(cmd, opt->prompt_options, true);
   cmd->add_option("--save-dir", opt->save_dir,
                   "An existing directory for the server's answers (responses.jsonl; vLLM also "

@@ -192,6 +192,31 @@ TEST(TauMeasure, RetriesATransient503AndMeasuresTheCorrectTau) {
   }
 }
 
+// vLLM serving a model under several names (`--served-model-name primary Qwen/Qwen3-8B`) labels its
+// counters and answers with the first; asked for by the second, the model is measured all the same
+// (it was "speculative decoding is off"). A /metrics scrape answered 503 once is retried.
+TEST(TauMeasure, MeasuresAVllmModelByItsSecondServedNameAndRetriesMetrics) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  for (const std::string vintage : {"metrics", "per-request"}) {
+    const fs::path dir = testing::fresh_dir("tau_measure_alias_" + vintage);
+    const fs::path prompts = prompt_set(dir);
+    const testing::EngineStandIn server(
+        dir / "server", "--engine vllm --vintage " + vintage +
+                            " --served-first primary --fault metrics-503 --served-log " +
+                            (dir / "served.jsonl").string());
+    ASSERT_GT(server.port(), 0);
+    const fs::path out = dir / "measured.json";
+    const auto r =
+        run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
+                      prompts.string() + " --out " + out.string() + " --model-name " + kModel);
+    ASSERT_EQ(r.exit_code, 0) << vintage << r.out << r.err;
+    const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
+    const json m = json::parse(std::ifstream(out));
+    EXPECT_NEAR(m["tau_pooled"].get<double>(), e.pooled, 1e-12) << vintage;
+    EXPECT_EQ(m["drafts"], e.steps) << vintage;
+  }
+}
+
 // Text and messages prompts are rendered by draftgate (the --tokenizer checkpoint's tokenizer.json
 // and chat template, --enable-thinking) and sent as the token ids `tokenize` gives for them; the
 // measured-τ file records the rendering. A conversation of several user turns is refused.

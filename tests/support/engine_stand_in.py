@@ -15,7 +15,9 @@ Fields, as the engines write them:
   vLLM: /v1/completions (id "cmpl-" + X-Request-Id), per-request metrics.speculative_decoding
     (vllm#48915), /metrics counters vllm:spec_decode_* (_total and _created samples, as
     prometheus_client writes them; the "bare" vintage writes the family name alone),
-    process_start_time_seconds, /v1/models, /version.
+    process_start_time_seconds, /v1/models, /version. --served-first NAME serves the model as
+    vLLM's `--served-model-name NAME MODEL` does: /v1/models lists both, and the counters and the
+    answers carry the first name (get_served_model_name: served_model_name[0]).
 
 --served-log FILE gets one JSON line per answered generation: the counts this server served, so a
 test computes τ from them independently of draftgate's parsers.
@@ -30,7 +32,8 @@ import time
 
 FAULTS = [
     "none", "invalid-json", "huge-body", "counter-reset", "restart", "other-id", "missing-spec",
-    "spec-off", "wrong-model", "hang", "transient-503", "overloaded",
+    "spec-off", "wrong-model", "hang", "transient-503", "overloaded", "no-id", "batch-answer",
+    "metrics-hang", "metrics-503",
 ]
 
 
@@ -124,6 +127,10 @@ class StandIn(http.server.BaseHTTPRequestHandler):
     def model(self):
         return "other/model" if self.opts.fault == "wrong-model" else self.opts.model
 
+    def labelled(self):
+        """The name vLLM's counters and answers carry: the first served name."""
+        return self.opts.served_first or self.model()
+
     # --- faults shared by both engines' generation endpoints; True when one answered ---
     def generation_fault(self, request_id):
         fault = self.opts.fault
@@ -150,10 +157,13 @@ class StandIn(http.server.BaseHTTPRequestHandler):
                 pass
             return True
         if fault == "hang":
-            time.sleep(max(0.0, min(30.0, StandIn.deadline - time.time())))
-            self.close_connection = True
+            self.hang()
             return True
         return False
+
+    def hang(self):
+        time.sleep(max(0.0, min(30.0, StandIn.deadline - time.time())))
+        self.close_connection = True
 
     # --- routes ---
     def do_GET(self):
@@ -206,7 +216,7 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         k = self.opts.k
         steps, correct, histogram = request_stats(req["input_ids"], k)
         completion = steps + correct + 1  # each step's accepted drafts and bonus; the prefill token
-        meta = {"id": "other-request" if self.opts.fault == "other-id" else rid,
+        meta = {"id": "other-request" if self.opts.fault in ("other-id", "batch-answer") else rid,
                 "prompt_tokens": len(req["input_ids"]), "completion_tokens": completion,
                 "finish_reason": {"type": "length", "length": completion},
                 "spec_verify_ct": steps, "spec_accept_length": completion / steps}
@@ -226,23 +236,36 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             meta = {key: v for key, v in meta.items() if not key.startswith("spec_")}
         self.served({"id": rid, "steps": steps, "correct": correct, "completion_tokens": completion,
                      "histogram": histogram, "input_ids": req["input_ids"]})
-        self.send_json({"text": "x" * completion, "output_ids": list(range(completion)),
-                        "meta_info": meta})
+        if self.opts.fault == "no-id":
+            del meta["id"]
+        answer = {"text": "x" * completion, "output_ids": list(range(completion)),
+                  "meta_info": meta}
+        # a batch's answer: what /generate returns for a list of requests
+        self.send_json([answer] if self.opts.fault == "batch-answer" else answer)
 
     # vLLM
     def models(self):
+        names = ([self.opts.served_first] if self.opts.served_first else []) + [self.model()]
         self.send_json({"object": "list", "data": [
-            {"id": self.model(), "object": "model", "root": self.model(), "max_model_len": 4096}]})
+            {"id": name, "object": "model", "root": self.model(), "max_model_len": 4096}
+            for name in names]})
 
     def version(self):
         self.send_json({"version": self.opts.vintage})
 
     def metrics(self):
-        if self.opts.fault == "spec-off":
+        fault = self.opts.fault
+        if fault == "metrics-hang":
+            return self.hang()
+        if fault == "metrics-503" and "metrics" not in StandIn.tried:
+            StandIn.tried.add("metrics")
+            return self.send_json({"object": "error", "message": "Service Unavailable",
+                                   "code": 503}, 503)
+        if fault == "spec-off":
             return self.send(200, "# TYPE vllm:num_requests_running gauge\n"
                              'vllm:num_requests_running{model_name="%s"} 0.0\n' % self.model(),
                              "text/plain; version=0.0.4")
-        self.send(200, StandIn.counters.text(self.model(), self.opts.vintage == "metrics-bare"),
+        self.send(200, StandIn.counters.text(self.labelled(), self.opts.vintage == "metrics-bare"),
                   "text/plain; version=0.0.4")
 
     def completion(self):
@@ -261,7 +284,7 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             StandIn.counters.start_time += 1000
             StandIn.counters.created += 1000
         doc = {"id": "cmpl-other-request" if fault == "other-id" else "cmpl-" + rid,
-               "object": "text_completion", "created": int(time.time()), "model": self.model(),
+               "object": "text_completion", "created": int(time.time()), "model": self.labelled(),
                "choices": [{"index": 0, "text": "x" * (steps + accepted),
                             "finish_reason": "length"}],
                "usage": {"prompt_tokens": len(req["prompt"]),
@@ -275,6 +298,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
                 "mean_acceptance_length": 1 + accepted / steps,
                 "draft_acceptance_rate": accepted / (steps * k),
                 "acceptance_histogram": histogram}}
+        if fault == "no-id":
+            del doc["id"]
         self.served({"id": rid, "steps": steps, "accepted": accepted, "histogram": histogram})
         self.send_json(doc)
 
@@ -287,6 +312,8 @@ def main():
                         "metrics-bare")
     p.add_argument("--fault", choices=FAULTS, default="none")
     p.add_argument("--model", default="Qwen/Qwen3-8B")
+    p.add_argument("--served-first", default="",
+                   help="vllm: a first served name, which labels the counters and answers")
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--lifetime", type=float, default=60.0)
     p.add_argument("--served-log", default="")

@@ -77,9 +77,9 @@ TEST(PrometheusText, ParsesLabelsEscapesTimestampsAndComments) {
   const auto t = tau::parse_prometheus_text(
       "# HELP a_total Help with \"quotes\".\n# TYPE a_total counter\n# a free comment\n\n"
       "a_total{x=\"q\\\"uote\\\\d\\nl\",y=\"\",} 3.0 1712345678000\r\n"
-      "b NaN\nc{le=\"+Inf\"} +Inf\n",
+      "b NaN\nc{le=\"+Inf\"} +Inf\nd 0x1p4\n",
       "m.txt");
-  ASSERT_EQ(t.samples.size(), 3u);
+  ASSERT_EQ(t.samples.size(), 4u);
   EXPECT_EQ(t.samples[0].name, "a_total");
   EXPECT_EQ(t.samples[0].labels.at("x"), "q\"uote\\d\nl");
   EXPECT_EQ(t.samples[0].labels.at("y"), "");
@@ -87,10 +87,12 @@ TEST(PrometheusText, ParsesLabelsEscapesTimestampsAndComments) {
   EXPECT_EQ(t.samples[0].line, 5u);
   EXPECT_TRUE(std::isnan(t.samples[1].value));
   EXPECT_TRUE(std::isinf(t.samples[2].value));
+  EXPECT_EQ(t.samples[3].value, 16.0);  // a hexadecimal float with its exponent, as Go reads it
   EXPECT_EQ(t.types.at("a_total"), "counter");
   for (const char* bad :
        {"a{x=\"1\" 2\n", "a{x=1} 2\n", "a 1 2 3\n", "a{x=\"\\q\"} 1\n", "a one\n", "a\n",
-        "\x7f\x45LF\x01\x02 1\n", "{x=\"1\"} 2\n", "a{x=\"1\",x=\"2\"} 3\n"})
+        "\x7f\x45LF\x01\x02 1\n", "{x=\"1\"} 2\n", "a{x=\"1\",x=\"2\"} 3\n", "a 0x10\n",
+        "a -0X8\n"})  // hexadecimal without an exponent: not Go's float syntax
     EXPECT_THAT(error_of([&] { tau::parse_prometheus_text(bad, "m.txt"); }),
                 HasSubstr("m.txt: line 1: "))
         << bad;

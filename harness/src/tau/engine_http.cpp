@@ -45,11 +45,12 @@ EngineHttp::EngineHttp(std::string base, long timeout_seconds)
 }
 
 EngineHttp::Answer EngineHttp::exchange(const std::string& path, const std::string& body,
-                                        const std::vector<std::string>& headers) const {
+                                        const std::vector<std::string>& headers,
+                                        std::uint64_t max_bytes) const {
   const std::string where = url(path);
   HttpResponse r;
   for (int attempt = 0;; ++attempt) {
-    r = http_exchange({where, body, headers}, {timeout_seconds_, kMaxEngineAnswerBytes});
+    r = http_exchange({where, body, headers}, {timeout_seconds_, max_bytes});
     if (!transient(r.status) || attempt == kTransientRetries) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
@@ -80,6 +81,14 @@ void EngineHttp::call_text(const std::string& path, const std::string& what_it_n
   } catch (const Error& e) {
     throw Error(e.file(), e.problem(), what_it_needs);
   }
+}
+
+Scrape EngineHttp::scrape(const std::string& path, std::string* page) const {
+  const std::string when = utc_now();
+  Answer a = exchange(path, "", {}, kMaxScrapeBytes);
+  Scrape scraped = scrape_of(url(path), when, a.body);
+  if (page) *page = std::move(a.body);
+  return scraped;
 }
 
 void for_each_request(std::size_t n, std::size_t concurrency,

@@ -28,6 +28,13 @@ std::size_t append(char* data, std::size_t size, std::size_t count, void* user) 
   return n;
 }
 
+std::string mib(std::uint64_t bytes) {
+  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
+                             : std::to_string(bytes) + " bytes";
+}
+
+}  // namespace
+
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -36,13 +43,6 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-std::string mib(std::uint64_t bytes) {
-  return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
-                             : std::to_string(bytes) + " bytes";
-}
-
-}  // namespace
 
 HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits) {
   const std::string& url = request.url;
@@ -100,10 +100,13 @@ Scrape scrape_url(const std::string& url, std::string* body) {
   if (r.status >= 400)
     throw Error(url, "HTTP status " + std::to_string(r.status),
                 "is this the server's /metrics URL?");
-  const std::string source = url + " at " + when;
-  Scrape scrape{source, parse_prometheus_text(r.body, source)};
   if (body) *body = r.body;
-  return scrape;
+  return scrape_of(url, when, r.body);
+}
+
+Scrape scrape_of(const std::string& url, const std::string& when, const std::string& page) {
+  const std::string source = url + " at " + when;
+  return {source, parse_prometheus_text(page, source)};
 }
 
 }  // namespace draftgate::tau

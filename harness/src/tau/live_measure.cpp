@@ -92,6 +92,17 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
                   "speculative_num_draft_tokens is " + std::to_string(tokens) + ", not 2…4097");
     k = static_cast<std::int64_t>(tokens) - 1;
   }
+  std::string k_from = info_url + " speculative_num_draft_tokens − 1";
+  if (in.num_speculative_tokens) {
+    if (k && *k != *in.num_speculative_tokens)
+      throw Error("--num-speculative-tokens",
+                  std::to_string(*in.num_speculative_tokens) + ", but " + info_url +
+                      " serves speculative_num_draft_tokens " + std::to_string(*k + 1) + " (k " +
+                      std::to_string(*k) + ")",
+                  "leave --num-speculative-tokens out: the server says it");
+    k = in.num_speculative_tokens;
+    k_from = "--num-speculative-tokens";
+  }
   json config = json::object();
   for (const char* key :
        {"speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
@@ -111,11 +122,18 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
         {"input_ids", p.input_ids},
         {"sampling_params", {{"temperature", 0}, {"max_new_tokens", in.max_new_tokens}}}};
     const json r = http.call("/generate", body);
-    if (r.is_object() && r.contains("meta_info") && r.at("meta_info").is_object() &&
-        r.at("meta_info").contains("id") && r.at("meta_info").at("id") != p.id)
-      throw Error(generate,
-                  "the answer to prompt \"" + p.id + "\" is for request " +
-                      describe_json(r.at("meta_info").at("id")),
+    // SGLang answers one request with one object whose meta_info.id is its rid (an array answers
+    // a batch, which draftgate never sends).
+    const std::string prompt = "the answer to prompt \"" + p.id + "\"";
+    if (!r.is_object() || !r.contains("meta_info") || !r.at("meta_info").is_object())
+      throw Error(generate, prompt + " is not one /generate answer (an object with meta_info)",
+                  "is this SGLang's URL, with nothing in front of it?");
+    const json& meta = r.at("meta_info");
+    if (!meta.contains("id"))
+      throw Error(generate, prompt + " names no request (no meta_info.id)",
+                  "SGLang names its request in every answer: is something in front of it?");
+    if (meta.at("id") != p.id)
+      throw Error(generate, prompt + " is for request " + describe_json(meta.at("id")),
                   "a proxy or another client is mixing answers; measure on a server of its own");
     docs[i] = r.dump();
   });
@@ -128,7 +146,7 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
   for (const auto& p : prompts) responses_in.prompt_ids->push_back(p.id);
   responses_in.prompts_file = in.prompts->path;
   responses_in.text = joined_lines(docs);
-  responses_in.num_speculative_tokens_from = info_url + " speculative_num_draft_tokens − 1";
+  responses_in.num_speculative_tokens_from = k_from;
   LiveRun run;
   run.measured = import_sglang_requests(responses_in);
   run.measured.model_name = served;
@@ -170,6 +188,10 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
   if (ids.empty()) throw Error(models_url, "lists no model (data[].id)", "is this vLLM's URL?");
   std::string all;
   for (const auto& id : ids) all += (all.empty() ? "\"" : ", \"") + id + "\"";
+  // vLLM labels its counters with the first served name, and answers for the base model under it
+  // (get_served_model_name: served_model_name[0]; OpenAIServingModels.model_name): the other names
+  // /v1/models lists are aliases of it or LoRA adapters.
+  const std::string labelled = ids.front();
   std::string model;
   if (in.model_name) {
     if (std::find(ids.begin(), ids.end(), *in.model_name) == ids.end())
@@ -188,12 +210,15 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
 
   const std::string metrics_url = http.url("/metrics");
   LiveRun run;
-  Scrape before = scrape_url(metrics_url, &run.metrics_before);
-  if (!counts_drafts(before, model))
+  Scrape before = http.scrape("/metrics", &run.metrics_before);
+  if (!counts_drafts(before, labelled))
     throw Error(metrics_url,
                 "speculative decoding is off: no vllm:spec_decode_num_drafts counter for "
                 "model_name=\"" +
-                    model + "\"",
+                    labelled + "\"" +
+                    (labelled == model
+                         ? ""
+                         : " (the first served name, which labels \"" + model + "\"'s counters)"),
                 "serve with --speculative-config '{\"method\": \"dflash\", …}'");
 
   const auto& prompts = in.prompts->prompts;
@@ -212,30 +237,33 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
     const std::string prompt = "the answer to prompt \"" + p.id + "\"";
     if (!r.is_object() || !r.contains("choices") || !r.at("choices").is_array())
       throw Error(completions, prompt + " is not a completion (no choices)");
-    if (r.contains("id") && r.at("id") != "cmpl-" + rid)
+    if (!r.contains("id"))
+      throw Error(completions, prompt + " names no request (no id)",
+                  "vLLM names its request in every answer: is something in front of it?");
+    if (r.at("id") != "cmpl-" + rid)
       throw Error(completions,
                   prompt + " is for request " + describe_json(r.at("id")) + ", not cmpl-" + rid,
                   "a proxy or another client is mixing answers; measure on a server of its own");
-    if (auto m = string_at(r, "model"); m && *m != model)
+    if (auto m = string_at(r, "model"); m && *m != model && *m != labelled)
       throw Error(completions, prompt + " comes from model \"" + *m + "\", not \"" + model + "\"");
     with_metrics[i] = has_request_metrics(r);
     docs[i] = r.dump();
   });
-  Scrape after = scrape_url(metrics_url, &run.metrics_after);
+  Scrape after = http.scrape("/metrics", &run.metrics_after);
   run.responses = joined_lines(docs);
 
   if (std::count(with_metrics.begin(), with_metrics.end(), 1) > 0) {
     VllmRequestsImport responses_in;
     responses_in.responses = completions;
-    responses_in.model_name = model;
-    responses_in.engine_version = version;
+    responses_in.engine_version = version;  // each answer's model was checked above
+    responses_in.num_speculative_tokens = in.num_speculative_tokens;
     responses_in.prompts = prompts.size();
     responses_in.prompts_file = in.prompts->path;
     responses_in.text = run.responses;
     run.measured = import_vllm_requests(responses_in);
   } else {  // no per-request metrics: only the pooled τ of the /metrics difference
-    run.measured =
-        import_vllm_metrics({std::move(after), std::move(before), model, std::nullopt, version});
+    run.measured = import_vllm_metrics(
+        {std::move(after), std::move(before), labelled, in.num_speculative_tokens, version});
     run.measured.sources["tau_definition"] =
         "pooled only: the responses carry no per-request metrics (serve with "
         "--per-request-spec-decode-metrics summary for τ macro)";

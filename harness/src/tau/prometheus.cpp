@@ -100,7 +100,13 @@ double parse_value(const std::string& token, const LineParser& p) {
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(token.c_str(), &end);
-  if (end != token.c_str() + token.size())
+  // Go's ParseFloat, which Prometheus reads values with, takes a hexadecimal float only with its
+  // p exponent ("0x1p4"); strtod would read "0x10" as 16.
+  const std::size_t sign = token[0] == '+' || token[0] == '-' ? 1 : 0;
+  const bool hex = token.size() > sign + 1 && token[sign] == '0' &&
+                   (token[sign + 1] == 'x' || token[sign + 1] == 'X');
+  if (end != token.c_str() + token.size() ||
+      (hex && token.find_first_of("pP") == std::string::npos))
     p.fail("\"" + token.substr(0, 40) + "\" is not a number");
   return v;  // overflow gives ±Inf, refused where the value is used
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "draftgate/tau/vllm_metrics.h"
+
 namespace draftgate::tau {
 
 // A generation response carries its tokens and statistics; 16 MiB is far beyond any (65,536 tokens
@@ -35,6 +37,9 @@ class EngineHttp {
   // POSTs to an endpoint that answers plain text (SGLang's /flush_cache); throws as `call` does,
   // with `what_it_needs` as the hint.
   void call_text(const std::string& path, const std::string& what_it_needs) const;
+  // GETs a Prometheus text page (vLLM's /metrics), bounded in time and retried as `call` is, at
+  // most kMaxScrapeBytes; `page`, when given, receives it as served.
+  Scrape scrape(const std::string& path, std::string* page = nullptr) const;
 
  private:
   struct Answer {
@@ -42,7 +47,8 @@ class EngineHttp {
     std::string body;
   };
   Answer exchange(const std::string& path, const std::string& body,
-                  const std::vector<std::string>& headers) const;
+                  const std::vector<std::string>& headers,
+                  std::uint64_t max_bytes = kMaxEngineAnswerBytes) const;
 
   std::string base_;
   long timeout_seconds_;

@@ -38,4 +38,11 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
 // given, receives the page as served.
 Scrape scrape_url(const std::string& url, std::string* body = nullptr);
 
+// The current UTC time as a scrape's source names it (2026-12-07T10:00:00Z).
+std::string utc_now();
+
+// `page`, fetched from `url` at `when` (utc_now() before the request), parsed as Prometheus text;
+// the source is "URL at WHEN".
+Scrape scrape_of(const std::string& url, const std::string& when, const std::string& page);
+
 }  // namespace draftgate::tau

@@ -30,6 +30,8 @@ struct LiveMeasure {
   std::size_t concurrency = 1;
   long timeout_seconds = 600;             // per request
   std::optional<std::string> model_name;  // the server must serve it
+  // Draft tokens per step, where the server's answers do not say (checked where they do).
+  std::optional<std::int64_t> num_speculative_tokens;
 };
 
 struct LiveRun {
