@@ -59,11 +59,14 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   std::string note;
   // A precision budget against `layer` with the declared noise added in quadrature: independent of
   // the rounding, on an absolute scale (its share is over that layer's RMS), its standard deviation
-  // known to a few percent over thousands of elements (kDeclaredNoiseMargin).
-  const auto with_noise = [&](double precision_budget, const at::Tensor& layer) {
-    return noise ? std::hypot(precision_budget, kDeclaredNoiseMargin * noise->std_dev() /
-                                                    std::max(metrics::rms(layer), 1e-30))
-                 : precision_budget;
+  // known to a few percent over thousands of elements (kDeclaredNoiseMargin). Only for a slice that
+  // holds the layer at all: noise excuses no features of another source.
+  const auto with_noise = [&](double precision_budget, const at::Tensor& layer,
+                              const at::Tensor& slice) {
+    return noise && metrics::holds(slice, layer)
+               ? std::hypot(precision_budget, kDeclaredNoiseMargin * noise->std_dev() /
+                                                  std::max(metrics::rms(layer), 1e-30))
+               : precision_budget;
   };
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t layer = rec.target_layer_ids[i];
@@ -72,12 +75,13 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
         precision.as_recorded(at_precision ? at_precision->taps.at(layer) : want);
     const double explained_ratio = metrics::noise_ratio(explained, want);
     const double precision_budget = std::max(floor, factor * explained_ratio);
-    const double ratio = metrics::noise_ratio(fed.narrow(1, i * h, h), want);
+    const at::Tensor got = fed.narrow(1, i * h, h);
+    const double ratio = metrics::noise_ratio(got, want);
     nlohmann::json slice = {{"slice", i},
                             {"layer", layer},
                             {"noise_ratio", ratio},
                             {"noise_ratio_explained_by_precision", explained_ratio}};
-    const double budget = with_noise(precision_budget, want);
+    const double budget = with_noise(precision_budget, want, got);
     if (noise) {
       const double declared = noise->std_dev() / std::max(metrics::rms(want), 1e-30);
       slice["noise_ratio_declared"] = declared;
@@ -111,7 +115,7 @@ CapturedVerdict judge_captured_hidden_states(const std::string& check, const io:
   // Against another candidate the declared noise's share is over that candidate's RMS (the
   // embeddings' is a hundredth of a layer's).
   const auto budget_against = [&](const OverBudget& o, const at::Tensor& candidate) {
-    return with_noise(o.precision_budget, candidate);
+    return with_noise(o.precision_budget, candidate, fed.narrow(1, o.slice * h, h));
   };
   for (const auto& o : over_budget) {
     const std::int64_t layer = rec.target_layer_ids[o.slice];

@@ -104,9 +104,9 @@ class DrafterConfigCheck : public Check {
         bool_param("allow_missing_target_layer_ids", false,
                    "accept a config without target_layer_ids (engines guess them)"),
         bool_param("allow_repeated_taps", false, "accept a layer listed twice in target_layer_ids"),
-        bool_param("require_sorted_taps", false,
+        bool_param("require_sorted_taps", true,
                    "require ascending target_layer_ids (z-lab concatenates in list order, vLLM in "
-                   "layer order)"),
+                   "layer order: false for a drafter only z-lab's code runs)"),
         bool_param("allow_final_layer", false, "accept a tap on the target's final layer"),
         bool_param("allow_missing_num_target_layers", false,
                    "accept a config without num_target_layers"),
@@ -224,7 +224,10 @@ class DrafterConfigCheck : public Check {
                            "(allow_repeated_taps relaxes this)");
       if (p["require_sorted_taps"].get<bool>() && sorted != taps)
         problems.push_back(taps_key + " [" + format_ids(taps) +
-                           "] is not ascending (require_sorted_taps)");
+                           "] is not ascending: the z-lab reference concatenates the taps' states "
+                           "for fc in list order, vLLM in layer order, so the two engines feed fc "
+                           "differently; list them ascending, fc's input columns in the same order "
+                           "(require_sorted_taps=false for a drafter only z-lab's code runs)");
       // A tap as the user's file writes it: a speculators config's aux_hidden_state_layer_ids
       // holds the z-lab id + 1 (its transformer_layer_config is read as z-lab's).
       auto as_written = [&, &taps_key = taps_key](std::int64_t tap) {

@@ -49,6 +49,11 @@ double cosine(const at::Tensor& a, const at::Tensor& b) {
   return at::cosine_similarity(f64(a).flatten(), f64(b).flatten(), 0).item<double>();
 }
 
+bool holds(const at::Tensor& got, const at::Tensor& ref) {
+  return cosine(got, ref) >
+         4 / std::sqrt(static_cast<double>(std::max<std::int64_t>(got.numel(), 1)));
+}
+
 double max_abs_diff(const at::Tensor& got, const at::Tensor& ref) {
   RunningMax worst;
   for_slices(got, ref, [&](const at::Tensor& g, const at::Tensor& r) {

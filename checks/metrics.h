@@ -38,6 +38,10 @@ double rms(const at::Tensor& x);
 // Σ(got − ref)² / Σ ref² (0 when both are zero).
 double nmse(const at::Tensor& got, const at::Tensor& ref);
 double cosine(const at::Tensor& a, const at::Tensor& b);
+// Whether `got` holds `ref` at all: their cosine is above 4 standard deviations of an independent
+// one's (1/√n over n elements). `ref` plus any independent noise is; features of another source
+// at whatever scale are not.
+bool holds(const at::Tensor& got, const at::Tensor& ref);
 // max |got − ref|.
 double max_abs_diff(const at::Tensor& got, const at::Tensor& ref);
 // max |got − ref| / max |ref|: the worst element against the reference's activation scale

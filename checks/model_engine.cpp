@@ -37,6 +37,9 @@ struct SliceMatch {
   // their mean squares, the RMS of their difference and the slice's element count.
   double best_mse = 0, declared_mse = 0, best_square = 0, declared_square = 0, separation = 0;
   double elements = 0;
+  // Whether the slice holds the best / the declared candidate at all (metrics::holds): declared
+  // noise explains a difference only from a candidate the slice holds.
+  bool holds_best = false, holds_declared = false;
 };
 
 // Compares each declared slice with every candidate. Noise added to a slice adds its variance to
@@ -74,9 +77,11 @@ std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const 
       m.best_mse = best_key;
       m.best_square = mean_square(candidates[best_c]);
       m.elements = static_cast<double>(slice.numel());
+      m.holds_best = metrics::holds(slice, candidates[best_c]);
       if (declared_c >= 0) {
         m.declared_mse = mean_square(slice - candidates[declared_c]);
         m.declared_square = mean_square(candidates[declared_c]);
+        m.holds_declared = metrics::holds(slice, candidates[declared_c]);
         m.separation = std::sqrt(mean_square(candidates[best_c] - candidates[declared_c]));
       }
     }
@@ -214,10 +219,12 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
     // What the declared noise leaves (the plain NMSE without it).
     const double source_nmse =
-        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, noise) : m.best_nmse;
-    const double declared_nmse = rec.fc_input_noise
-                                     ? residual_nmse(m.declared_mse, m.declared_square, noise)
-                                     : m.declared_nmse;
+        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, m.holds_best ? noise : 0)
+                           : m.best_nmse;
+    const double declared_nmse =
+        rec.fc_input_noise
+            ? residual_nmse(m.declared_mse, m.declared_square, m.holds_declared ? noise : 0)
+            : m.declared_nmse;
     // Under declared noise another layer may come out nearest by chance: only a difference the
     // noise does not explain is a finding; otherwise the slice is named as not told apart.
     const bool other_layer =
@@ -288,8 +295,9 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   const double noise = declared_noise_variance(rec);
   double closest = std::numeric_limits<double>::infinity();
   for (const SliceMatch& m : matches) {
-    const double nmse =
-        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, noise) : m.best_nmse;
+    const double nmse = rec.fc_input_noise
+                            ? residual_nmse(m.best_mse, m.best_square, m.holds_best ? noise : 0)
+                            : m.best_nmse;
     if (nmse < kNoMatchNmse) return std::nullopt;
     closest = std::min(closest, nmse);
   }

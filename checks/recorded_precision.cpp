@@ -13,7 +13,8 @@ std::string RecordedPrecision::describe() const {
          "=f32 to be judged at float32)";
   else if (computed == train::ComputePrecision::kF16)
     s += " (judged against the bf16 spread, which bounds f16's)";
-  return s + ", stored " + stored;
+  // A labels-only record keeps no values, so no storage dtype to name.
+  return s + (stored == "F32" || stored == "BF16" ? ", stored " + stored : ", recorded as labels");
 }
 
 at::Tensor RecordedPrecision::as_recorded(const at::Tensor& at_precision) const {

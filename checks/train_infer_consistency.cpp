@@ -35,14 +35,16 @@ at::Tensor inference_logits(const model::DFlashDrafter& drafter, const train::St
   return at::stack(out);
 }
 
-// Which sliding layers the trainer ran as full attention, when the recorded logits are the
-// training forward with those layers' windows dropped (each alone, then all), their block kept
-// causal or, as a full layer's mask has it, bidirectional: the message naming them, or nullopt.
-std::optional<std::string> sliding_layers_run_as_full(const model::DFlashDrafter& drafter,
-                                                      const train::StepRecord& rec,
-                                                      const std::vector<std::int64_t>& which,
-                                                      const at::Tensor& got, double rms,
-                                                      double budget, CheckResult& r) {
+// Which sliding layers the trainer ran with another mask than inference's, when the recorded
+// logits are the training forward with those layers (each alone, then all) masked so: the window
+// dropped with the block kept causal, a full layer's mask, or (a window below the block size) the
+// window on the context only — the message naming them, or nullopt.
+std::optional<std::string> sliding_layers_masked_otherwise(const model::DFlashDrafter& drafter,
+                                                           const train::StepRecord& rec,
+                                                           const std::vector<std::int64_t>& which,
+                                                           const at::Tensor& got, double rms,
+                                                           double budget, CheckResult& r) {
+  using model::SlidingMask;
   const auto& config = drafter.config();
   std::vector<std::int64_t> sliding;
   for (std::size_t i = 0; i < config.layer_types.size(); ++i)
@@ -54,31 +56,47 @@ std::optional<std::string> sliding_layers_run_as_full(const model::DFlashDrafter
   if (sliding.size() > 1) layer_sets.push_back(sliding);
   std::vector<std::int64_t> anchors;
   for (auto j : which) anchors.push_back(rec.anchors[j]);
-  for (const bool bidirectional : {false, true})
+  const std::int64_t window = *config.sliding_window;
+  std::vector<SlidingMask> masks = {SlidingMask::kNoWindow, SlidingMask::kFullLayer};
+  if (window < config.block_size) masks.push_back(SlidingMask::kContextWindowOnly);
+  for (const SlidingMask mask : masks)
     for (const auto& layers : layer_sets) {
-      const at::Tensor as_full =
+      const at::Tensor other =
           drafter
               .training_logits(rec.fc_input, rec.input_ids, anchors,
                                model::DFlashDrafter::ContextVisibility::kBeforeAnchor,
-                               {layers, bidirectional})
+                               {layers, mask})
               .narrow(1, 1, config.block_size - 1);
-      const double rel = (got - as_full).abs().max().item<double>() / rms;
+      const double rel = (got - other).abs().max().item<double>() / rms;
       if (rel > budget) continue;
-      r.measured["sliding_layers_run_as_full"] = layers;
-      r.measured["sliding_layers_run_with_bidirectional_block"] = bidirectional;
+      const char* names[] = {"no_window", "full_layer", "context_window_only"};
+      r.measured["sliding_layers_masked_otherwise"] = layers;
+      r.measured["sliding_layers_mask"] = names[static_cast<int>(mask)];
       const std::string those = layers.size() > 1 ? "those layers" : "that layer";
-      return "the recorded logits are the training forward with drafter layer" +
-             std::string(layers.size() > 1 ? "s " : " ") + format_ids(layers) +
-             " (sliding_attention, window " + std::to_string(*config.sliding_window) +
-             ") run as full attention" +
-             (bidirectional ? ", no window and a bidirectional block (a full layer's mask)" : "") +
-             " (" + format_number(rel) + " of RMS from that); apply the sliding window in the " +
-             "trainer's mask for " + those +
+      const std::string named = "drafter layer" + std::string(layers.size() > 1 ? "s " : " ") +
+                                format_ids(layers) + " (sliding_attention, window " +
+                                std::to_string(window) + ")";
+      const std::string from = " (" + format_number(rel) + " of RMS from that); ";
+      if (mask == SlidingMask::kContextWindowOnly)
+        return "the recorded logits are the training forward with " + named +
+               " windowed on the context only, its block causal without the window (SpecForge's "
+               "sliding mask, create_dflash_sdpa_mask, which inference matches only where the "
+               "window is at least block_size " +
+               std::to_string(config.block_size) + ")" + from +
+               "z-lab's inference windows the block too: apply the window inside the block in "
+               "the trainer's mask for " +
+               those + ", or train with a window of at least the block size";
+      return "the recorded logits are the training forward with " + named +
+             " run as full attention" +
+             (mask == SlidingMask::kFullLayer
+                  ? ", no window and a bidirectional block (a full layer's mask)"
+                  : "") +
+             from + "apply the sliding window in the trainer's mask for " + those +
              " (keys fewer than sliding_window positions behind each query" +
-             (bidirectional ? ", causal inside the block, as z-lab's inference runs a sliding "
-                              "layer; a trainer that builds one mask for every layer gives it a "
-                              "full layer's)"
-                            : ")");
+             (mask == SlidingMask::kFullLayer
+                  ? ", causal inside the block, as z-lab's inference runs a sliding layer; a "
+                    "trainer that builds one mask for every layer gives it a full layer's)"
+                  : ")");
     }
   return std::nullopt;
 }
@@ -172,10 +190,11 @@ class TrainInferConsistency : public Check {
     const std::string scope =
         judged_anchors(r, n, static_cast<std::int64_t>(rec.anchors.size()), rec.anchors_in_step);
     std::vector<std::string> problems;
-    const at::Tensor got =
-        rec.drafter_logits.index_select(0, at::tensor(which, at::kLong)).narrow(1, 1, b - 1);
+    // Every recorded value is judged finite, block position 0 and unjudged anchors too, so the
+    // positions named are the record's own.
     for (const auto& [tensor, value] :
-         {std::pair<std::string, at::Tensor>{"fc_input", rec.fc_input}, {"drafter_logits", got}})
+         {std::pair<std::string, at::Tensor>{"fc_input", rec.fc_input},
+          {"drafter_logits", rec.drafter_logits}})
       if (auto bad = metrics::non_finite_problem(tensor, value))
         problems.push_back(*bad + "; the trainer's drafter step must be finite");
     if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
@@ -192,6 +211,8 @@ class TrainInferConsistency : public Check {
                          ", which is what engines fill the block with; make the trainer and the "
                          "config use one mask_token_id");
 
+    const at::Tensor got =
+        rec.drafter_logits.index_select(0, at::tensor(which, at::kLong)).narrow(1, 1, b - 1);
     const at::Tensor want = inference_logits(*drafter, rec, which);
     if (auto bad = metrics::non_finite_problem("the inference path's drafter logits", want)) {
       problems.push_back(*bad + "; the drafter checkpoint overflows on this record's features");
@@ -256,7 +277,7 @@ class TrainInferConsistency : public Check {
                              "--noise-std, 0.05 by default) computed these logits from other "
                              "features: record them as fed, with fc_input_noise declared")));
     if (rel > budget || top1.agreement < min_top1)
-      if (auto layers = sliding_layers_run_as_full(*drafter, rec, which, got, rms, budget, r))
+      if (auto layers = sliding_layers_masked_otherwise(*drafter, rec, which, got, rms, budget, r))
         problems.push_back(*layers);
     return conclude_judged(std::move(r), problems,
                            "training and inference agree (" + format_number(rel) +

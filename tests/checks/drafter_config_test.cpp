@@ -262,11 +262,16 @@ TEST(DrafterConfigCheck, RulesThatPassWhenTheConfigIsRight) {
   });
   EXPECT_EQ(nested.status, Status::kPass) << nested.message;
   EXPECT_EQ(nested.measured["rope_theta"], 1e6);
-  // The reference concatenates taps in list order: unsorted passes unless asked.
+  // The reference concatenates taps in list order, vLLM in layer order: unsorted taps fail unless
+  // the suite says the drafter runs in z-lab's code only.
   auto unsorted = [](json& j) { j["dflash_config"]["target_layer_ids"] = {2, 0}; };
-  EXPECT_EQ(verdict("unsorted", unsorted).status, Status::kPass);
-  EXPECT_THAT(verdict("unsorted_required", unsorted, {{"require_sorted_taps", true}}).message,
-              HasSubstr("[2,0] is not ascending"));
+  const CheckResult unsorted_verdict = verdict("unsorted", unsorted);
+  EXPECT_EQ(unsorted_verdict.status, Status::kFail);
+  EXPECT_THAT(unsorted_verdict.message,
+              HasSubstr("[2,0] is not ascending: the z-lab reference concatenates the taps' "
+                        "states for fc in list order, vLLM in layer order"));
+  EXPECT_EQ(verdict("unsorted_allowed", unsorted, {{"require_sorted_taps", false}}).status,
+            Status::kPass);
   // dflash_config.causal that agrees with the z-lab reading, or an explicit is_causal: no
   // ambiguity.
   const CheckResult explicit_causal = verdict("explicit_causal", [](json& j) {
@@ -279,6 +284,7 @@ TEST(DrafterConfigCheck, RulesThatPassWhenTheConfigIsRight) {
   const CheckResult sliding = verdict("sliding", [](json& j) {
     j["layer_types"] = {"sliding_attention", "full_attention"};
     j["sliding_window"] = 16;
+    j["use_sliding_window"] = true;
   });
   EXPECT_EQ(sliding.status, Status::kPass) << sliding.message;
   EXPECT_EQ(sliding.measured["layer_causality"],

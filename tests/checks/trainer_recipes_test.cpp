@@ -223,6 +223,20 @@ TEST(TrainerRecipes, DeclaredInputNoiseIsAllowedForAndNoMore) {
   EXPECT_THAT(excused.message,
               HasSubstr("fc input slice 1 is declared as layer 2 but matches layer 3"));
 
+  // Features from no layer at all (random, at the states' RMS) under a declaration ten times as
+  // loud: no noise excuses a slice that does not hold its layer (it was named "matches the
+  // embeddings" by one check and passed as "not noise" by the other).
+  StepRecord garbage = clean;
+  garbage.fc_input = at::randn(clean.fc_input.sizes()) * rms_states;
+  garbage.drafter_logits =
+      m.drafter->training_logits(garbage.fc_input, garbage.input_ids, garbage.anchors);
+  garbage.fc_input_noise = train::FcInputNoise{train::FcInputNoise::Law::kUniform, 10 * rms_states};
+  for (const char* check : {"target_logits_noise_free", "fc_excludes_target_layer"}) {
+    const CheckResult r = run_on(check, garbage, std::string("garbage_") + check + ".safetensors");
+    EXPECT_NE(r.status, Status::kPass) << check << ": " << r.message;
+    EXPECT_THAT(r.message, ::testing::Not(HasSubstr("matches the embeddings"))) << check;
+  }
+
   StepRecord undeclared = declared;
   undeclared.fc_input_noise.reset();
   const CheckResult bare = run_on("target_logits_noise_free", undeclared, "undeclared.safetensors");
@@ -316,17 +330,16 @@ TEST(TrainerRecipes, DpaceAndTheTrainersNormalisations) {
 }
 
 // A sliding drafter layer (window 3 < the block) in training mode: the record made with the
-// window passes; made with layer 0 run as full attention, it fails naming layer 0.
+// window passes; made with layer 0 under another mask, it fails naming layer 0 and the mask.
 TEST(TrainerRecipes, ASlidingLayerRunAsFullFailsNamingTheLayer) {
   const fs::path dir = testing::training_step_models();
   const fs::path sliding = dir / "drafter_sliding";
-  if (!fs::exists(sliding)) {
-    fs::copy(dir / "drafter", sliding, fs::copy_options::recursive);
-    auto config = nlohmann::json::parse(testing::read_file(sliding / "config.json"));
-    config["layer_types"] = {"sliding_attention", "full_attention"};
-    config["sliding_window"] = 3;
-    testing::write_file(sliding / "config.json", config.dump());
-  }
+  if (!fs::exists(sliding)) fs::copy(dir / "drafter", sliding, fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(testing::read_file(dir / "drafter" / "config.json"));
+  config["layer_types"] = {"sliding_attention", "full_attention"};
+  config["sliding_window"] = 3;
+  config["use_sliding_window"] = true;
+  testing::write_file(sliding / "config.json", config.dump());
   Models m;
   const auto drafter = model::DFlashDrafter::load(io::Checkpoint::open(sliding), *m.target);
   StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
@@ -342,22 +355,33 @@ TEST(TrainerRecipes, ASlidingLayerRunAsFullFailsNamingTheLayer) {
   rec.drafter_logits = drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors);
   const CheckResult clean = run(rec, "sliding.safetensors");
   EXPECT_EQ(clean.status, Status::kPass) << clean.message;
-  rec.drafter_logits =
-      drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
-                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}});
-  const CheckResult full = run(rec, "sliding_as_full.safetensors");
-  EXPECT_EQ(full.status, Status::kFail);
-  EXPECT_THAT(full.message, HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full "
-                                      "attention"));
-  // The way a trainer that builds one mask for every layer runs it: no window, bidirectional block.
-  rec.drafter_logits =
-      drafter->training_logits(rec.fc_input, rec.input_ids, rec.anchors,
-                               model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}, true});
-  const CheckResult as_full_layer = run(rec, "sliding_as_full_layer.safetensors");
-  EXPECT_EQ(as_full_layer.status, Status::kFail);
-  EXPECT_THAT(as_full_layer.message,
-              HasSubstr("drafter layer 0 (sliding_attention, window 3) run as full attention, no "
-                        "window and a bidirectional block"));
+  // Each mask a trainer may run layer 0 with, and how the failure names it: the window dropped;
+  // a full layer's mask (a trainer that builds one mask for every layer); SpecForge's sliding mask,
+  // the window on the context only and the block causal without it (the same as inference only
+  // where the window is at least the block size).
+  const struct {
+    model::SlidingMask mask;
+    const char* name;
+    const char* message;
+  } masks[] = {
+      {model::SlidingMask::kNoWindow, "no_window",
+       "drafter layer 0 (sliding_attention, window 3) run as full attention ("},
+      {model::SlidingMask::kFullLayer, "full_layer",
+       "drafter layer 0 (sliding_attention, window 3) run as full attention, no window and a "
+       "bidirectional block"},
+      {model::SlidingMask::kContextWindowOnly, "context_window_only",
+       "drafter layer 0 (sliding_attention, window 3) windowed on the context only, its block "
+       "causal without the window (SpecForge's sliding mask"},
+  };
+  for (const auto& [mask, name, message] : masks) {
+    rec.drafter_logits = drafter->training_logits(
+        rec.fc_input, rec.input_ids, rec.anchors,
+        model::DFlashDrafter::ContextVisibility::kBeforeAnchor, {{0}, mask});
+    const CheckResult r = run(rec, std::string("sliding_") + name + ".safetensors");
+    EXPECT_EQ(r.status, Status::kFail) << name;
+    EXPECT_THAT(r.message, HasSubstr(message)) << name;
+    EXPECT_EQ(r.measured["sliding_layers_mask"], name);
+  }
 }
 
 }  // namespace

@@ -1262,6 +1262,52 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         },
                                         "tensor \"prefix_gru.weight_ih_l0\" is not a DFlash "
                                         "drafter weight"),
+                                    // Weights only as a pickle: refused by name, not skipped
+                                    // as a config-only checkout.
+                                    check_drafter_case(
+                                        "check_drafter_pickled_weights_only",
+                                        [](const fs::path& d) {
+                                          fs::remove(d / "model.safetensors");
+                                          write(d / "pytorch_model.bin", std::string("PK\x03\x04"));
+                                        },
+                                        "holds pytorch_model.bin, PyTorch's pickle format, which "
+                                        "draftgate does not read"),
+                                    // Inside a layer too: an attention bias, an MTP leftover.
+                                    check_drafter_case(
+                                        "check_drafter_layer_bias_tensor",
+                                        [](const fs::path& d) {
+                                          testing::edit_tensors(d,
+                                                       [](io::NamedTensors& tensors) {
+                                                         tensors.emplace_back(
+                                                             "layers.0.self_attn.q_proj.bias",
+                                                             at::zeros({4}));
+                                                       });
+                                        },
+                                        "tensor \"layers.0.self_attn.q_proj.bias\" is not a "
+                                        "drafter layer's weight"),
+                                    // A z-lab drafter's own head: z-lab's reference scores with
+                                    // the target's, vLLM with this one.
+                                    Hostile{"eval_drafter_own_lm_head_not_the_targets",
+                                            [](const fs::path& dir) {
+                                              const fs::path d =
+                                                  copy_of(dir, "qwen3-drafter-reference");
+                                              const json target_config =
+                                                  read(kTrained / "qwen3-target/config.json");
+                                              testing::edit_tensors(
+                                                  d, [&](io::NamedTensors& tensors) {
+                                                    tensors.emplace_back(
+                                                        "lm_head.weight",
+                                                        at::randn({target_config["vocab_size"]
+                                                                       .get<std::int64_t>(),
+                                                                   target_config["hidden_size"]
+                                                                       .get<std::int64_t>()}));
+                                                  });
+                                              return "eval --target " + target() + " --drafter " +
+                                                     d.string() + " --prompts " + prompts() +
+                                                     " --max-new 2";
+                                            },
+                                            "the drafter's own lm_head.weight differs from the "
+                                            "target's"},
                                     forward_case("head_dim_odd", config_edit([](json& c) {
                                                    c["head_dim"] = 15;
                                                  }),
@@ -2331,6 +2377,7 @@ INSTANTIATE_TEST_SUITE_P(
               c["transformer_layer_config"]["layer_types"] = {"sliding_attention",
                                                               "full_attention"};
               c["transformer_layer_config"]["sliding_window"] = 4;
+              c["transformer_layer_config"]["use_sliding_window"] = true;
               c["sliding_window_non_causal"] = true;
             },
             "refused sliding_window_non_causal = true: the drafter was trained with its "
@@ -2561,6 +2608,20 @@ INSTANTIATE_TEST_SUITE_P(
               tensors.emplace_back("cu_seqlens", at::tensor({0, 8, 16}, at::kLong));
             },
             "loss_type", "tensor \"cu_seqlens\" is not a step-record tensor"),
+        // Outside the format's dtypes: a float16 fc_input was judged against F32 / BF16 budgets
+        // and its rounding blamed on the training mask; integer ids of 32 bits were read too.
+        record_tensors_case(
+            "record_fc_input_float16", false,
+            [](auto& tensors) {
+              named(tensors, "fc_input") = named(tensors, "fc_input").to(at::kHalf);
+            },
+            "train_infer_consistency", "tensor \"fc_input\" has dtype F16, not F32 or BF16"),
+        record_tensors_case(
+            "record_anchors_int32", false,
+            [](auto& tensors) {
+              named(tensors, "anchors") = named(tensors, "anchors").to(at::kInt);
+            },
+            "loss_type", "tensor \"anchors\" has dtype I32, not I64"),
         batch_case(
             "batch_nothing_kept",
             [](auto& tensors) {

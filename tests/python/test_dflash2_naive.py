@@ -180,6 +180,7 @@ def main():
     # Layer 0 sliding (causal: is_causal absent) with a window shorter than the block, layer 1 full (not causal).
     config["layer_types"] = ["sliding_attention", "full_attention"]
     config["sliding_window"] = 3
+    config["use_sliding_window"] = True
     config.pop("is_causal", None)
     config["dflash_config"].update({"input_embedding_scale": 1.5, "output_multiplier": 0.7,
                                     "final_logit_softcapping": 4.0, "selector_top_k": 5})

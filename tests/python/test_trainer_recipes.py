@@ -363,7 +363,7 @@ class TrainerRecipeTest(unittest.TestCase):
         correct training mask passes; the layer run as a full one (SpecForge's mask without sliding_window: no
         window, bidirectional block) and the window alone dropped fail train_infer_consistency naming the layer."""
         directory, drafter = self.drafter_with("sliding-drafter", layer_types=["sliding_attention", "full_attention"],
-                                               sliding_window=SLIDING_WINDOW)
+                                               sliding_window=SLIDING_WINDOW, use_sliding_window=True)
         self.judge({(SPECFORGE, "dflash", None, "f32"): None,
                     (SPECFORGE, "dflash", "sliding-as-full", "f32"): ["train_infer_consistency"],
                     (SPECFORGE, "dflash", "sliding-window-dropped", "f32"): ["train_infer_consistency"]},

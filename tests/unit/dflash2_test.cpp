@@ -305,6 +305,7 @@ TEST(Dflash2Training, SlidingLayersEqualProposeAndDifferRunAsFull) {
     auto c = read_json(dir / "config.json");
     c["sliding_window"] = window;
     c["layer_types"] = {"sliding_attention", "full_attention"};
+    c["use_sliding_window"] = true;
     std::ofstream(dir / "config.json") << c.dump(2);
     const auto drafter = DFlashDrafter::load(io::Checkpoint::open(dir), *setup().target);
     ASSERT_FALSE(drafter->config().layer_causal[0]);

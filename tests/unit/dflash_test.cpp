@@ -111,6 +111,7 @@ TEST(DrafterCausality, RuleTable) {
     j["num_hidden_layers"] = 2;
     j["layer_types"] = {"sliding_attention", "full_attention"};
     j["sliding_window"] = 4;
+    j["use_sliding_window"] = true;
     if (std::string(row.is_causal) != "absent")
       j["is_causal"] = nlohmann::json::parse(row.is_causal);
     if (std::string(row.dflash_causal) != "absent")
@@ -394,6 +395,7 @@ TEST(DrafterInference, EveryCausalitySettingMatchesTheNaiveMasks) {
     const auto dir = drafter_with(std::string("causal_") + is_causal, [&](nlohmann::json& j) {
       j["layer_types"] = {"sliding_attention", "full_attention"};
       j["sliding_window"] = 3;
+      j["use_sliding_window"] = true;
       j["dflash_config"]["input_embedding_scale"] = 1.5;
       if (std::string(is_causal) != "absent") j["is_causal"] = nlohmann::json::parse(is_causal);
     });

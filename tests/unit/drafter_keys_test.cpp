@@ -109,6 +109,21 @@ const Refusal kRefusals[] = {
        j["use_sliding_window"] = false;
      },
      "use_sliding_window = false"},
+    // Absent or null it is Qwen3Config's false: transformers drops the window (z-lab's reference
+    // then runs no window, vLLM refuses the config).
+    {"use_sliding_window_absent_with_sliding",
+     [](json& j) {
+       j["layer_types"] = {"sliding_attention", "full_attention"};
+       j["sliding_window"] = 4;
+     },
+     "use_sliding_window: absent while layer_types holds sliding layers"},
+    {"use_sliding_window_null_with_sliding",
+     [](json& j) {
+       j["layer_types"] = {"sliding_attention", "full_attention"};
+       j["sliding_window"] = 4;
+       j["use_sliding_window"] = nullptr;
+     },
+     "use_sliding_window = null"},
     {"is_neox_style", [](json& j) { j["is_neox_style"] = false; },
      "is_neox_style = false: switches vLLM to interleaved RoPE"},
     {"logit_scale", [](json& j) { j["logit_scale"] = 2.0; }, "logit_scale = 2.0"},
@@ -267,6 +282,8 @@ TEST(DrafterKeys, UseSwaAndSwaWindowSizeReadAsVllmDoes) {
   for (const auto& row : rows) {
     json j = reference();
     if (!row.layer_types.is_null()) j["layer_types"] = row.layer_types;
+    for (const auto& t : j.value("layer_types", json::array()))
+      if (t == "sliding_attention") j["use_sliding_window"] = true;
     if (!row.use_swa.is_null()) j["dflash_config"]["use_swa"] = row.use_swa;
     if (!row.swa_window.is_null()) j["dflash_config"]["swa_window_size"] = row.swa_window;
     if (!row.sliding_window.is_null()) j["sliding_window"] = row.sliding_window;

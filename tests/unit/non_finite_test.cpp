@@ -60,6 +60,15 @@ TEST(NonFinite, NanDrafterLogitsFailLossTypeAndTrainInferConsistency) {
     EXPECT_EQ(r.status, Status::kFail) << check;
     EXPECT_THAT(r.message, HasSubstr("drafter_logits holds NaN at [0, ")) << check;
   }
+  // Block row 0 (the anchor's own row, which carries no label and which train_infer_consistency
+  // leaves out of its comparison) and a later anchor: still failed, at the record's position.
+  for (const char* check : {"loss_type", "train_infer_consistency"}) {
+    const CheckResult r = run_on(check, [](auto& rec) {
+      poison(rec.drafter_logits, NAN, rec.drafter_logits.size(1) * rec.drafter_logits.size(2) + 3);
+    });
+    EXPECT_EQ(r.status, Status::kFail) << check;
+    EXPECT_THAT(r.message, HasSubstr("drafter_logits holds NaN at [1, 0, 3]")) << check;
+  }
 }
 
 TEST(NonFinite, InfFcInputFailsFcCheckAndTrainInferConsistency) {

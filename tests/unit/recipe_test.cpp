@@ -174,6 +174,7 @@ TEST(Recipe, SlidingLayersInTrainingModeEqualInferenceForEveryAnchor) {
     auto config = nlohmann::json::parse(testing::read_file(drafter_dir / "config.json"));
     config["layer_types"] = {"sliding_attention", "full_attention"};
     config["sliding_window"] = window;
+    config["use_sliding_window"] = true;
     config.erase("is_causal");
     testing::write_file(drafter_dir / "config.json", config.dump());
     const auto drafter = model::DFlashDrafter::load(io::Checkpoint::open(drafter_dir), *target);

@@ -68,6 +68,16 @@ TEST(SpeculatorsConfig, ReadAsVllmReadsItIntoTheZLabTwinsConfig) {
   EXPECT_EQ(s.layer_causal, z.layer_causal);
   EXPECT_EQ(s.draft_vocab_size, 64);
   EXPECT_FALSE(z.draft_vocab_size);
+
+  // vLLM gathers the aux hidden states in layer order whatever the list's order, so the same taps
+  // listed backwards are the same drafter (z-lab's list order would swap fc's inputs).
+  json backwards = written;
+  backwards["aux_hidden_state_layer_ids"] = {3, 1};
+  const fs::path reversed = dir.parent_path() / "spec_backwards";
+  fs::create_directories(reversed);
+  testing::write_file(reversed / "config.json", backwards.dump());
+  EXPECT_EQ(DrafterConfig::from(io::ModelConfig::load(reversed / "config.json")).target_layer_ids,
+            z.target_layer_ids);
 }
 
 TEST(SpeculatorsConfig, TheShiftAndTheLayerConfigAreValidated) {
@@ -102,6 +112,7 @@ TEST(SpeculatorsConfig, TheShiftAndTheLayerConfigAreValidated) {
   EXPECT_NO_THROW(DrafterConfig::from(io::ModelConfig::from_json(sliding, "c.json")));
   sliding["transformer_layer_config"]["layer_types"] = {"sliding_attention", "full_attention"};
   sliding["transformer_layer_config"]["sliding_window"] = 4;
+  sliding["transformer_layer_config"]["use_sliding_window"] = true;
   EXPECT_THAT(testing::error_of(
                   [&] { DrafterConfig::from(io::ModelConfig::from_json(sliding, "c.json")); }),
               HasSubstr("refused sliding_window_non_causal = true"));

@@ -124,6 +124,25 @@ bool is_dflash_weight(const std::string& name) {
   return false;
 }
 
+// A drafter layer's tensors, after "layers.N.": a Qwen3 decoder layer's (the modules the reference
+// and vLLM's DFlashQwen3 layers hold), and DFlash2's two convolutions. Anything else there — an
+// attention bias, an MTP or EAGLE-3 leftover (eh_proj, enorm, hidden_norm) — is a weight an
+// engine would load or refuse unseen.
+bool is_layer_weight(const std::string& suffix, bool dflash2) {
+  for (const char* known :
+       {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight", "self_attn.q_norm.weight", "self_attn.k_norm.weight",
+        "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+        "input_layernorm.weight", "post_attention_layernorm.weight"})
+    if (suffix == known) return true;
+  if (dflash2)
+    for (const char* known :
+         {"attention_conv.base_kernel", "attention_conv.kernel_projection.weight",
+          "mlp_conv.base_kernel", "mlp_conv.kernel_projection.weight"})
+      if (suffix == known) return true;
+  return false;
+}
+
 constexpr const char* kDflash2Keys[] = {"conv_kernel_size", "conv_group_size", "selector_rank",
                                         "selector_top_k"};
 
@@ -426,6 +445,13 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
       throw Error(file,
                   "tensor \"" + name + "\" has the non-canonical layer index \"" + index + "\"",
                   "layer indices are written without leading zeros");
+    const std::string suffix = name.substr(7 + index.size() + 1);
+    if (!is_layer_weight(suffix, dflash2.has_value()))
+      throw Error(file, "tensor \"" + name + "\" is not a drafter layer's weight",
+                  "a DFlash layer holds self_attn.{q,k,v,o}_proj, q_norm, k_norm, "
+                  "mlp.{gate,up,down}_proj and its two norms (no biases); an attention bias, an "
+                  "MTP or EAGLE-3 head's weights would be loaded or refused by an engine unseen, "
+                  "and draftgate does not run them");
     present.insert(std::stoll(index));
   }
   const auto n = static_cast<std::int64_t>(present.size());

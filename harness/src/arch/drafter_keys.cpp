@@ -56,7 +56,7 @@ bool has_sliding_layers(const json& root) {
 // `resolve_dflash_attention_layout` asks for "use_sliding_window=true"); z-lab and draftgate read
 // layer_types and sliding_window. Only the combinations where they agree are accepted.
 bool consistent_sliding_flag(const json& v, const json& root) {
-  if (v.is_null()) return true;
+  if (v.is_null()) return !has_sliding_layers(root);  // Qwen3Config's default: false
   const bool has_types = root.contains("layer_types") && root["layer_types"].is_array();
   if (v == true) return has_types;
   return v == false && !has_sliding_layers(root);
@@ -336,6 +336,11 @@ void zlab_facts(const json& root, const std::string& prefix, std::vector<KeyFact
   for (const auto& [scope, obj] : scopes(root))
     for (const auto& [key, value] : obj->items())
       facts.push_back(fact_for(prefix + path_of(scope, key), value, root, find_rule(scope, key)));
+  if (has_sliding_layers(root) && !root.contains("use_sliding_window"))
+    facts.push_back({prefix + "use_sliding_window", "", KeyStatus::kRefused,
+                     "absent while layer_types holds sliding layers, so false (Qwen3Config's "
+                     "default), and transformers drops sliding_window: z-lab's reference runs "
+                     "those layers with no window and vLLM refuses the config; set it to true"});
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "draftgate/arch/speculators_config.h"
 
+#include <algorithm>
+
 #include "draftgate/error.h"
 #include "draftgate/io/json_util.h"
 
@@ -42,6 +44,10 @@ std::vector<std::int64_t> speculators_taps(const io::ModelConfig& c) {
                       "which no DFlash drafter taps");
     taps.push_back(id.get<std::int64_t>() - 1);
   }
+  // vLLM, which serves this format, collects the aux hidden states in layer order whatever the
+  // list's (the target's forward appends layer idx when idx is in the set) and fc reads their
+  // concatenation in that order.
+  std::sort(taps.begin(), taps.end());
   return taps;
 }
 

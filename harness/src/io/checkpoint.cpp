@@ -1,6 +1,7 @@
 #include "draftgate/io/checkpoint.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "draftgate/error.h"
 #include "draftgate/io/input_file.h"
@@ -64,6 +65,17 @@ bool is_consolidated(const std::string& file_name) {
   return file_name.rfind("consolidated", 0) == 0;  // Mistral-native duplicates of the HF shards
 }
 
+// A weights file in PyTorch's pickle format (pytorch_model.bin, *.pt), which draftgate does not
+// read: unpickling runs code.
+std::optional<std::string> pickled_weights(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".bin" || ext == ".pt" || ext == ".pth") return e.path().filename().string();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 fs::path require_checkpoint_config(const fs::path& dir) {
@@ -80,10 +92,11 @@ bool config_only(const fs::path& dir) {
   if (!fs::is_regular_file(dir / "config.json", ec) ||
       fs::exists(fs::symlink_status(dir / kIndexName, ec)))
     return false;
-  // Any safetensors file (a consolidated duplicate too) is weights, whatever open() reads.
+  // Any safetensors file (a consolidated duplicate too) is weights, whatever open() reads; pickled
+  // weights are weights too, which open() refuses.
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".safetensors") return false;
-  return !ec;
+  return !ec && !pickled_weights(dir);
 }
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
@@ -140,6 +153,12 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
       }
       std::sort(files.begin(), files.end());
     }
+    if (files.empty() && pickled_weights(dir))
+      throw Error(dir.string(),
+                  "holds " + *pickled_weights(dir) +
+                      ", PyTorch's pickle format, which draftgate does not read, and no "
+                      "*.safetensors",
+                  "convert the weights to model.safetensors (safetensors.torch.save_file)");
     if (files.empty())
       throw Error(dir.string(),
                   "no model.safetensors.index.json, model.safetensors or *.safetensors",

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "draftgate/arch/drafter_keys.h"
 #include "draftgate/arch/family_table.h"
@@ -118,17 +119,32 @@ void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const Ta
   const std::int64_t vocab = target.config().vocab;
   embed_ = target.embed_weight();
   lm_head_ = target.lm_head_weight();
-  if (d.format != DrafterFormat::kSpeculators) return;  // z-lab: always the target's
+  const auto& names = ckpt.names();
+  auto holds = [&](const char* n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  if (d.format != DrafterFormat::kSpeculators) {
+    // z-lab's reference embeds and scores with the target's tensors whatever the checkpoint
+    // holds, while vLLM serving the same checkpoint uses the drafter's own (has_own_embed_tokens /
+    // has_own_lm_head, below): a copy that differs from the target's drafts differently there.
+    const WeightLoader own(ckpt, target.dtype(), target.device());
+    for (const auto& [name, shared] :
+         {std::pair<const char*, const at::Tensor&>{"embed_tokens.weight", embed_},
+          std::pair<const char*, const at::Tensor&>{"lm_head.weight", lm_head_}})
+      if (holds(name) && !at::equal(own.get(name, shared.sizes().vec()), shared))
+        throw Error(ckpt.dir().string(),
+                    std::string("the drafter's own ") + name + " differs from the target's",
+                    "z-lab's reference uses the target's and vLLM the drafter's, so the two "
+                    "draft differently: drop the tensor (a z-lab drafter shares the target's), "
+                    "or save the drafter in the speculators format, which reads it as vLLM does");
+    return;
+  }
   // vLLM uses the drafter's own embed_tokens / lm_head when the checkpoint has them and shares
   // the target's otherwise (qwen3_dflash.py @036a00d1 DFlashQwen3ForCausalLM.load_weights sets
   // has_own_embed_tokens / has_own_lm_head from the tensor names; v1/spec_decode/
   // llm_base_proposer.py @00c4f22d _maybe_share_embeddings / _maybe_share_lm_head). They are
   // frozen in speculators (speculators/model.py @c05b95b3 :57-71): never trainable parameters here.
   const WeightLoader frozen(ckpt, target.dtype(), target.device());
-  const auto& names = ckpt.names();
-  auto holds = [&](const char* n) {
-    return std::find(names.begin(), names.end(), n) != names.end();
-  };
   if (holds("embed_tokens.weight")) embed_ = frozen.get("embed_tokens.weight", {vocab, d.hidden});
   const std::int64_t draft_vocab = d.draft_vocab_size.value_or(vocab);
   if (holds("lm_head.weight"))
@@ -268,11 +284,13 @@ namespace {
 
 // Training-mode visibility [N·B, S + N·B] of one layer: query row (j, q) is block j's position
 // a_j + q; it sees context keys c < a_j (+1 under kThroughAnchor) and its own block's keys, causal
-// inside the block in a causal layer; a window w keeps keys fewer than w positions behind the
-// query (and, not causal, fewer than w ahead inside the block): block_visibility per anchor.
+// inside the block in a causal layer; a window w keeps context keys fewer than w positions behind
+// the query, and `block_window` the block's (and, not causal, fewer than it ahead): with both the
+// layer's window, block_visibility per anchor.
 at::Tensor training_visibility(const std::vector<std::int64_t>& anchors, std::int64_t s,
                                std::int64_t b, std::int64_t extra_context, bool causal,
-                               std::optional<std::int64_t> window) {
+                               std::optional<std::int64_t> window,
+                               std::optional<std::int64_t> block_window) {
   const auto n = static_cast<std::int64_t>(anchors.size());
   const at::Tensor row = at::arange(n * b, at::kLong);
   const at::Tensor row_block = at::floor_divide(row, b);
@@ -284,10 +302,10 @@ at::Tensor training_visibility(const std::vector<std::int64_t>& anchors, std::in
   const at::Tensor k = key % b;
   at::Tensor own = at::floor_divide(key, b) == block;
   if (causal) own = own.logical_and(k <= q);
-  if (window) {
-    context = context.logical_and((anchor + q - c) < *window);
-    own = own.logical_and((q - k) < *window);
-    if (!causal) own = own.logical_and((k - q) < *window);
+  if (window) context = context.logical_and((anchor + q - c) < *window);
+  if (block_window) {
+    own = own.logical_and((q - k) < *block_window);
+    if (!causal) own = own.logical_and((k - q) < *block_window);
   }
   return at::cat({context, own}, 1);
 }
@@ -298,7 +316,7 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
                                           const std::vector<std::int64_t>& input_ids,
                                           const std::vector<std::int64_t>& anchors,
                                           ContextVisibility context,
-                                          const SlidingAsFull& as_full) const {
+                                          const SlidingLayersMask& hypothesis) const {
   c10::InferenceMode inference(!autograd_);
   const auto s = static_cast<std::int64_t>(input_ids.size());
   const auto n = static_cast<std::int64_t>(anchors.size());
@@ -314,17 +332,22 @@ at::Tensor DFlashDrafter::training_logits(const at::Tensor& features,
   }
   const auto device = target_.device();
   const std::int64_t extra_context = context == ContextVisibility::kThroughAnchor ? 1 : 0;
-  // One visibility per (causal, window) pair the layers use.
-  std::map<std::pair<bool, std::int64_t>, at::Tensor> visibility;
+  // One visibility per (causal, context window, block window) the layers use.
+  std::map<std::tuple<bool, std::int64_t, std::int64_t>, at::Tensor> visibility;
   auto visible_in = [&](std::size_t i) -> const at::Tensor& {
     const Layer& l = layers_[i];
-    const bool full = std::find(as_full.layers.begin(), as_full.layers.end(),
-                                static_cast<std::int64_t>(i)) != as_full.layers.end();
-    const std::optional<std::int64_t> window = full ? std::nullopt : l.window;
-    const bool causal = l.causal && !(full && as_full.bidirectional_block);
-    at::Tensor& v = visibility[{causal, window.value_or(0)}];
+    std::optional<std::int64_t> window = l.window, block_window = l.window;
+    bool causal = l.causal;
+    if (std::find(hypothesis.layers.begin(), hypothesis.layers.end(),
+                  static_cast<std::int64_t>(i)) != hypothesis.layers.end()) {
+      block_window = std::nullopt;
+      if (hypothesis.mask != SlidingMask::kContextWindowOnly) window = std::nullopt;
+      if (hypothesis.mask == SlidingMask::kFullLayer) causal = false;
+    }
+    at::Tensor& v = visibility[{causal, window.value_or(0), block_window.value_or(0)}];
     if (!v.defined())
-      v = training_visibility(anchors, s, b, extra_context, causal, window).to(device);
+      v = training_visibility(anchors, s, b, extra_context, causal, window, block_window)
+              .to(device);
     return v;
   };
   const at::Tensor ctx = rms_norm(dense(features.to(target_.dtype()), fc_), hidden_norm_,

@@ -588,7 +588,10 @@ void write_random_drafter(const fs::path& dir, const RandomDrafterSpec& s) {
     config["is_causal"] = false;
     config["layer_types"] = std::vector<std::string>(
         s.layers, s.dflash2_sliding_layers ? "sliding_attention" : "full_attention");
-    if (s.dflash2_sliding_layers) config["sliding_window"] = 2048;
+    if (s.dflash2_sliding_layers) {
+      config["sliding_window"] = 2048;
+      config["use_sliding_window"] = true;  // as z-lab's DFlash2 config has it
+    }
     config["rope_parameters"] = {{"rope_theta", config["rope_theta"]}, {"rope_type", "default"}};
     config.erase("rope_theta");
     config["dflash_config"]["block_size"] = config["block_size"];

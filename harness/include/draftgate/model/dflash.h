@@ -58,12 +58,19 @@ struct DrafterState {
   std::vector<KVCache> kv;  // per layer: context K/V only
 };
 
-// A trainer bug's hypothesis for DFlashDrafter::training_logits: sliding `layers` run without
-// their window; with `bidirectional_block` also without the causal block — a full layer's mask
-// (SpecForge's, dflash_family_model.py @a6b6b023 :47-88, for a config without sliding_window).
-struct SlidingAsFull {
+// A trainer's hypothetical mask for sliding `layers` in DFlashDrafter::training_logits, where
+// z-lab's inference windows context and block alike and keeps the block causal.
+enum class SlidingMask {
+  kNoWindow,           // the window dropped, the block causal
+  kFullLayer,          // no window and a bidirectional block: a full layer's mask (SpecForge's,
+                       // dflash_family_model.py @a6b6b023 :47-88, for a config without one)
+  kContextWindowOnly,  // the window on the context only, the block causal without it:
+                       // SpecForge's sliding mask (create_dflash_sdpa_mask, :47-131), which
+                       // differs from inference only where the window is below the block size
+};
+struct SlidingLayersMask {
   std::vector<std::int64_t> layers;
-  bool bidirectional_block = false;
+  SlidingMask mask = SlidingMask::kNoWindow;
 };
 
 class DFlashDrafter {
@@ -116,7 +123,7 @@ class DFlashDrafter {
   at::Tensor training_logits(const at::Tensor& features, const std::vector<std::int64_t>& input_ids,
                              const std::vector<std::int64_t>& anchors,
                              ContextVisibility context = ContextVisibility::kBeforeAnchor,
-                             const SlidingAsFull& as_full = {}) const;
+                             const SlidingLayersMask& hypothesis = {}) const;
 
  private:
   struct Layer {
