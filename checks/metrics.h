@@ -39,8 +39,8 @@ double rms(const at::Tensor& x);
 double nmse(const at::Tensor& got, const at::Tensor& ref);
 double cosine(const at::Tensor& a, const at::Tensor& b);
 // Whether `got` holds `ref` at all: their cosine is above 4 standard deviations of an independent
-// one's (1/√n over n elements). `ref` plus any independent noise is; features of another source
-// at whatever scale are not.
+// one's (1/√n over n elements). `ref` plus any independent noise does (so do its neighbours in a
+// residual stream); features unrelated to it (random, another model's) do not.
 bool holds(const at::Tensor& got, const at::Tensor& ref);
 // max |got − ref|.
 double max_abs_diff(const at::Tensor& got, const at::Tensor& ref);

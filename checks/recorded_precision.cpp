@@ -20,7 +20,6 @@ std::string RecordedPrecision::describe() const {
 at::Tensor RecordedPrecision::as_recorded(const at::Tensor& at_precision) const {
   const at::Tensor f = at_precision.to(at::kCPU).to(at::kFloat);
   if (stored == "BF16") return f.to(at::kBFloat16).to(at::kFloat);
-  if (stored == "F16") return f.to(at::kHalf).to(at::kFloat);
   return f;
 }
 

@@ -79,9 +79,11 @@ std::optional<std::string> sliding_layers_masked_otherwise(const model::DFlashDr
       const std::string from = " (" + format_number(rel) + " of RMS from that); ";
       if (mask == SlidingMask::kContextWindowOnly)
         return "the recorded logits are the training forward with " + named +
-               " windowed on the context only, its block causal without the window (SpecForge's "
-               "sliding mask, create_dflash_sdpa_mask, which inference matches only where the "
-               "window is at least block_size " +
+               " windowed on the context only, its block " +
+               (config.layer_causal[static_cast<std::size_t>(layers.front())] ? "causal"
+                                                                              : "bidirectional") +
+               " without the window (SpecForge's sliding mask, create_dflash_sdpa_mask, which "
+               "inference matches only where the window is at least block_size " +
                std::to_string(config.block_size) + ")" + from +
                "z-lab's inference windows the block too: apply the window inside the block in "
                "the trainer's mask for " +

@@ -1272,6 +1272,16 @@ INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
                                         },
                                         "holds pytorch_model.bin, PyTorch's pickle format, which "
                                         "draftgate does not read"),
+                                    // A layer's name with no tensor after it.
+                                    check_drafter_case(
+                                        "check_drafter_tensor_named_a_layer",
+                                        [](const fs::path& d) {
+                                          testing::edit_tensors(
+                                              d, [](io::NamedTensors& tensors) {
+                                                tensors.emplace_back("layers.1", at::zeros({4}));
+                                              });
+                                        },
+                                        "tensor \"layers.1\" is not a drafter layer's weight"),
                                     // Inside a layer too: an attention bias, an MTP leftover.
                                     check_drafter_case(
                                         "check_drafter_layer_bias_tensor",

@@ -181,6 +181,9 @@ fs::path config_only_drafter(const std::string& name) {
 
 TEST(MixedArtifacts, AConfigOnlyDrafterRunsTheConfigChecksAndSkipsTheWeightChecksByName) {
   const fs::path drafter = config_only_drafter("mixed_config_only");
+  // A trainer's other pickles beside it are not weights (pytorch_model*.bin would be, and is
+  // refused by name).
+  testing::write_file(drafter / "training_args.bin", "PK");
   const auto r = run_draftgate(
       "check --target " + kQwen3Target.string() + " --drafter " + drafter.string() + " --golden " +
       (fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json").string());

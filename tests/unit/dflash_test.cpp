@@ -6,16 +6,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
 
+#include "checkpoint_edit.h"
 #include "checks/metrics.h"
 #include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/tensor_view.h"
 #include "error_text.h"
+#include "fixture_paths.h"
 #include "synthetic_layouts.h"
 
 namespace draftgate::model {
@@ -208,6 +211,38 @@ TEST(DrafterValidation, MismatchesWithTheTargetAreNamed) {
                                         j["dflash_config"]["target_layer_ids"] = {0, 1, 2};
                                       })),
               HasSubstr("tensor \"fc.weight\" has shape [64, 128], config implies [64, 192]"));
+}
+
+// A z-lab drafter's own lm_head: vLLM uses it, z-lab's reference the target's, so it must hold the
+// target's values — compared as stored, whatever dtype the target runs in (a float32 run keeps
+// the bf16 head as stored).
+TEST(DrafterValidation, AZLabDraftersOwnHeadMustBeTheTargets) {
+  const fs::path dir = testing::fresh_dir("dflash_own_head");
+  RandomTargetSpec bf16;
+  bf16.dtype = at::kBFloat16;
+  write_random_target(dir / "target", bf16);
+  write_random_drafter(dir / "drafter", RandomDrafterSpec{});
+  const auto target_ckpt = io::Checkpoint::open(dir / "target");
+  TargetOptions f32;
+  f32.dtype = at::kFloat;
+  const auto target = TargetModel::load(target_ckpt, f32);
+  const fs::path drafter = dir / "drafter";
+  const auto with_head = [&](const at::Tensor& head) {
+    testing::edit_tensors(drafter, [&](io::NamedTensors& tensors) {
+      tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                   [](const auto& t) { return t.first == "lm_head.weight"; }),
+                    tensors.end());
+      tensors.emplace_back("lm_head.weight", head);
+    });
+  };
+  const at::Tensor head = target->lm_head_weight().to(at::kCPU).clone();
+  with_head(head);
+  EXPECT_NO_THROW(DFlashDrafter::load(io::Checkpoint::open(drafter), *target));
+  at::Tensor other = head.clone();
+  other[3][5] = other[3][5].item<float>() + 1;
+  with_head(other);
+  EXPECT_THAT(error_of([&] { DFlashDrafter::load(io::Checkpoint::open(drafter), *target); }),
+              HasSubstr("the drafter's own lm_head.weight differs from the target's"));
 }
 
 // Straightforward float64 recomputation of one draft call: all context and block K/V from scratch,

@@ -402,8 +402,10 @@ DrafterConfig DrafterConfig::from(const io::ModelConfig& c, CausalityReading rea
   const io::ModelConfig z = speculators_as_zlab(c);
   DrafterConfig d = read_zlab_layout(z, reading);
   d.format = DrafterFormat::kSpeculators;
+  // As the file lists them (the taps are in layer order, as vLLM gathers them).
   d.taps_as_written.clear();
-  for (auto tap : d.target_layer_ids) d.taps_as_written.push_back(tap + 1);
+  for (const auto& id : c.root().at("aux_hidden_state_layer_ids"))
+    d.taps_as_written.push_back(id.get<std::int64_t>());
   if (auto v = z.root().find("draft_vocab_size"); v != z.root().end()) {
     if (!v->is_number_integer() || v->get<std::int64_t>() < 1)
       throw Error(c.file(),
@@ -445,8 +447,8 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
       throw Error(file,
                   "tensor \"" + name + "\" has the non-canonical layer index \"" + index + "\"",
                   "layer indices are written without leading zeros");
-    const std::string suffix = name.substr(7 + index.size() + 1);
-    if (!is_layer_weight(suffix, dflash2.has_value()))
+    const std::size_t dot = 7 + index.size();
+    if (dot >= name.size() || !is_layer_weight(name.substr(dot + 1), dflash2.has_value()))
       throw Error(file, "tensor \"" + name + "\" is not a drafter layer's weight",
                   "a DFlash layer holds self_attn.{q,k,v,o}_proj, q_norm, k_norm, "
                   "mlp.{gate,up,down}_proj and its two norms (no biases); an attention bias, an "

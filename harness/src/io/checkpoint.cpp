@@ -65,15 +65,19 @@ bool is_consolidated(const std::string& file_name) {
   return file_name.rfind("consolidated", 0) == 0;  // Mistral-native duplicates of the HF shards
 }
 
-// A weights file in PyTorch's pickle format (pytorch_model.bin, *.pt), which draftgate does not
-// read: unpickling runs code.
+// The weights in PyTorch's pickle format transformers saves (pytorch_model.bin, or its shards
+// pytorch_model-00001-of-00002.bin), which draftgate does not read: unpickling runs code. Other
+// pickles beside a checkpoint (training_args.bin, optimizer.pt, mask_embedding.pt) are not weights.
 std::optional<std::string> pickled_weights(const fs::path& dir) {
   std::error_code ec;
+  std::optional<std::string> first;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string ext = e.path().extension().string();
-    if (ext == ".bin" || ext == ".pt" || ext == ".pth") return e.path().filename().string();
+    const std::string name = e.path().filename().string();
+    if (name.rfind("pytorch_model", 0) == 0 && e.path().extension() == ".bin" &&
+        (!first || name < *first))
+      first = name;
   }
-  return std::nullopt;
+  return first;
 }
 
 }  // namespace

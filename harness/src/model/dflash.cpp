@@ -16,6 +16,7 @@
 #include "draftgate/model/argmax_rows.h"
 #include "draftgate/model/draft_vocab.h"
 #include "draftgate/model/ops.h"
+#include "draftgate/model/tensor_view.h"
 #include "draftgate/model/weights.h"
 
 namespace draftgate::model {
@@ -114,6 +115,25 @@ DFlashDrafter::DFlashDrafter(const io::Checkpoint& ckpt, const TargetModel& targ
   if (target.device().is_cpu() && !autograd_) ckpt.settle_in_huge_pages();
 }
 
+namespace {
+
+// Whether a stored tensor (any float dtype, mapped) holds the values of `used` (the target's, in
+// its dtype and device), compared as float32 a block of rows at a time: no whole float32 copy of
+// a vocabulary-sized matrix.
+bool same_values(const at::Tensor& stored, const at::Tensor& used) {
+  if (stored.sizes() != used.sizes()) return false;
+  constexpr std::int64_t kRows = 4096;
+  for (std::int64_t r = 0; r < stored.size(0); r += kRows) {
+    const std::int64_t n = std::min(kRows, stored.size(0) - r);
+    if (!at::equal(stored.narrow(0, r, n).to(at::kFloat),
+                   used.narrow(0, r, n).to(at::kCPU).to(at::kFloat)))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const TargetModel& target) {
   const auto& d = config_;
   const std::int64_t vocab = target.config().vocab;
@@ -127,13 +147,17 @@ void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const Ta
     // z-lab's reference embeds and scores with the target's tensors whatever the checkpoint
     // holds, while vLLM serving the same checkpoint uses the drafter's own (has_own_embed_tokens /
     // has_own_lm_head, below): a copy that differs from the target's drafts differently there.
-    const WeightLoader own(ckpt, target.dtype(), target.device());
     for (const auto& [name, shared] :
          {std::pair<const char*, const at::Tensor&>{"embed_tokens.weight", embed_},
           std::pair<const char*, const at::Tensor&>{"lm_head.weight", lm_head_}})
-      if (holds(name) && !at::equal(own.get(name, shared.sizes().vec()), shared))
+      if (const at::Tensor stored = holds(name) ? io::load_tensor(ckpt, name) : at::Tensor();
+          stored.defined() && !same_values(stored, shared))
         throw Error(ckpt.dir().string(),
-                    std::string("the drafter's own ") + name + " differs from the target's",
+                    std::string("the drafter's own ") + name +
+                        (stored.sizes() == shared.sizes()
+                             ? " differs from the target's"
+                             : " has shape " + format_shape(stored.sizes().vec()) +
+                                   ", the target's " + format_shape(shared.sizes().vec())),
                     "z-lab's reference uses the target's and vLLM the drafter's, so the two "
                     "draft differently: drop the tensor (a z-lab drafter shares the target's), "
                     "or save the drafter in the speculators format, which reads it as vLLM does");

@@ -100,8 +100,8 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
                       " serves speculative_num_draft_tokens " + std::to_string(*k + 1) + " (k " +
                       std::to_string(*k) + ")",
                   "leave --num-speculative-tokens out: the server says it");
+    if (!k) k_from = "--num-speculative-tokens";
     k = in.num_speculative_tokens;
-    k_from = "--num-speculative-tokens";
   }
   json config = json::object();
   for (const char* key :
@@ -268,6 +268,7 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
         "pooled only: the responses carry no per-request metrics (serve with "
         "--per-request-spec-decode-metrics summary for τ macro)";
   }
+  run.measured.model_name = model;  // as asked for (its counters and answers carry `labelled`)
   run.measured.inputs["server"] = http.base();
   run.measured.inputs["requests"] = completions;
   run.measured.inputs["models"] = models_url;

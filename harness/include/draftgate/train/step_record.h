@@ -123,12 +123,6 @@ struct StepRecord {
 
   // The loss recipe the record declares (loss, weighting, gamma, normalisation).
   LossRecipe recipe() const { return {loss, weighting, gamma, dpace_alpha, normalization}; }
-
-  // True when `tensor` was stored below float32 precision (its values carry that rounding).
-  bool stored_below_f32(const std::string& tensor) const {
-    auto it = stored_dtypes.find(tensor);
-    return it != stored_dtypes.end() && it->second != "F32" && it->second != "F64";
-  }
 };
 
 // The recipe's block targets for the record, with the recorded labels where there are some: a
