@@ -2688,6 +2688,21 @@ std::function<void(const fs::path&)> moe_config(std::function<void(json&)> edit)
 INSTANTIATE_TEST_SUITE_P(
     Moe, HostileInput,
     ::testing::Values(
+        // What probe reports unsupported is refused by the engine, not run without it: Qwen2-MoE's
+        // shared expert beside qwen3_moe's routed experts, experts in a dense family's config.
+        moe_case(
+            "moe_qwen3_moe_with_a_shared_expert",
+            [](const fs::path& ckpt) {
+              testing::edit_tensors(ckpt, [](io::NamedTensors& tensors) {
+                tensors.emplace_back("model.layers.0.mlp.shared_expert_gate.weight",
+                                     at::zeros({1, 64}, at::kBFloat16));
+              });
+            },
+            "the engine does not run this checkpoint: a shared expert (tensors such as "
+            "model.layers.0.mlp.shared_expert_gate.weight)"),
+        forward_case("dense_family_with_num_experts",
+                     config_edit([](json& c) { c["num_experts"] = 8; }),
+                     "the engine does not run this checkpoint: MoE MLPs (model_type qwen3)"),
         moe_case(
             "moe_expert_missing",
             [](const fs::path& ckpt) {

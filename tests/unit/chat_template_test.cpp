@@ -89,6 +89,25 @@ TEST(ChatTemplate, PythonSemanticsOfValues) {
   EXPECT_EQ(
       render_text("{% set x = 5 %}{% for i in [1,2] %}{{ x }}{% set x = i %}{% endfor %}{{ x }}"),
       "555");
+  // Python's float divmod (CPython float_divmod) and exact int / float comparison, each checked
+  // against python3: inf // 1 is nan, -0.0 % 1 is 0.0, 2**53 + 1 is no float.
+  EXPECT_EQ(render_text("{{ (1e308*10) // 1 }}|{{ -7.5 % 2 }}|{{ 7.5 % -2 }}|{{ -0.0 % 1 }}|"
+                        "{{ 5 // 0.3 }}|{{ -9223372036854775807 - 1 }}|"
+                        "{{ (-9223372036854775807 - 1) % -1 }}"),
+            "nan|0.5|-0.5|0.0|16.0|-9223372036854775808|0");
+  EXPECT_EQ(render_text("{{ 9223372036854775807 == 9223372036854775808.0 }}|"
+                        "{{ 2**53 + 1 == (2**53 + 1) * 1.0 }}|{{ 2**53 + 1 > (2**53 + 1) * 1.0 }}|"
+                        "{{ 3 == 3.0 }}"),
+            "False|False|True|True");
+  // Python's errors, raised as Python raises them (the integer division used to trap: SIGFPE).
+  EXPECT_THAT(render_error("{{ 0 ** -1 }}"),
+              HasSubstr("rendering failed: 0.0 cannot be raised to a negative power"));
+  EXPECT_THAT(render_error("{{ 1.5 // 0 }}"), HasSubstr("float floor division by zero"));
+  EXPECT_THAT(render_error("{{ 10.0 ** 400 }}"), HasSubstr("Numerical result out of range"));
+  for (const char* beyond :
+       {"{{ (-9223372036854775807 - 1) // -1 }}", "{{ (-9223372036854775807 - 1)|abs }}"})
+    EXPECT_THAT(render_error(beyond), HasSubstr("an integer beyond 64 bits is not supported"))
+        << beyond;
 }
 
 TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
@@ -134,6 +153,10 @@ TEST(ChatTemplate, UnsupportedConstructsAreRefusedNeverRendered) {
   EXPECT_THAT(render_error("{{ {'a': 1}|tojson|safe + 'x' }}"), HasSubstr("|safe (Markup)"));
   EXPECT_THAT(render_error("{{ cycler(1, 2) }}"), HasSubstr("'cycler' is not supported"));
   EXPECT_THAT(render_error("{{ 'É'|lower }}"), HasSubstr("non-ASCII"));
+  EXPECT_THAT(render_error("{{ (-8) ** 0.5 }}"), HasSubstr("is complex, which is not supported"));
+  // Defined in Jinja2: refused, not read as undefined (`is defined` rendered False).
+  EXPECT_THAT(render_error("{% for i in [1] %}{{ loop.cycle is defined }}{% endfor %}"),
+              HasSubstr("loop.cycle is not supported"));
 }
 
 TEST(ChatTemplate, RaiseExceptionGivesTheTemplatesMessage) {

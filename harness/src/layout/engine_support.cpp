@@ -4,6 +4,7 @@
 
 #include "draftgate/arch/config_limits.h"
 #include "draftgate/arch/family_table.h"
+#include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/float8.h"
 #include "draftgate/io/fp8_scheme.h"
@@ -146,6 +147,17 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
     }
   }
   return s;
+}
+
+void require_engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack) {
+  const EngineSupport s = engine_support(checkpoint, stack);
+  if (s.supported) return;
+  throw Error(checkpoint.dir().string(),
+              "the engine does not run this checkpoint: " + s.reasons.front() +
+                  (s.reasons.size() > 1
+                       ? " (and " + std::to_string(s.reasons.size() - 1) + " more: see probe)"
+                       : ""),
+              "`draftgate probe` lists what the engine runs of this checkpoint");
 }
 
 }  // namespace draftgate::layout

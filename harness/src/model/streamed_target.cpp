@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "draftgate/error.h"
+#include "draftgate/layout/engine_support.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/sequence_target.h"
@@ -41,6 +42,8 @@ StreamedTarget::StreamedTarget(const io::Checkpoint& checkpoint, const TargetOpt
   final_norm_ = w.get(stack_.final_norm, {c.hidden});
   check_tie_flag(checkpoint_, stack_);
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
+  // Before any layer is read (the in-memory target checks after its loaders' own refusals).
+  layout::require_engine_support(checkpoint, stack_);
 }
 
 std::vector<std::string> StreamedTarget::layer_tensors(std::int64_t index) const {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace draftgate::chat_template {
@@ -496,7 +497,11 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& a, i
   }
   if (name == "abs") {
     check_arity(a, 0, {}, name, line);
-    if (v.kind == Value::Kind::kInt) return Value::integer(v.i < 0 ? -v.i : v.i);
+    if (v.kind == Value::Kind::kInt) {
+      if (v.i == std::numeric_limits<std::int64_t>::min())
+        fail(ErrorKind::kUnsupported, line, "an integer beyond 64 bits is not supported");
+      return Value::integer(v.i < 0 ? -v.i : v.i);
+    }
     if (v.kind == Value::Kind::kBool) return Value::integer(v.b);
     if (v.kind == Value::Kind::kFloat) return Value::real(std::fabs(v.f));
     fail(ErrorKind::kRender, line, "bad operand type for abs(): '" + type_name(v) + "'");

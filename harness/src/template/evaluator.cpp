@@ -369,19 +369,37 @@ class Renderer {
     if (op == "//" || op == "%") {
       if (as_real(b) == 0)
         fail(ErrorKind::kRender, line,
-             op == "%" ? "modulo by zero" : "integer division or modulo by zero");
+             !ints       ? (op == "%" ? "float modulo" : "float floor division by zero")
+             : op == "%" ? "integer modulo by zero"
+                         : "integer division or modulo by zero");
       if (ints) {
         const std::int64_t x = as_int(a), y = as_int(b);
+        // x / -1 overflows (and traps) at INT64_MIN: the quotient is -x, the remainder 0.
+        if (y == -1)
+          return op == "//" ? Value::integer(checked(-static_cast<long double>(x), line))
+                            : Value::integer(0);
         std::int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
         return op == "//" ? Value::integer(q) : Value::integer(x - q * y);
       }
+      // CPython's float_divmod, so inf, nan and signed zeros come out as Python's.
       const double x = as_real(a), y = as_real(b);
-      const double q = std::floor(x / y);
-      if (op == "//") return Value::real(q);
-      double r = std::fmod(x, y);
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
-      return Value::real(r);
+      double mod = std::fmod(x, y), div = (x - mod) / y;
+      if (mod != 0) {
+        if ((y < 0) != (mod < 0)) {
+          mod += y;
+          div -= 1.0;
+        }
+      } else {
+        mod = std::copysign(0.0, y);
+      }
+      if (op == "%") return Value::real(mod);
+      double floordiv = std::copysign(0.0, x / y);
+      if (div != 0) {
+        floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+      }
+      return Value::real(floordiv);
     }
     if (op == "**") {
       if (ints && as_int(b) >= 0) {
@@ -392,7 +410,18 @@ class Renderer {
         }
         return Value::integer(checked(r, line));
       }
-      return Value::real(std::pow(as_real(a), as_real(b)));
+      // Python's float power: 0 to a negative power raises, a negative base to a fractional power
+      // is complex, and a finite result too large raises OverflowError.
+      const double x = as_real(a), y = as_real(b);
+      if (x == 0 && y < 0)
+        fail(ErrorKind::kRender, line, "0.0 cannot be raised to a negative power");
+      if (x < 0 && std::isfinite(y) && y != std::floor(y))
+        fail(ErrorKind::kUnsupported, line,
+             "a negative number to a fractional power is complex, which is not supported");
+      const double r = std::pow(x, y);
+      if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+        fail(ErrorKind::kRender, line, "(34, 'Numerical result out of range')");
+      return Value::real(r);
     }
     return type_error();
   }
@@ -440,6 +469,11 @@ class Renderer {
         return Value::make_dict(std::move(d));
       }
       case Expr::Kind::kGetattr:
+        // The loop's two methods (defined in Jinja2, so `is defined` must not read them as
+        // undefined either).
+        if (e.args[0]->kind == Expr::Kind::kName && e.args[0]->name == "loop" &&
+            (e.name == "cycle" || e.name == "changed"))
+          fail(ErrorKind::kUnsupported, e.line, "loop." + e.name + " is not supported");
         return get_attribute(eval(*e.args[0], scope), e.name, e.line);
       case Expr::Kind::kGetitem: {
         const Value obj = eval(*e.args[0], scope);

@@ -241,10 +241,11 @@ std::string to_str(const Value& v, int line) {
 
 namespace {
 
-double as_double(const Value& v) {
+// A number as Python compares it with another: an int exactly (long double holds every int64
+// and every double exactly, so an int never rounds to a float it is not equal to).
+long double exact(const Value& v) {
   if (v.kind == Value::Kind::kFloat) return v.f;
-  if (v.kind == Value::Kind::kBool) return v.b ? 1 : 0;
-  return static_cast<double>(v.i);
+  return v.kind == Value::Kind::kBool ? v.b : v.i;
 }
 
 }  // namespace
@@ -254,7 +255,7 @@ bool equal(const Value& a, const Value& b) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat)
       return (a.kind == Value::Kind::kBool ? a.b : a.i) ==
              (b.kind == Value::Kind::kBool ? b.b : b.i);
-    return as_double(a) == as_double(b);
+    return exact(a) == exact(b);
   }
   if (a.kind != b.kind) return false;
   switch (a.kind) {
@@ -294,7 +295,7 @@ bool less(const Value& a, const Value& b, int line) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat)
       return (a.kind == Value::Kind::kBool ? a.b : a.i) <
              (b.kind == Value::Kind::kBool ? b.b : b.i);
-    return as_double(a) < as_double(b);
+    return exact(a) < exact(b);
   }
   if (a.is_string() && b.is_string()) return *a.s < *b.s;  // UTF-8 byte order is code point order
   if (a.kind == Value::Kind::kList && b.kind == Value::Kind::kList && a.tuple == b.tuple) {
