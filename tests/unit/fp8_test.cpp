@@ -13,6 +13,7 @@
 #include "draftgate/io/float8.h"
 #include "draftgate/io/fp8_scheme.h"
 #include "draftgate/model/fp8_weights.h"
+#include "error_text.h"
 #include "fp8_reference.h"
 
 namespace draftgate {
@@ -138,6 +139,21 @@ TEST(Fp8Scheme, ReadsTheReleasedForm) {
   EXPECT_EQ(io::quant_method(config_with({{"quant_method", "gptq"}})), "gptq");
   EXPECT_EQ(io::quant_method(config_with({{"bits", 4}})), "unnamed");
   EXPECT_FALSE(io::quant_method(io::ModelConfig::from_json({{"model_type", "qwen3"}}, "c")));
+  // A VLM's config in both places: equal is the one config; different is refused (engines read
+  // one place or the other; the root's was taken silently).
+  nlohmann::json nested = qwen3_fp8();
+  const auto vlm = [&](const nlohmann::json& text_q) {
+    return io::ModelConfig::from_json(
+        {{"model_type", "qwen3_5"},
+         {"quantization_config", qwen3_fp8()},
+         {"text_config", {{"model_type", "qwen3_5_text"}, {"quantization_config", text_q}}}},
+        "config.json");
+  };
+  EXPECT_EQ(io::read_fp8_scheme(vlm(nested))->block_in, 64);
+  nested["weight_block_size"] = {64, 64};
+  EXPECT_THAT(testing::error_of([&] { io::read_fp8_scheme(vlm(nested)); }),
+              ::testing::HasSubstr("config.json: quantization_config at the top level and "
+                                   "text_config.quantization_config differ"));
 }
 
 TEST(Fp8Scheme, NotConvertedModulesMatchWholeDottedComponents) {

@@ -10,12 +10,21 @@ namespace {
 
 using nlohmann::json;
 
+// The quantization_config of the root or the text config; both present and different is bad input
+// (engines read one place or the other, so they would quantise differently).
 const json* quantization_config(const ModelConfig& config) {
+  const json* found = nullptr;
   for (const json* j : {&config.root(), &config.text()}) {
     auto it = j->find("quantization_config");
-    if (it != j->end() && !it->is_null()) return &*it;
+    if (it == j->end() || it->is_null()) continue;
+    if (found != nullptr && found != &*it && *found != *it)
+      throw Error(config.file(),
+                  "quantization_config at the top level and text_config.quantization_config "
+                  "differ",
+                  "engines read one place or the other: keep one, or make them equal");
+    if (found == nullptr) found = &*it;
   }
-  return nullptr;
+  return found;
 }
 
 bool dotted_contains(const std::string& name, const std::string& entry) {
