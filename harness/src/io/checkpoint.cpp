@@ -157,9 +157,10 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
       }
       std::sort(files.begin(), files.end());
     }
-    if (files.empty() && pickled_weights(dir))
+    const std::optional<std::string> pickled = files.empty() ? pickled_weights(dir) : std::nullopt;
+    if (pickled)
       throw Error(dir.string(),
-                  "holds " + *pickled_weights(dir) +
+                  "holds " + *pickled +
                       ", PyTorch's pickle format, which draftgate does not read, and no "
                       "*.safetensors",
                   "convert the weights to model.safetensors (safetensors.torch.save_file)");
