@@ -40,6 +40,45 @@ std::optional<int> mantissa_bits(const std::string& stored_dtype) {
 // (metrics::per_row_slice): the per-element losses are row-wise, and a float64 copy of the whole is
 // 1 GB at 512 positions of a 248k vocabulary (several such temporaries made this check the peak of
 // a 27B-target run).
+// How far recorded loss weights may be from the recipe's (float32 storage of exp(-(k-1)/γ)).
+constexpr double kWeightTolerance = 1e-4;
+
+// When the recorded weights differ from the recipe's only on block elements past the end of their
+// anchor's sequence (a packed row's document, a padded row's tokens), supervised by the trainer:
+// what to say instead of "the weights differ". speculators' anchor selection lets a block run into
+// the next packed document, whose tokens the drafter cannot see from this one.
+std::optional<std::string> supervised_past_sequence_end(const train::StepBatch& batch,
+                                                        const at::Tensor& recorded,
+                                                        const at::Tensor& expected,
+                                                        double tolerance) {
+  const at::Tensor got = recorded.to(at::kFloat).contiguous(),
+                   want = expected.to(at::kFloat).contiguous();
+  const auto g = got.accessor<float, 2>(), w = want.accessor<float, 2>();
+  std::int64_t j = 0, past = 0;
+  std::string first;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const train::StepRecord& s = batch.sequences[i];
+    const auto length = static_cast<std::int64_t>(s.input_ids.size());
+    for (const std::int64_t a : s.anchors) {
+      for (std::int64_t k = 1; k < got.size(1); ++k) {
+        if (std::abs(g[j][k] - w[j][k]) <= tolerance) continue;
+        if (a + k < length || w[j][k] != 0) return std::nullopt;  // another difference
+        if (past++ == 0)
+          first = (batch.names[i].empty() ? "" : batch.names[i] + ", ") + "anchor " +
+                  std::to_string(a) + ", block element " + std::to_string(k) + " at position " +
+                  std::to_string(a + k) + " of " + std::to_string(length);
+      }
+      ++j;
+    }
+  }
+  if (past == 0) return std::nullopt;
+  return "recorded weights supervise " + std::to_string(past) +
+         " block element(s) past the end of their anchor's sequence (first: " + first +
+         "); a block there predicts another document's tokens (or padding) that its attention "
+         "never sees: the trainer must mask block elements past the document's end out of the loss "
+         "(speculators' anchor selection lets a block cross into the next packed document)";
+}
+
 class DoubleLogits {
  public:
   explicit DoubleLogits(at::Tensor stored) : stored_(std::move(stored)) {}
@@ -178,7 +217,8 @@ class LossTypeCheck : public Check {
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.step_record) return skip(name(), "needs a step record (--step-record)");
     // The step's loss is over every sequence of a batch: judged on them end to end.
-    const train::StepRecord rec = train::read_step_batch(*a.step_record).joined;
+    const train::StepBatch batch = train::read_step_batch(*a.step_record);
+    const train::StepRecord& rec = batch.joined;
     if (!rec.drafter_logits.defined())
       return skip(name(),
                   rec.path + " records no drafter_logits, so its loss cannot be recomputed");
@@ -253,16 +293,18 @@ class LossTypeCheck : public Check {
               .to(at::kFloat);
       const double diff = (rec.weights - expect_w).abs().max().item<double>();
       r.measured["weights_max_abs_diff"] = diff;
-      if (diff > 1e-4)
+      if (diff > kWeightTolerance)
         problems.push_back(
-            "recorded weights differ from the recipe's (" +
-            std::string(train::is_dpace(configured.weighting)
-                            ? std::string(train::weighting_name(configured.weighting)) +
-                                  " D-PACE, alpha " + format_number(configured.dpace_alpha, 6)
-                        : configured.gamma > 0
-                            ? "w_0 = 0, w_k = exp(-(k-1)/" + format_number(rec.gamma, 6) + ")"
-                            : "uniform, w_0 = 0") +
-            " on the loss mask) by up to " + format_number(diff, 6));
+            supervised_past_sequence_end(batch, rec.weights, expect_w, kWeightTolerance)
+                .value_or("recorded weights differ from the recipe's (" +
+                          std::string(
+                              train::is_dpace(configured.weighting)
+                                  ? std::string(train::weighting_name(configured.weighting)) +
+                                        " D-PACE, alpha " + format_number(configured.dpace_alpha, 6)
+                              : configured.gamma > 0
+                                  ? "w_0 = 0, w_k = exp(-(k-1)/" + format_number(rec.gamma, 6) + ")"
+                                  : "uniform, w_0 = 0") +
+                          " on the loss mask) by up to " + format_number(diff, 6)));
     }
     const bool is_ce = close(ce), is_kl = kl && close(*kl);
     r.measured["configured_recipe"] = configured.describe();

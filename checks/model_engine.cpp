@@ -40,6 +40,12 @@ struct SliceMatch {
   // Whether the slice holds the best / the declared candidate at all (metrics::holds): declared
   // noise explains a difference only from a candidate the slice holds.
   bool holds_best = false, holds_declared = false;
+  bool by_mse = false;  // matched under declared noise
+
+  // What declared noise of this variance leaves of the NMSE to the best / the declared candidate
+  // (residual_nmse, only from a candidate the slice holds); the plain NMSE without declared noise.
+  double best_residual(double noise_variance) const;
+  double declared_residual(double noise_variance) const;
 };
 
 // Compares each declared slice with every candidate. Noise added to a slice adds its variance to
@@ -64,6 +70,7 @@ std::vector<SliceMatch> match_slices(const model::SequenceTarget& target, const 
   for (std::size_t i = 0; i < declared.size(); ++i) {
     const at::Tensor slice = fed.narrow(1, static_cast<std::int64_t>(i) * h, h);
     SliceMatch m;
+    m.by_mse = by_mse;
     double best_key = 0;
     std::int64_t declared_c = -1, best_c = -1;
     for (std::int64_t c = 0; c <= layers + 1; ++c) {
@@ -100,6 +107,15 @@ double declared_noise_variance(const train::StepRecord& rec) {
 // less the declared variance, over the candidate's mean square (at least 0).
 double residual_nmse(double mse, double square, double noise_variance) {
   return square > 0 ? std::max(0.0, mse - noise_variance) / square : 0;
+}
+
+double SliceMatch::best_residual(double noise_variance) const {
+  return by_mse ? residual_nmse(best_mse, best_square, holds_best ? noise_variance : 0) : best_nmse;
+}
+
+double SliceMatch::declared_residual(double noise_variance) const {
+  return by_mse ? residual_nmse(declared_mse, declared_square, holds_declared ? noise_variance : 0)
+                : declared_nmse;
 }
 
 // Under declared noise, what the noise explains of the declared layer's excess over the best in
@@ -218,13 +234,8 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
                                    {"nmse_to_source", m.best_nmse}};
     if (m.best == post_norm) slice_report["after_final_norm"] = true;
     // What the declared noise leaves (the plain NMSE without it).
-    const double source_nmse =
-        rec.fc_input_noise ? residual_nmse(m.best_mse, m.best_square, m.holds_best ? noise : 0)
-                           : m.best_nmse;
-    const double declared_nmse =
-        rec.fc_input_noise
-            ? residual_nmse(m.declared_mse, m.declared_square, m.holds_declared ? noise : 0)
-            : m.declared_nmse;
+    const double source_nmse = m.best_residual(noise);
+    const double declared_nmse = m.declared_residual(noise);
     // Under declared noise another layer may come out nearest by chance: only a difference the
     // noise does not explain is a finding; otherwise the slice is named as not told apart.
     const bool other_layer =
@@ -295,9 +306,7 @@ std::optional<std::string> ModelEngine::foreign_record(const io::Checkpoint& ckp
   const double noise = declared_noise_variance(rec);
   double closest = std::numeric_limits<double>::infinity();
   for (const SliceMatch& m : matches) {
-    const double nmse = rec.fc_input_noise
-                            ? residual_nmse(m.best_mse, m.best_square, m.holds_best ? noise : 0)
-                            : m.best_nmse;
+    const double nmse = m.best_residual(noise);
     if (nmse < kNoMatchNmse) return std::nullopt;
     closest = std::min(closest, nmse);
   }

@@ -2,6 +2,7 @@
 // (draftgate/tau/live_measure.h), written in the measured-τ format `tau import` writes, so
 // `check --measured` and `golden record --measured` gate on it.
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -18,7 +19,7 @@ namespace draftgate::cli {
 namespace {
 
 struct TauMeasureOptions {
-  std::string engine, url, prompts, out, model_name, save_dir;
+  std::string engine, url, prompts, out, model_name, save_dir, api_key_env;
   std::int64_t max_new = 256, concurrency = 1, timeout = 600, num_speculative_tokens = 0;
   decode::PromptOptions prompt_options;  // how text and messages prompts are rendered
 };
@@ -34,6 +35,21 @@ SavedFiles saved_files(const TauMeasureOptions& opt) {
     throw Error(opt.save_dir, "--save-dir is not an existing directory", "create it first");
   const std::filesystem::path dir(opt.save_dir);
   return {dir / "responses.jsonl", dir / "metrics-before.txt", dir / "metrics-after.txt"};
+}
+
+// The key from the environment, never from the command line (where `ps` shows it to everyone).
+std::string api_key_from(const std::string& variable) {
+  const char* key = std::getenv(variable.c_str());
+  if (!key || !*key)
+    throw Error("--api-key-env",
+                "the environment variable " + variable + " is " + (key ? "empty" : "not set"),
+                "export the server's API key in it");
+  const std::string k(key);
+  // It goes in a header line: a control character would end or split it.
+  for (const unsigned char c : k)
+    if (c < 0x20 || c == 0x7f)
+      throw Error("--api-key-env", "the API key in " + variable + " holds a control character");
+  return k;
 }
 
 int measure(const TauMeasureOptions& opt) {
@@ -61,6 +77,7 @@ int measure(const TauMeasureOptions& opt) {
   in.timeout_seconds = static_cast<long>(opt.timeout);
   if (!opt.model_name.empty()) in.model_name = opt.model_name;
   if (opt.num_speculative_tokens > 0) in.num_speculative_tokens = opt.num_speculative_tokens;
+  if (!opt.api_key_env.empty()) in.api_key = api_key_from(opt.api_key_env);
   tau::LiveRun run = tau::measure_live(in);
   tau::MeasuredTau& m = run.measured;
   m.prompt_set_path = opt.prompts;
@@ -122,6 +139,9 @@ void add_tau_measure(CLI::App* tau, VerbRunner* runner) {
   cmd->add_option("--num-speculative-tokens", opt->num_speculative_tokens,
                   "Draft tokens per step, when the server's answers do not say")
       ->check(integer_range(1, 4096));
+  cmd->add_option("--api-key-env", opt->api_key_env,
+                  "An environment variable holding the server's API key (its --api-key), sent "
+                  "as a bearer token");
   add_prompt_options(cmd, opt->prompt_options, true);
   cmd->add_option("--save-dir", opt->save_dir,
                   "An existing directory for the server's answers (responses.jsonl; vLLM also "

@@ -54,5 +54,32 @@ TEST(LossType, WrongDecayWeightsFail) {
   EXPECT_THAT(r.message, HasSubstr("recorded weights differ from the recipe's"));
 }
 
+// Weights the trainer put on block elements past the end of the anchor's sequence (speculators'
+// anchors near a packed document's end): named as such, not as weights that merely differ.
+TEST(LossType, WeightsPastTheSequenceEndAreNamed) {
+  Artifacts a;
+  std::int64_t last = 0, length = 0;
+  a.step_record = record("past_end", train::LossType::kHardCrossEntropy, [&](auto& r) {
+    length = static_cast<std::int64_t>(r.input_ids.size());
+    last = length - 2;  // the last anchor's elements 2… lie past the end
+    r.anchors.back() = last;
+    r.weights = r.weights.clone();
+    r.weights[-1].fill_(1.0);
+    r.weights[-1][0] = 0.0;
+    r.weights[-1][1] = r.loss_mask.back() ? 1.0 : 0.0;  // the recipe's at the last position
+    if (r.labels.defined()) {
+      r.labels = r.labels.clone();
+      r.labels[-1].narrow(0, 1, r.block_size - 1).fill_(r.input_ids.back());
+    }
+  });
+  const CheckResult r = run("loss_type", a);
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message,
+              HasSubstr("block element(s) past the end of their anchor's sequence (first: anchor " +
+                        std::to_string(last) + ", block element 2 at position " +
+                        std::to_string(length) + " of " + std::to_string(length) + ")"));
+  EXPECT_THAT(r.message, HasSubstr("mask block elements past the document's end"));
+}
+
 }  // namespace
 }  // namespace draftgate::checks

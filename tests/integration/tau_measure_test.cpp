@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -189,6 +190,45 @@ TEST(TauMeasure, RetriesATransient503AndMeasuresTheCorrectTau) {
     const json m = json::parse(std::ifstream(out));
     EXPECT_NEAR(m["tau_macro"].get<double>(), e.macro, 1e-12) << engine;
     EXPECT_EQ(m["requests"], 6) << engine;
+  }
+}
+
+// A server started with --api-key wants "Authorization: Bearer KEY" (vLLM on /v1, SGLang on every
+// route but /metrics and /health): the key is read from the variable --api-key-env names, never
+// from the command line; without it, or with the wrong one, the refusal says what to do.
+TEST(TauMeasure, SendsTheApiKeyFromTheEnvironment) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  for (const std::string engine : {"sglang", "vllm"}) {
+    const fs::path dir = testing::fresh_dir("tau_measure_api_key_" + engine);
+    const fs::path prompts = prompt_set(dir);
+    const testing::EngineStandIn server(
+        dir / "server", "--engine " + engine + " --vintage " +
+                            (engine == "sglang" ? "0.5.12" : "metrics") +
+                            " --api-key s3cret --served-log " + (dir / "served.jsonl").string());
+    ASSERT_GT(server.port(), 0);
+    const fs::path out = dir / "measured.json";
+    const std::string measure = "tau measure --engine " + engine + " --url " + server.url() +
+                                " --prompts " + prompts.string() + " --out " + out.string();
+    const auto without = run_draftgate(measure);
+    EXPECT_EQ(without.exit_code, 2) << without.out << without.err;
+    EXPECT_THAT(without.err, HasSubstr("HTTP status 401"));
+    EXPECT_THAT(without.err, HasSubstr("pass --api-key-env NAME"));
+    ::setenv("DG_TEST_API_KEY", "wrong", 1);
+    const auto wrong = run_draftgate(measure + " --api-key-env DG_TEST_API_KEY");
+    EXPECT_EQ(wrong.exit_code, 2) << wrong.out << wrong.err;
+    EXPECT_THAT(wrong.err, HasSubstr("refused the API key sent"));
+    ::unsetenv("DG_TEST_API_KEY");
+    const auto unset = run_draftgate(measure + " --api-key-env DG_TEST_API_KEY");
+    EXPECT_EQ(unset.exit_code, 2);
+    EXPECT_THAT(unset.err, HasSubstr("the environment variable DG_TEST_API_KEY is not set"));
+    EXPECT_FALSE(fs::exists(out));
+    ::setenv("DG_TEST_API_KEY", "s3cret", 1);
+    const auto r = run_draftgate(measure + " --api-key-env DG_TEST_API_KEY");
+    ::unsetenv("DG_TEST_API_KEY");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Expected e = expected_from(dir / "served.jsonl", engine, 3);
+    EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12)
+        << engine;
   }
 }
 

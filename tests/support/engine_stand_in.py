@@ -166,9 +166,22 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
 
     # --- routes ---
+    def unauthorized(self):
+        """--api-key: as vLLM's and SGLang's middleware, every route but /metrics and /health wants
+        "Authorization: Bearer KEY"; True when refused."""
+        if not self.opts.api_key or self.path.startswith(("/metrics", "/health")):
+            return False
+        if self.headers.get("Authorization") == "Bearer " + self.opts.api_key:
+            return False
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_json({"error": "Unauthorized"}, 401)
+        return True
+
     def do_GET(self):
         if self.opts.serve_dir:
             return self.serve_file()
+        if self.unauthorized():
+            return
         routes = {"sglang": {"/get_server_info": self.server_info, "/flush_cache": self.flush},
                   "vllm": {"/v1/models": self.models, "/version": self.version,
                            "/metrics": self.metrics}}[self.opts.engine]
@@ -178,6 +191,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         self.send_json({"detail": "Not Found"}, 404)
 
     def do_POST(self):
+        if self.unauthorized():
+            return
         routes = {"sglang": {"/generate": self.generate, "/flush_cache": self.flush},
                   "vllm": {"/v1/completions": self.completion}}[self.opts.engine]
         route = routes.get(self.path)
@@ -315,6 +330,7 @@ def main():
     p.add_argument("--served-first", default="",
                    help="vllm: a first served name, which labels the counters and answers")
     p.add_argument("--k", type=int, default=3)
+    p.add_argument("--api-key", default="", help="want this bearer token, as --api-key does")
     p.add_argument("--lifetime", type=float, default=60.0)
     p.add_argument("--served-log", default="")
     p.add_argument("--serve-dir", default="", help="serve the files of DIR on GET instead")

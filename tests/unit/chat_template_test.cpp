@@ -104,6 +104,14 @@ TEST(ChatTemplate, PythonSemanticsOfValues) {
               HasSubstr("rendering failed: 0.0 cannot be raised to a negative power"));
   EXPECT_THAT(render_error("{{ 1.5 // 0 }}"), HasSubstr("float floor division by zero"));
   EXPECT_THAT(render_error("{{ 10.0 ** 400 }}"), HasSubstr("Numerical result out of range"));
+  // A step past the 64-bit range ends the range (it used to overflow).
+  EXPECT_EQ(render_text("{% for i in range(9223372036854775800, 9223372036854775807, 5) %}{{ i }} "
+                        "{% endfor %}"),
+            "9223372036854775800 9223372036854775805 ");
+  EXPECT_EQ(
+      render_text("{% for i in range(-9223372036854775800, -9223372036854775807 - 1, -5) %}{{ i "
+                  "}} {% endfor %}"),
+      "-9223372036854775800 -9223372036854775805 ");
   for (const char* beyond :
        {"{{ (-9223372036854775807 - 1) // -1 }}", "{{ (-9223372036854775807 - 1)|abs }}"})
     EXPECT_THAT(render_error(beyond), HasSubstr("an integer beyond 64 bits is not supported"))
@@ -157,6 +165,15 @@ TEST(ChatTemplate, UnsupportedConstructsAreRefusedNeverRendered) {
   // Defined in Jinja2: refused, not read as undefined (`is defined` rendered False).
   EXPECT_THAT(render_error("{% for i in [1] %}{{ loop.cycle is defined }}{% endfor %}"),
               HasSubstr("loop.cycle is not supported"));
+  // What Jinja2 and Python render with arguments draftgate does not take: unsupported, not a
+  // rendering failure (a wrong call to the same callee still is one).
+  for (const char* python : {"{{ '%d' % 3 }}", "{{ messages|join(attribute='role') }}",
+                             "{{ 'abc'.startswith('b', 1) }}", "{{ 'abc'.endswith('b', 0, 2) }}"})
+    EXPECT_THAT(render_error(python), HasSubstr("unsupported template construct")) << python;
+  EXPECT_THAT(render_error("{{ 'abc'.startswith('a', 0, 1, 2) }}"),
+              HasSubstr("rendering failed: startswith takes at most 1 argument(s), got 4"));
+  EXPECT_THAT(render_error("{{ [1]|join(sep='x') }}"),
+              HasSubstr("rendering failed: join got an unexpected keyword argument 'sep'"));
 }
 
 TEST(ChatTemplate, RaiseExceptionGivesTheTemplatesMessage) {

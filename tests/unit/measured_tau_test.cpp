@@ -98,6 +98,28 @@ TEST(PrometheusText, ParsesLabelsEscapesTimestampsAndComments) {
         << bad;
 }
 
+// What a proxy that asked for OpenMetrics passes on: float-second timestamps, exemplars, "# EOF".
+TEST(PrometheusText, ReadsOpenMetricsTimestampsAndExemplars) {
+  const auto t = tau::parse_prometheus_text(
+      "# TYPE a counter\na_total 7.0 1712345678.125\n"
+      "b_total{m=\"x\"} 3 # {trace_id=\"ab\"} 1.0 1712345678.5\nc 2 # {} 4\n# EOF\n",
+      "m.txt");
+  ASSERT_EQ(t.samples.size(), 3u);
+  EXPECT_EQ(t.samples[0].value, 7.0);
+  EXPECT_EQ(t.samples[1].labels.at("m"), "x");
+  EXPECT_EQ(t.samples[1].value, 3.0);
+  EXPECT_EQ(t.samples[2].value, 2.0);
+  for (const auto& [bad, says] : std::vector<std::pair<const char*, const char*>>{
+           {"a 1 12:00\n", "\"12:00\" is not a timestamp"},
+           {"a 1 inf\n", "\"inf\" is not a timestamp"},
+           {"a 1 # trace\n", "expected an exemplar's {labels} after #"},
+           {"a 1 # {x=\"1\"}\n", "a sample without a value"},
+           {"a 1 # {x=\"1\"} 2 3 4\n", "unexpected text after the sample's value"}})
+    EXPECT_THAT(error_of([&] { tau::parse_prometheus_text(bad, "m.txt"); }),
+                HasSubstr(std::string("m.txt: line 1: ") + says))
+        << bad;
+}
+
 TEST(VllmMetrics, RunDifferenceSummedOverEnginesOfTheChosenModel) {
   const auto f = vllm_files("vllm_ok", kBefore, kAfter);
   const auto m = import_vllm(f.after, f.before, std::string("Qwen/Qwen3-8B"));

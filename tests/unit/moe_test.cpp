@@ -228,27 +228,53 @@ TEST(MoeConfig, SparseLayersFollowMlpOnlyLayersAndDecoderSparseStep) {
   expect_matches_naive(all);
 }
 
-// The engine runs routed experts only: a shared expert (Qwen2-MoE, Qwen3.5-MoE) beside them is
-// refused by probe's engine verdict, never ignored.
-TEST(MoeSupport, RoutedExpertsRunASharedExpertIsRefused) {
-  const fs::path dir = write_target("shared", moe_spec());
-  const auto verdict = [&] {
-    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
-    return layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
-  };
-  EXPECT_TRUE(verdict().supported) << ::testing::PrintToString(verdict().reasons);
+// probe's engine verdict on an MoE target written with one tensor more.
+layout::EngineSupport verdict_with(const std::string& name, const std::string& extra,
+                                   const at::Tensor& value) {
+  const fs::path dir = write_target(name, moe_spec());
   io::NamedTensors tensors;
   {
     const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    EXPECT_TRUE(layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt)).supported);
     for (const auto& n : ckpt.names()) tensors.emplace_back(n, io::load_tensor(ckpt, n).clone());
   }
-  tensors.emplace_back("model.layers.0.mlp.shared_expert.gate_proj.weight", at::zeros({32, 64}));
+  tensors.emplace_back(extra, value);
   io::write_tensors(dir / "model.safetensors", tensors);
-  const auto refused = verdict();
+  const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+  return layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+}
+
+// The engine runs routed experts only: a shared expert (Qwen2-MoE, Qwen3.5-MoE) beside them is
+// refused by probe's engine verdict, never ignored.
+TEST(MoeSupport, RoutedExpertsRunASharedExpertIsRefused) {
+  const auto refused = verdict_with("shared", "model.layers.0.mlp.shared_expert.gate_proj.weight",
+                                    at::zeros({32, 64}));
   EXPECT_FALSE(refused.supported);
   EXPECT_THAT(refused.reasons, ::testing::Contains(::testing::HasSubstr(
                                    "a shared expert (tensors such as "
                                    "model.layers.0.mlp.shared_expert.gate_proj.weight)")));
+}
+
+// Tensors the engine would leave unread are refused, not ignored: an expert the router never picks
+// (past num_experts), an FP8 block scale beside a weight that is not float8 or beside none.
+TEST(MoeSupport, AnExpertPastNumExpertsAndAStrayFp8ScaleAreRefused) {
+  const std::int64_t experts = moe_spec().num_experts;
+  const std::string past =
+      "model.layers.1.mlp.experts." + std::to_string(experts) + ".up_proj.weight";
+  EXPECT_THAT(
+      verdict_with("past_experts", past, at::zeros({32, 64})).reasons,
+      ::testing::Contains(::testing::HasSubstr("expert " + std::to_string(experts) + " (" + past +
+                                               ") beyond num_experts " + std::to_string(experts))));
+  EXPECT_THAT(verdict_with("stray_scale", "model.layers.0.self_attn.q_proj.weight_scale_inv",
+                           at::ones({1, 1}))
+                  .reasons,
+              ::testing::Contains(
+                  ::testing::HasSubstr("an FP8 scale beside a weight stored F32 "
+                                       "(model.layers.0.self_attn.q_proj.weight_scale_inv)")));
+  EXPECT_THAT(verdict_with("orphan_scale", "model.layers.0.self_attn.x_proj.weight_scale_inv",
+                           at::ones({1, 1}))
+                  .reasons,
+              ::testing::Contains(::testing::HasSubstr("an FP8 scale without its weight")));
 }
 
 RandomTargetSpec shared_expert_spec(TargetLayout layout) {

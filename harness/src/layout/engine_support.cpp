@@ -1,6 +1,7 @@
 #include "draftgate/layout/engine_support.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "draftgate/arch/config_limits.h"
 #include "draftgate/arch/family_table.h"
@@ -48,6 +49,47 @@ const nlohmann::json* field(const io::ModelConfig& config, const char* key) {
     if (it != j->end() && !it->is_null()) return &*it;
   }
   return nullptr;
+}
+
+// An FP8 block scale beside a weight not stored as float8 (already dequantized, or its codes cast
+// to bf16?) or beside no weight: the engine would read the weight as it is and the scale not at
+// all.
+std::optional<std::string> unread_quantization_tensor(const io::Checkpoint& checkpoint) {
+  static const std::string kScale = "_scale_inv";
+  for (const std::string& n : checkpoint.names()) {
+    if (!ends_with(n, kScale)) continue;
+    const std::string weight = n.substr(0, n.size() - kScale.size());
+    const io::TensorInfo* info = checkpoint.info(weight);
+    if (info == nullptr)
+      return "an FP8 scale without its weight (" + n + ", no tensor " + weight + ")";
+    if (!io::is_float8(info->dtype))
+      return "an FP8 scale beside a weight stored " + std::string(io::dtype_name(info->dtype)) +
+             " (" + n + "): is " + weight +
+             " already dequantized, or its FP8 codes cast? Export it as F8_E4M3 with its scales, "
+             "or without them";
+  }
+  return std::nullopt;
+}
+
+// Per-expert tensors of an expert past num_experts: the router has num_experts rows, so it would
+// never be routed to.
+std::optional<std::string> unread_expert(const io::Checkpoint& checkpoint,
+                                         const io::ModelConfig& config) {
+  const auto experts = config.find_int("num_experts");
+  if (!experts || *experts <= 0) return std::nullopt;
+  static const std::string kExperts = ".mlp.experts.";
+  for (const std::string& n : checkpoint.names()) {
+    const std::size_t at = n.find(kExperts);
+    if (at == std::string::npos) continue;
+    const std::size_t start = at + kExperts.size(), end = n.find('.', start);
+    const std::string id = n.substr(start, end == std::string::npos ? end : end - start);
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+      continue;  // a fused experts tensor (mlp.experts.gate_up_proj)
+    if (id.size() > 9 || std::stoll(id) >= *experts)
+      return "expert " + id + " (" + n + ") beyond num_experts " + std::to_string(*experts) +
+             ", which the router never picks: does config.json belong to this checkpoint?";
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -103,6 +145,8 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
           ") but no quantization_config says how they are scaled: use the checkpoint's own "
           "config.json");
   }
+  if (const auto problem = unread_quantization_tensor(checkpoint)) add(*problem);
+  if (const auto problem = unread_expert(checkpoint, config)) add(*problem);
   if (const auto problem = untied_lm_head_missing(config, stack))
     add(*problem + ": loaders would initialise it randomly");
 

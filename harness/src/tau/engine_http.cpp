@@ -39,8 +39,8 @@ std::string server_message(const std::string& body) {
 
 }  // namespace
 
-EngineHttp::EngineHttp(std::string base, long timeout_seconds)
-    : base_(std::move(base)), timeout_seconds_(timeout_seconds) {
+EngineHttp::EngineHttp(std::string base, long timeout_seconds, std::string api_key)
+    : base_(std::move(base)), timeout_seconds_(timeout_seconds), api_key_(std::move(api_key)) {
   while (!base_.empty() && base_.back() == '/') base_.pop_back();
 }
 
@@ -48,9 +48,11 @@ EngineHttp::Answer EngineHttp::exchange(const std::string& path, const std::stri
                                         const std::vector<std::string>& headers,
                                         std::uint64_t max_bytes) const {
   const std::string where = url(path);
+  std::vector<std::string> sent = headers;
+  if (!api_key_.empty()) sent.push_back("Authorization: Bearer " + api_key_);
   HttpResponse r;
   for (int attempt = 0;; ++attempt) {
-    r = http_exchange({where, body, headers}, {timeout_seconds_, max_bytes});
+    r = http_exchange({where, body, sent}, {timeout_seconds_, max_bytes});
     if (!transient(r.status) || attempt == kTransientRetries) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
@@ -60,7 +62,11 @@ EngineHttp::Answer EngineHttp::exchange(const std::string& path, const std::stri
         "HTTP status " + std::to_string(r.status) + server_message(r.body) +
             (transient(r.status) ? " after " + std::to_string(kTransientRetries) + " retries" : ""),
         transient(r.status) ? "the server is overloaded or restarting; try again later"
-                            : "is this the engine's URL, and is it serving?");
+        : r.status != 401   ? "is this the engine's URL, and is it serving?"
+        : api_key_.empty()
+            ? "the server wants an API key (its --api-key): put it in an environment variable "
+              "and pass --api-key-env NAME"
+            : "the server refused the API key sent: is it the one the server was started with?");
   return {r.status, std::move(r.body)};
 }
 

@@ -296,7 +296,7 @@ LiveRun measure_live(const LiveMeasure& in) {
                   "keep the first turn only (as the benchmark's server backends do), or decode "
                   "the turns with eval");
   }
-  const EngineHttp http(in.url, in.timeout_seconds);
+  const EngineHttp http(in.url, in.timeout_seconds, in.api_key);
   if (in.engine == "sglang") return measure_sglang(in, http);
   return measure_vllm(in, http);
 }

@@ -1,10 +1,12 @@
 // The Prometheus text exposition format (version 0.0.4), as prometheus_client writes it for
 // vLLM's /metrics: "# HELP name text", "# TYPE name type", other "#" comments, and samples
-// `name{label="value",…} value [timestamp]` with \\, \" and \n escapes in label values.
+// `name{label="value",…} value [timestamp]` with \\, \" and \n escapes in label values; and
+// OpenMetrics' additions a proxy may pass on: float timestamps, exemplars, "# EOF".
 
 #include "draftgate/tau/prometheus.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -87,6 +89,7 @@ class LineParser {
   }
   std::size_t pos() const { return i_; }
   char peek() const { return s_[i_]; }
+  void advance() { ++i_; }
 
  private:
   std::string_view s_;
@@ -109,6 +112,19 @@ double parse_value(const std::string& token, const LineParser& p) {
       (hex && token.find_first_of("pP") == std::string::npos))
     p.fail("\"" + token.substr(0, 40) + "\" is not a number");
   return v;  // overflow gives ±Inf, refused where the value is used
+}
+
+// The optional timestamp after a value: whole milliseconds in the text format 0.0.4, seconds with
+// a fraction in OpenMetrics. Not used; a word that is neither is refused.
+void skip_timestamp(LineParser& p) {
+  p.skip_blanks();
+  if (p.at_end() || p.peek() == '#') return;
+  const std::string timestamp = p.word();
+  char* end = nullptr;
+  const double t = std::strtod(timestamp.c_str(), &end);
+  if (timestamp.find_first_not_of("-+.0123456789eE") != std::string::npos ||
+      end != timestamp.c_str() + timestamp.size() || !std::isfinite(t))
+    p.fail("\"" + timestamp.substr(0, 40) + "\" is not a timestamp");
 }
 
 }  // namespace
@@ -142,9 +158,17 @@ PromText parse_prometheus_text(std::string_view text, const std::string& file) {
     if (p.at_end() || (p.peek() != ' ' && p.peek() != '\t'))
       p.fail("expected a space and a value after " + sample.name);
     sample.value = parse_value(p.word(), p);
-    const std::string timestamp = p.word();
-    if (!timestamp.empty() && timestamp.find_first_not_of("-0123456789") != std::string::npos)
-      p.fail("\"" + timestamp.substr(0, 40) + "\" is not a timestamp");
+    skip_timestamp(p);
+    // OpenMetrics' exemplar, "# {labels} value [timestamp]": read to be well formed, not used.
+    p.skip_blanks();
+    if (!p.at_end() && p.peek() == '#') {
+      p.advance();
+      p.skip_blanks();
+      if (p.at_end() || p.peek() != '{') p.fail("expected an exemplar's {labels} after #");
+      p.labels();
+      parse_value(p.word(), p);
+      skip_timestamp(p);
+    }
     if (!p.word().empty()) p.fail("unexpected text after the sample's value");
     out.samples.push_back(std::move(sample));
   }

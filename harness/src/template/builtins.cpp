@@ -20,15 +20,27 @@ const Value* arg(const CallArgs& a, std::size_t index, const char* keyword) {
   return nullptr;
 }
 
+// Arguments the Python or Jinja2 callee takes that draftgate does not render: a call with them is
+// an unsupported construct, not a wrong call.
+struct Unrendered {
+  std::size_t positional = 0;  // the callee's own most positional arguments
+  std::set<std::string> keywords;
+};
+
 void check_arity(const CallArgs& a, std::size_t max_positional, std::set<std::string> keywords,
-                 const std::string& what, int line) {
+                 const std::string& what, int line, const Unrendered& unrendered = {}) {
   if (a.positional.size() > max_positional)
-    fail(ErrorKind::kRender, line,
-         what + " takes at most " + std::to_string(max_positional) + " argument(s), got " +
-             std::to_string(a.positional.size()));
-  for (const auto& [k, v] : a.keyword)
+    fail(
+        a.positional.size() <= unrendered.positional ? ErrorKind::kUnsupported : ErrorKind::kRender,
+        line,
+        what + " takes at most " + std::to_string(max_positional) + " argument(s), got " +
+            std::to_string(a.positional.size()));
+  for (const auto& [k, v] : a.keyword) {
+    if (unrendered.keywords.count(k))
+      fail(ErrorKind::kUnsupported, line, what + "(" + k + "=...) is not supported");
     if (!keywords.count(k))
       fail(ErrorKind::kRender, line, what + " got an unexpected keyword argument '" + k + "'");
+  }
 }
 
 void refuse_markup(const Value& v, const std::string& what, int line) {
@@ -209,7 +221,7 @@ Value str_method(const Value& self, const std::string& name, int line) {
           fail(ErrorKind::kUnsupported, call_line,
                "calling ." + name + "() on a |safe (Markup) string is not supported");
         if (name == "startswith" || name == "endswith") {
-          check_arity(a, 1, {}, name, call_line);
+          check_arity(a, 1, {}, name, call_line, {/*start, end*/ 3, {}});
           if (a.positional.empty())
             fail(ErrorKind::kRender, call_line, name + " takes at least 1 argument");
           return Value::boolean(affix_match(s, a.positional[0], name == "startswith", call_line));
@@ -456,7 +468,7 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& a, i
     return name == "first" ? items.front() : items.back();
   }
   if (name == "join") {
-    check_arity(a, 1, {"d"}, name, line);
+    check_arity(a, 1, {"d"}, name, line, {1, {"attribute"}});
     const Value* d = arg(a, 0, "d");
     const std::string sep = d ? to_str(*d, line) : "";
     if (d && d->markup) refuse_markup(*d, "|join", line);

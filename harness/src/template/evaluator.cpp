@@ -254,12 +254,14 @@ class Renderer {
         }
         if (p[2] == 0) fail(ErrorKind::kRender, l, "range() arg 3 must not be zero");
         List out;
-        for (std::int64_t x = p[0]; p[2] > 0 ? x < p[1] : x > p[1]; x += p[2]) {
+        // A step past the 64-bit range also passes the stop.
+        for (std::int64_t x = p[0]; p[2] > 0 ? x < p[1] : x > p[1];) {
           // The sandbox's MAX_RANGE.
           if (out.size() >= 100000)
             fail(ErrorKind::kRender, l,
                  "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
           out.push_back(Value::integer(x));
+          if (__builtin_add_overflow(x, p[2], &x)) break;
         }
         return Value::make_list(std::move(out));
       });
@@ -355,6 +357,8 @@ class Renderer {
       }
       return type_error();
     }
+    if (op == "%" && a.is_string())
+      fail(ErrorKind::kUnsupported, line, "'%' formatting of a string is not supported");
     if (!numbers) return type_error();
     if (op == "-") {
       if (ints)

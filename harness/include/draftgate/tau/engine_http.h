@@ -23,8 +23,9 @@ inline constexpr int kTransientRetries = 3;  // after the first try: 0.5 s, 1 s,
 class EngineHttp {
  public:
   // `base`: the server's URL (http://host:port, a trailing slash dropped); `timeout_seconds`
-  // bounds each request.
-  EngineHttp(std::string base, long timeout_seconds);
+  // bounds each request; `api_key`, when not empty, goes with every request as
+  // "Authorization: Bearer …" (the engines' --api-key).
+  EngineHttp(std::string base, long timeout_seconds, std::string api_key = {});
 
   const std::string& base() const { return base_; }
   std::string url(const std::string& path) const { return base_ + path; }
@@ -52,6 +53,7 @@ class EngineHttp {
 
   std::string base_;
   long timeout_seconds_;
+  std::string api_key_;
 };
 
 // Runs `send(i)` for i = 0…n−1 on `concurrency` threads, showing "tau measure: prompt i/n" on a

@@ -32,6 +32,7 @@ struct LiveMeasure {
   std::optional<std::string> model_name;  // the server must serve it
   // Draft tokens per step, where the server's answers do not say (checked where they do).
   std::optional<std::int64_t> num_speculative_tokens;
+  std::string api_key;  // sent as a bearer token when not empty (the engines' --api-key)
 };
 
 struct LiveRun {
