@@ -20,6 +20,29 @@
 namespace draftgate::checks {
 namespace {
 
+// The shapes and dtypes loading the drafter requires, from its headers (a reduced vocabulary's
+// d2t / lm_head one row short passed here and failed `eval`); `vocab`: the full vocabulary.
+void require_loadable_shapes(const io::Checkpoint& drafter, const model::DrafterConfig& d,
+                             std::int64_t vocab) {
+  for (const std::string& name : drafter.names()) {
+    const io::TensorInfo* t = drafter.info(name);
+    const std::string file = drafter.file_of(name)->path().string();
+    if (const auto want = d.expected_shape(name, vocab); want && t->shape != *want)
+      throw Error(file, "tensor \"" + name + "\" has shape " + format_shape(t->shape) +
+                            ", config implies " + format_shape(*want));
+    const bool integer_map = name == "d2t", mask_map = name == "t2d";
+    if (integer_map && t->dtype != io::DType::I64 && t->dtype != io::DType::I32)
+      throw Error(file, "tensor \"d2t\" has dtype " + std::string(io::dtype_name(t->dtype)) +
+                            "; the draft-to-target offsets are integers (I64)");
+    if (mask_map && t->dtype != io::DType::BOOL)
+      throw Error(file, "tensor \"t2d\" has dtype " + std::string(io::dtype_name(t->dtype)) +
+                            "; the target-to-draft mask is BOOL");
+    if (!integer_map && !mask_map && !io::is_floating_point(t->dtype))
+      throw Error(file, "tensor \"" + name + "\" has non-float dtype " +
+                            std::string(io::dtype_name(t->dtype)));
+  }
+}
+
 class FcExcludesTargetLayer : public Check {
  public:
   std::string name() const override { return "fc_excludes_target_layer"; }
@@ -57,11 +80,10 @@ class FcExcludesTargetLayer : public Check {
     // What loading the drafter refuses, from its headers: a gate that passes a drafter `eval`
     // cannot load is not one (a layer count its tensors do not hold, an integer fc).
     d.check_tensors(drafter.names(), drafter.dir().string());
-    for (const std::string name : {"fc.weight", "hidden_norm.weight"})
-      if (const io::TensorInfo* t = drafter.info(name);
-          t != nullptr && !io::is_floating_point(t->dtype))
-        throw Error(drafter.dir().string(), "tensor \"" + name + "\" has non-float dtype " +
-                                                std::string(io::dtype_name(t->dtype)));
+    // Against the drafter's own vocabulary where it declares one: another target's is
+    // drafter_config's finding, not bad input.
+    require_loadable_shapes(drafter, d,
+                            d.vocab_size.value_or(target.config().require_int("vocab_size")));
     const std::int64_t l = stack.num_layers;
     const std::int64_t target_hidden = target.config().require_int("hidden_size");
     CheckResult r;

@@ -15,11 +15,11 @@
 #include "checkpoint_edit.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/float8.h"
-#include "draftgate/model/tensor_view.h"
 #include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/random_checkpoint.h"
 #include "draftgate/model/sequence_target.h"
 #include "draftgate/model/target.h"
+#include "draftgate/model/tensor_view.h"
 #include "draftgate/train/step_record.h"
 #include "fp8_reference.h"
 #include "naive_target.h"
@@ -208,6 +208,20 @@ TEST(Fp8Cli, ProbeForwardAndParityRunAnFp8Target) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["engine_supported"], true) << j["engine_notes"].dump();
   EXPECT_EQ(j["quantization"], "FP8 e4m3, 24x40 blocks");
+  // A config whose weight_block_size is not the one the scales were made with: probe says the
+  // engine does not run it, from the headers (it said "supported" and forward refused).
+  {
+    const fs::path other = dir / "other_block";
+    fs::copy(dir / "fp8", other);
+    nlohmann::json c = config;
+    c["quantization_config"]["weight_block_size"] = {48, 40};
+    std::ofstream(other / "config.json") << c.dump(2);
+    const auto p = testing::run_draftgate("probe --json " + other.string());
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const auto verdict = nlohmann::json::parse(p.out);
+    EXPECT_EQ(verdict["engine_supported"], false);
+    EXPECT_THAT(verdict["engine_notes"].dump(), HasSubstr("in 48x40 blocks needs"));
+  }
 
   testing::write_dequantized_copy(dir / "fp8", dir / "plain");
   const std::string taps = " --tokens 3,1,4,1,5,9,2,6 --taps 0,1,2,3 --dtype f32 --out ";

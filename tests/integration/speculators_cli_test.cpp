@@ -114,6 +114,33 @@ TEST(SpeculatorsCli, TrainInferConsistencyJudgesTheTwinAndSaysWhyNotAReducedVoca
               HasSubstr("reduced vocabulary (draft_vocab_size 40 of the target's"));
 }
 
+// What loading refuses and the headers show fails the structural pre-flight too: a reduced
+// vocabulary whose d2t / lm_head hold fewer rows than draft_vocab_size passed it, then `eval`
+// refused the drafter.
+TEST(SpeculatorsCli, TheStructuralChecksRefuseShapesLoadingRefuses) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_shapes");
+  std::vector<std::int64_t> kept;
+  for (std::int64_t id = 0; id < 40; ++id) kept.push_back(id);
+  testing::write_speculators_drafter(kReference, kTarget, dir / "reduced", kept);
+  const std::string check = "check --only fc_excludes_target_layer --target " + kTarget.string() +
+                            " --drafter " + (dir / "reduced").string();
+  const auto good = run_draftgate(check);
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  json config = json::parse(std::ifstream(dir / "reduced" / "config.json"));
+  config["draft_vocab_size"] = 41;
+  std::ofstream(dir / "reduced" / "config.json") << config.dump(2);
+  const auto bad = run_draftgate(check);
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_THAT(bad.err,
+              ::testing::AnyOf(HasSubstr("tensor \"d2t\" has shape [40], config implies [41]"),
+                               HasSubstr("tensor \"lm_head.weight\" has shape [40, ")));
+  const auto eval = run_draftgate("eval --target " + kTarget.string() + " --drafter " +
+                                  (dir / "reduced").string() + " --prompts " +
+                                  (kTrained / "prompts/held-out.jsonl").string() +
+                                  " --max-new 4 --json " + (dir / "eval.json").string());
+  EXPECT_EQ(eval.exit_code, 2) << eval.out << eval.err;
+}
+
 TEST(SpeculatorsCli, ProbeAndTheDrafterConfigCheckReadIt) {
   const fs::path dir = testing::fresh_dir("speculators_cli_probe");
   testing::write_speculators_drafter(kReference, kTarget, dir / "spec");

@@ -757,6 +757,16 @@ TEST(MeasuredTau, OnlyLikeIsComparedWithLike) {
                         "measured on aaaaaaaaaaaa…"));
   EXPECT_THAT(*tau::unlike(measured("vllm", "pooled", 15, ""), golden),
               HasSubstr("the measurement names no prompt set"));
+  // Another served model is another target (it passed: the names were recorded, not compared);
+  // a file that names none cannot be told apart.
+  auto on_8b = golden, on_4b = measured("vllm", "pooled", 15, a), unnamed = on_4b;
+  on_8b.model_name = "Qwen/Qwen3-8B";
+  on_4b.model_name = "Qwen/Qwen3-4B";
+  EXPECT_THAT(*tau::unlike(on_4b, on_8b),
+              HasSubstr("measured on the model \"Qwen/Qwen3-4B\" but the golden (vllm.json) on "
+                        "\"Qwen/Qwen3-8B\""));
+  EXPECT_FALSE(tau::unlike(on_8b, on_8b));
+  EXPECT_FALSE(tau::unlike(unnamed, on_8b));
 }
 
 }  // namespace

@@ -467,4 +467,34 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
                 "the config must declare every trained layer");
 }
 
+std::optional<std::vector<std::int64_t>> DrafterConfig::expected_shape(
+    const std::string& name, std::int64_t target_vocab) const {
+  using Shape = std::vector<std::int64_t>;
+  const std::int64_t draft_vocab = draft_vocab_size.value_or(target_vocab);
+  const std::int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  if (name == "hidden_norm.weight" || name == "norm.weight") return Shape{hidden};
+  if (name == "embed_tokens.weight") return Shape{target_vocab, hidden};
+  if (name == "lm_head.weight") return Shape{draft_vocab, hidden};
+  if (name == "d2t") return Shape{draft_vocab};
+  if (name == "t2d") return Shape{target_vocab};
+  if (name.rfind("layers.", 0) != 0) return std::nullopt;
+  const std::size_t dot = name.find('.', 7);
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string suffix = name.substr(dot + 1);
+  const std::pair<const char*, Shape> kLayer[] = {{"self_attn.q_proj.weight", {q, hidden}},
+                                                  {"self_attn.k_proj.weight", {kv, hidden}},
+                                                  {"self_attn.v_proj.weight", {kv, hidden}},
+                                                  {"self_attn.o_proj.weight", {hidden, q}},
+                                                  {"self_attn.q_norm.weight", {head_dim}},
+                                                  {"self_attn.k_norm.weight", {head_dim}},
+                                                  {"mlp.gate_proj.weight", {intermediate, hidden}},
+                                                  {"mlp.up_proj.weight", {intermediate, hidden}},
+                                                  {"mlp.down_proj.weight", {hidden, intermediate}},
+                                                  {"input_layernorm.weight", {hidden}},
+                                                  {"post_attention_layernorm.weight", {hidden}}};
+  for (const auto& [known, shape] : kLayer)
+    if (suffix == known) return shape;
+  return std::nullopt;
+}
+
 }  // namespace draftgate::model

@@ -8,6 +8,7 @@
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/float8.h"
+#include "draftgate/io/fp8_headers.h"
 #include "draftgate/io/fp8_scheme.h"
 #include "draftgate/io/json_util.h"
 
@@ -115,7 +116,18 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   if (const auto method = io::quant_method(config)) {
     if (contains(quantizations, *method)) {
       // Read now: a malformed scheme is bad input before any weight is, and the report names it.
-      if (const auto fp8 = io::read_fp8_scheme(config)) s.quantization = fp8->describe();
+      if (const auto fp8 = io::read_fp8_scheme(config)) {
+        s.quantization = fp8->describe();
+        // What loading refuses of each FP8 weight's headers (a scale missing, a scale grid of
+        // another block size), said here rather than by a forward minutes later.
+        for (const std::string& n : checkpoint.names())
+          if (io::is_float8(checkpoint.info(n)->dtype)) try {
+              io::require_fp8_weight_headers(checkpoint, n, *fp8);
+            } catch (const Error& e) {
+              add(e.problem());
+              break;
+            }
+      }
     } else {
       add("quantised weights (quantization_config.quant_method " + *method +
           "): the engine runs unquantised bf16/f32 weights" +

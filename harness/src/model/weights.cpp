@@ -1,23 +1,15 @@
 #include "draftgate/model/weights.h"
 
 #include <stdexcept>
-#include <string_view>
 
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/float8.h"
+#include "draftgate/io/fp8_headers.h"
 #include "draftgate/model/fp8_weights.h"
 #include "draftgate/model/tensor_view.h"
 
 namespace draftgate::model {
-namespace {
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-}  // namespace
-
 WeightLoader::WeightLoader(const io::Checkpoint& checkpoint, at::ScalarType dtype,
                            at::Device device, ParameterMap* owned, WeightBuffers* reuse,
                            const StagedTensors* staged)
@@ -108,50 +100,12 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
                     " but config.json has no "
                     "quantization_config with quant_method \"fp8\"",
                 "use the checkpoint's own config.json, which says how its FP8 weights are scaled");
-  if (info.dtype != io::DType::F8_E4M3)
-    throw Error(file,
-                tensor + " is stored " + stored + "; fine-grained FP8 (fmt e4m3) stores F8_E4M3");
-  // A linear's `<module>.weight` [out, in], or a fused experts tensor `<module>.<x>_proj`
-  // [experts, out, in] of module `...experts` (transformers' FP8Experts: blocks per expert).
-  const bool linear = info.shape.size() == 2 && ends_with(name, ".weight");
-  const bool fused = info.shape.size() == 3 && ends_with(name, "_proj") &&
-                     name.find(".experts.") != std::string::npos &&
-                     ends_with(name.substr(0, name.rfind('.')), ".experts");
-  if (!linear && !fused)
-    throw Error(file, tensor + " is " + stored + " " + format_shape(info.shape) +
-                          ", but FP8 blocks quantize the 2-D weight of a linear module or the "
-                          "3-D tensor of fused experts only");
-  const std::string module = name.substr(0, name.rfind('.'));
-  if (const std::string* entry = fp8_->excluding(module))
-    throw Error(file,
-                tensor + " is " + stored +
-                    " but quantization_config lists its module as not "
-                    "converted (\"" +
-                    *entry + "\")",
-                "the checkpoint and its config.json disagree; re-export one of them");
+  io::require_fp8_weight_headers(checkpoint_, name, *fp8_);
   if (info.shape != shape)
     throw Error(checkpoint_.dir().string(), tensor + " has shape " + format_shape(info.shape) +
                                                 ", config implies " + format_shape(shape));
   const std::string scale_name = name + "_scale_inv";
-  const io::TensorInfo* scale = checkpoint_.info(scale_name);
-  if (scale == nullptr)
-    throw Error(file, tensor + " is " + stored + " without its scales \"" + scale_name + "\"",
-                "every FP8 weight has a weight_scale_inv per weight_block_size block");
   const std::string scale_file = checkpoint_.file_of(scale_name)->path().string();
-  if (scale->dtype != io::DType::F32 && scale->dtype != io::DType::BF16 &&
-      scale->dtype != io::DType::F16)
-    throw Error(scale_file, "tensor \"" + scale_name + "\" is stored " +
-                                std::string(io::dtype_name(scale->dtype)) +
-                                ", not a float32/bf16/f16 scale");
-  std::vector<std::int64_t> blocks(shape.begin(), shape.end() - 2);  // the experts, if fused
-  blocks.push_back((shape[shape.size() - 2] + fp8_->block_out - 1) / fp8_->block_out);
-  blocks.push_back((shape.back() + fp8_->block_in - 1) / fp8_->block_in);
-  if (scale->shape != blocks)
-    throw Error(scale_file,
-                "tensor \"" + scale_name + "\" has shape " + format_shape(scale->shape) + ", but " +
-                    format_shape(shape) + " in " + std::to_string(fp8_->block_out) + "x" +
-                    std::to_string(fp8_->block_in) + " blocks needs " + format_shape(blocks),
-                "weight_block_size must be the block size the checkpoint was quantized with");
   const at::Tensor scale_inv = stored_tensor(scale_name).to(at::kFloat);
   if (!(at::isfinite(scale_inv).all().item<bool>() && (scale_inv > 0).all().item<bool>()))
     throw Error(scale_file, "tensor \"" + scale_name + "\" holds a scale that is NaN, Inf or <= 0",

@@ -223,6 +223,11 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   if (measured.engine != golden.engine)
     return "measured by " + measured.engine + g + "by " + golden.engine +
            " (the engines count τ differently)";
+  // A model the server knows under several names is the same model only by the name asked for:
+  // measure both with the same --model-name.
+  if (measured.model_name && golden.model_name && *measured.model_name != *golden.model_name)
+    return "measured on the model \"" + *measured.model_name + "\"" + g + "on \"" +
+           *golden.model_name + "\" (τ belongs to a target and its drafter)";
   const std::string& definition = golden.tau_definition;
   if (!measured.tau_of(definition))
     return "the measurement has τ pooled only" + g +

@@ -131,6 +131,12 @@ struct DrafterConfig {
   // (convolutions, candidate selector) need a DFlash2 config: a v1 one would silently draft without
   // them. Throws draftgate::Error naming the file.
   void check_tensors(const std::vector<std::string>& tensor_names, const std::string& file) const;
+  // The shape loading the drafter requires of tensor `name` (a Qwen3 layer's, the norms, its own
+  // embedding and head, the reduced vocabulary's d2t / t2d) against a target of `target_vocab`
+  // ids; none for fc (its width is the target's) and the tensors loading does not shape
+  // (DFlash2's, speculators' verifier_*). What a header-only check compares.
+  std::optional<std::vector<std::int64_t>> expected_shape(const std::string& name,
+                                                          std::int64_t target_vocab) const;
 };
 
 }  // namespace draftgate::model
