@@ -9,6 +9,8 @@
 #include "checks/check.h"
 #include "checks/metrics.h"
 #include "checks/target_cache.h"
+#include "draftgate/arch/family_table.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
@@ -50,9 +52,22 @@ Side run_backend(const io::Checkpoint& ckpt, const std::string& spec,
   return s;
 }
 
-Side read_dump(const std::string& path, std::int64_t layers, std::vector<std::int64_t>* tokens) {
+// A dump `draftgate forward` wrote names the family and the model it ran: a dump of another family
+// is another model (it diverged "from layer 0" and blamed the kernels).
+Side read_dump(const std::string& path, const io::Checkpoint& ckpt, std::int64_t layers,
+               std::vector<std::int64_t>* tokens) {
   const auto file = io::SafetensorsFile::open(path);
   const auto& meta = file->header().metadata;
+  const auto stack = layout::resolve_decoder_stack(ckpt);
+  const std::string family =
+      model::family_name(model::TargetConfig::from(ckpt.config(), stack).family);
+  if (const auto f = meta.find("family"); f != meta.end() && f->second != family)
+    throw Error(path,
+                "reference dump was made with a " + f->second + " target" +
+                    (meta.count("model") ? " (" + meta.at("model") + ")" : std::string()) +
+                    " but --target " + ckpt.dir().string() + " is " + family,
+                "dump this target: draftgate forward --model TARGET --taps 0,1,…,L-1 on the other "
+                "backend");
   auto it = meta.find("tokens");
   if (it == meta.end())
     throw Error(path,
@@ -129,7 +144,7 @@ class HiddenStateParity : public Check {
     Side side_b;
     if (a.reference_dump) {
       const auto n_layers = layout::resolve_decoder_stack(ckpt).num_layers;
-      side_b = read_dump(a.reference_dump->string(), n_layers, &tokens);
+      side_b = read_dump(a.reference_dump->string(), ckpt, n_layers, &tokens);
     }
     const Side side_a = run_backend(ckpt, p["a"].get<std::string>(), tokens);
     if (!a.reference_dump) side_b = run_backend(ckpt, p["b"].get<std::string>(), tokens);
@@ -185,7 +200,10 @@ class HiddenStateParity : public Check {
           << side_b.label << "): NMSE " << m["nmse"].get<double>() << " (budget "
           << budget["max_nmse"].get<double>() << "), cosine " << m["cosine"].get<double>()
           << " (budget " << budget["min_cosine"].get<double>()
-          << "); compare that layer's inputs and kernels between the two backends";
+          << "); compare that layer's inputs and kernels between the two backends"
+          << (a.reference_dump && *first_bad == 0
+                  ? " (or: is the dump of this checkpoint? another one's diverges from layer 0 too)"
+                  : "");
       r.evidence["first_diverging_layer"] = *first_bad;
     }
     if (top1 < budget["min_top1"].get<double>())

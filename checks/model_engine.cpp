@@ -140,7 +140,7 @@ class ModelEngine final : public Engine {
 
  private:
   void match_sequence_features(const io::Checkpoint& ckpt, const train::StepRecord& rec,
-                               std::int64_t length, const model::DrafterConfig& d,
+                               std::int64_t length, const std::vector<std::int64_t>& taps,
                                const nlohmann::json& params, CheckResult& r,
                                std::vector<std::string>& problems) const;
 };
@@ -153,10 +153,10 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
                                             const nlohmann::json& params, CheckResult& r,
                                             std::vector<std::string>& problems) const {
   const train::StepBatch batch = train::read_step_batch(record);
-  const train::StepRecord& first = batch.sequences.front();
-  if (first.target_layer_ids != d.target_layer_ids)
-    problems.push_back("the step record declares taps [" + format_ids(first.target_layer_ids) +
-                       "] but the drafter config [" + format_ids(d.target_layer_ids) + "]");
+  // The slices are judged against the taps the record declares: a record fed what it says or not
+  // on its own. A drafter declaring other taps is one more finding, named below.
+  const std::vector<std::int64_t>& taps = batch.sequences.front().target_layer_ids;
+  const std::size_t earlier = problems.size();
   r.measured["fed_slices"] = nlohmann::json::array();
   std::int64_t judged_positions = 0, recorded = 0;
   for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
@@ -167,18 +167,32 @@ std::string ModelEngine::match_fed_features(const io::Checkpoint& ckpt,
     // A batch's problems name the sequence.
     const std::string where = batch.batched ? batch.names[i] + ": " : "";
     std::vector<std::string> found;
-    match_sequence_features(ckpt, rec, length, d, params, r, found);
+    match_sequence_features(ckpt, rec, length, taps, params, r, found);
     for (auto& problem : found) problems.push_back(where + problem);
     if (batch.batched)
       for (auto& slice : r.measured["fed_slices"])
         if (!slice.contains("sequence")) slice["sequence"] = batch.names[i];
+  }
+  if (taps != d.target_layer_ids) {
+    const std::string both = "the step record declares taps [" + format_ids(taps) +
+                             "] but the drafter config [" + format_ids(d.target_layer_ids) + "]";
+    // Features that are the record's own taps: a record of another drafter, or a config that
+    // names other taps than the drafter was trained on — not a tap-indexing error.
+    problems.push_back(problems.size() > earlier
+                           ? both
+                           : both +
+                                 ", and the record's fc_input matches its own taps: is "
+                                 "--drafter the checkpoint the record was made with? If it "
+                                 "is, its config.json declares other taps than it was "
+                                 "trained on, and inference would feed fc other layers");
   }
   return judged(r, judged_positions, recorded);
 }
 
 // One sequence's part of match_fed_features over its first `length` positions.
 void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const train::StepRecord& rec,
-                                          std::int64_t length, const model::DrafterConfig& d,
+                                          std::int64_t length,
+                                          const std::vector<std::int64_t>& taps,
                                           const nlohmann::json& params, CheckResult& r,
                                           std::vector<std::string>& problems) const {
   const double max_nmse = params["max_nmse"].get<double>();
@@ -191,13 +205,13 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   const model::SequenceTarget& target = sequence_target(ckpt, at::kFloat);
   train::require_ids_in_vocabulary(rec, target.config().vocab, "the target's");
   const std::int64_t h = target.config().hidden, layers = target.config().num_layers;
-  const auto n = static_cast<std::int64_t>(d.target_layer_ids.size());
+  const auto n = static_cast<std::int64_t>(taps.size());
   if (rec.fc_input.size(1) != n * h)
     throw Error(rec.path, "fc_input is " + std::to_string(rec.fc_input.size(1)) + " wide, not " +
                               std::to_string(n) + " taps x " + std::to_string(h));
   const double noise = declared_noise_variance(rec);
-  const auto matches = match_slices(target, fed, tokens, d.target_layer_ids,
-                                    "fc_excludes_target_layer", rec.fc_input_noise.has_value());
+  const auto matches = match_slices(target, fed, tokens, taps, "fc_excludes_target_layer",
+                                    rec.fc_input_noise.has_value());
   const std::int64_t post_norm = layers;  // its id among the candidates' layer ids
   const std::string less_noise =
       rec.fc_input_noise ? ", less the declared fc_input_noise " + rec.fc_input_noise->describe()
@@ -220,7 +234,7 @@ void ModelEngine::match_sequence_features(const io::Checkpoint& ckpt, const trai
   };
   for (std::int64_t i = 0; i < n; ++i) {
     const SliceMatch& m = matches[static_cast<std::size_t>(i)];
-    const std::int64_t want = d.target_layer_ids[i];
+    const std::int64_t want = taps[i];
     const auto name = [&](std::int64_t l) {
       if (l == post_norm)
         return "layer " + std::to_string(layers - 1) +

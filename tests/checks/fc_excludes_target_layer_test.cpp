@@ -56,6 +56,28 @@ TEST(FcExcludesTargetLayer, NamesTheLayerAnOffByOneTapReallyFed) {
   EXPECT_THAT(shifted.message, HasSubstr("FINAL layer"));
 }
 
+// A record whose features are the taps it declares, beside a drafter declaring others: a record of
+// another drafter (or a config naming other taps than trained), not a trainer's tap indexing.
+TEST(FcExcludesTargetLayer, ARecordOfOtherTapsIsNamedAsSuch) {
+  const Models m;
+  StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);  // the drafter's 0,2
+  const auto r = m.target->forward(rec.input_ids, {0, 1, 2});
+  rec.target_layer_ids = {1, 2};
+  rec.fc_input = at::cat({r.taps.at(1), r.taps.at(2)}, -1);
+  const CheckResult other = run_on("fc_excludes_target_layer", rec, "other_taps.safetensors");
+  EXPECT_EQ(other.status, Status::kFail);
+  EXPECT_THAT(other.message, HasSubstr("the step record declares taps [1"));
+  EXPECT_THAT(other.message, HasSubstr("and the record's fc_input matches its own taps: is "
+                                       "--drafter the checkpoint the record was made with?"));
+  EXPECT_THAT(other.message, Not(HasSubstr("fix the trainer's tap indexing")));
+  // Fed from neither: the slices are named against the record's own taps.
+  rec.fc_input = at::cat({r.taps.at(0), r.taps.at(2)}, -1);
+  const CheckResult neither = run_on("fc_excludes_target_layer", rec, "neither_taps.safetensors");
+  EXPECT_EQ(neither.status, Status::kFail);
+  EXPECT_THAT(neither.message, HasSubstr("declared as layer 1 but matches layer 0"));
+  EXPECT_THAT(neither.message, Not(HasSubstr("matches its own taps")));
+}
+
 TEST(FcExcludesTargetLayer, NamesTheFinalLayerAfterTheFinalNormAsHfReturnsIt) {
   const Models m;
   StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);

@@ -56,7 +56,8 @@ TEST(HiddenStateParity, ReferenceDumpNamesTheFirstDivergingLayer) {
   const auto target = model::TargetModel::load(ckpt, o);
   const std::vector<std::int64_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6};
   const auto r = target->forward(tokens, {0, 1, 2, 3});
-  auto dump = [&](const std::string& name, std::int64_t perturbed_layer, std::int64_t drop_layer) {
+  auto dump = [&](const std::string& name, std::int64_t perturbed_layer, std::int64_t drop_layer,
+                  const std::string& family = "qwen3_5") {
     io::NamedTensors t = {{"logits", r.logits}};
     for (std::int64_t l = 0; l < 4; ++l) {
       if (l == drop_layer) continue;
@@ -65,7 +66,11 @@ TEST(HiddenStateParity, ReferenceDumpNamesTheFirstDivergingLayer) {
       t.emplace_back("hidden." + std::to_string(l), h);
     }
     const fs::path p = hybrid_target().parent_path() / name;
-    io::write_tensors(p, t, {{"tokens", "3,1,4,1,5,9,2,6"}, {"dtype", "f32"}});
+    io::write_tensors(p, t,
+                      {{"tokens", "3,1,4,1,5,9,2,6"},
+                       {"dtype", "f32"},
+                       {"family", family},
+                       {"model", "/data/some-target"}});
     return p.string();
   };
   Artifacts a;
@@ -82,6 +87,15 @@ TEST(HiddenStateParity, ReferenceDumpNamesTheFirstDivergingLayer) {
   const CheckResult missing = run("hidden_state_parity", a, {{"a", "cpu:f32"}});
   EXPECT_EQ(missing.status, Status::kError);
   EXPECT_THAT(missing.message, HasSubstr("reference dump has no \"hidden.1\""));
+  // A dump of another family's model is refused by name (it "diverged from layer 0").
+  a.reference_dump = dump("other_family.safetensors", 99, -1, "qwen3");
+  const CheckResult other = run("hidden_state_parity", a, {{"a", "cpu:f32"}});
+  EXPECT_EQ(other.status, Status::kError);
+  EXPECT_THAT(other.message, HasSubstr("reference dump was made with a qwen3 target "
+                                       "(/data/some-target) but --target"));
+  a.reference_dump = dump("from_layer_0.safetensors", 0, -1);
+  EXPECT_THAT(run("hidden_state_parity", a, {{"a", "cpu:f32"}}).message,
+              HasSubstr("is the dump of this checkpoint?"));
 }
 
 }  // namespace
