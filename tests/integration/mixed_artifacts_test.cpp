@@ -14,6 +14,7 @@
 
 #include "draftgate/golden/golden.h"
 #include "draftgate/io/artifact_kind.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/safetensors.h"
 #include "fixture_paths.h"
 #include "run_cli.h"
@@ -131,6 +132,37 @@ TEST(MixedArtifacts, ARecordCarryingItsOwnIdentityIsJudgedAsBefore) {
   const auto tagged = run_draftgate(check_record(record));
   EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
   EXPECT_EQ(tagged.exit_code, 0) << tagged.out << tagged.err;
+}
+
+// A metadata-only copy of the record's target (its config.json and an index, no shards) has no
+// weights to fingerprint: it is compared by its config (it was refused with the fingerprint of
+// nothing, e3b0c44298fc…).
+TEST(MixedArtifacts, ARecordsOwnTargetAsMetadataOnlyIsComparedByItsConfig) {
+  const fs::path dir = testing::fresh_dir("mixed_metadata_only");
+  const fs::path meta = dir / "qwen3-target";
+  fs::create_directories(meta);
+  fs::copy_file(kQwen3Target / "config.json", meta / "config.json");
+  nlohmann::json index = {{"metadata", nlohmann::json::object()},
+                          {"weight_map", nlohmann::json::object()}};
+  const io::Checkpoint target = io::Checkpoint::open(kQwen3Target);
+  for (const auto& name : target.names())
+    index["weight_map"][name] = "model-00001-of-00001.safetensors";
+  std::ofstream(meta / "model.safetensors.index.json") << index.dump();
+  const fs::path record =
+      with_metadata(kQwen3Record, dir / "r.safetensors", identity_keys("target", kQwen3Target));
+  const auto r = run_draftgate("check --only fc_excludes_target_layer,drafter_config --target " +
+                               meta.string() + " --drafter " + kQwen3Drafter.string() +
+                               " --step-record " + record.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("made with the target of")));
+  // Another config is still refused.
+  const fs::path other =
+      with_metadata(kQwen3Record, dir / "o.safetensors", identity_keys("target", kQwen35Target));
+  const auto refused =
+      run_draftgate("check --only fc_excludes_target_layer --target " + meta.string() +
+                    " --drafter " + kQwen3Drafter.string() + " --step-record " + other.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("made with the target of"));
 }
 
 TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {

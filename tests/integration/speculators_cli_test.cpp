@@ -141,6 +141,23 @@ TEST(SpeculatorsCli, TheStructuralChecksRefuseShapesLoadingRefuses) {
   EXPECT_EQ(eval.exit_code, 2) << eval.out << eval.err;
 }
 
+// A speculators drafter names the target it was trained against (speculators_config.verifier.
+// name_or_path): against another local target it is refused by name, as _name_or_path is (it
+// passed drafter_config and min_tau blamed training).
+TEST(SpeculatorsCli, ADrafterConvertedForAnotherTargetIsRefusedByItsVerifier) {
+  const fs::path dir = testing::fresh_dir("speculators_cli_verifier");
+  testing::write_speculators_drafter(kReference, kTarget, dir / "spec");
+  const fs::path other = kTrained / "qwen35-target";
+  const auto r = run_draftgate("check --only drafter_config --target " + other.string() +
+                               " --drafter " + (dir / "spec").string());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("this drafter's config was generated from the target " +
+                               kTarget.string() + " (speculators_config.verifier.name_or_path)"));
+  const auto own = run_draftgate("check --only drafter_config --target " + kTarget.string() +
+                                 " --drafter " + (dir / "spec").string());
+  EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
+}
+
 TEST(SpeculatorsCli, ProbeAndTheDrafterConfigCheckReadIt) {
   const fs::path dir = testing::fresh_dir("speculators_cli_probe");
   testing::write_speculators_drafter(kReference, kTarget, dir / "spec");

@@ -311,17 +311,28 @@ nlohmann::json target_identity(const fs::path& dir) {
           {"weights_fingerprint", h.hex_digest()}};
 }
 
+std::optional<std::string> identity_difference(const nlohmann::json& recorded, const fs::path& dir,
+                                               const std::string& recorded_by) {
+  auto brief = [](const std::string& sha) { return sha.substr(0, 12) + "…"; };
+  const nlohmann::json mine = target_identity(dir);
+  const bool weights = std::any_of(
+      fs::directory_iterator(dir), fs::directory_iterator(), [](const fs::directory_entry& e) {
+        return e.is_regular_file() && e.path().extension() == ".safetensors";
+      });
+  if (mine["config_sha256"] != recorded["config_sha256"])
+    return "config.json sha256 " + brief(mine["config_sha256"].get<std::string>()) + " vs " +
+           recorded_by + " " + brief(recorded["config_sha256"].get<std::string>());
+  if (weights && mine["weights_fingerprint"] != recorded["weights_fingerprint"])
+    return "weights fingerprint " + brief(mine["weights_fingerprint"].get<std::string>()) + " vs " +
+           recorded_by + " " + brief(recorded["weights_fingerprint"].get<std::string>()) + " (" +
+           kFingerprintCovers + ")";
+  return std::nullopt;
+}
+
 std::optional<std::string> target_difference(const Golden& golden, const fs::path& target) {
   auto brief = [](const std::string& sha) { return sha.substr(0, 12) + "…"; };
-  if (golden.target_identity.is_object()) {
-    const nlohmann::json mine = target_identity(target);
-    for (const auto& [key, what] : {std::pair{"config_sha256", "config.json sha256"},
-                                    {"weights_fingerprint", "weights fingerprint"}})
-      if (mine[key] != golden.target_identity[key])
-        return std::string(what) + " " + brief(mine[key].get<std::string>()) + " vs the golden's " +
-               brief(golden.target_identity[key].get<std::string>());
-    return std::nullopt;
-  }
+  if (golden.target_identity.is_object())
+    return identity_difference(golden.target_identity, target, "the golden's");
   // An older golden: only the config's hash is cheap to compare.
   if (golden.target_files.contains("config.json") &&
       golden.target_files["config.json"].is_string() && fs::exists(target / "config.json")) {

@@ -85,6 +85,20 @@ nlohmann::json directory_hashes(const std::filesystem::path& dir);
 // shapes with different weights differ in it.
 nlohmann::json target_identity(const std::filesystem::path& dir);
 
+// What a weights fingerprint covers, for messages that say two differ.
+inline constexpr const char* kFingerprintCovers =
+    "the fingerprint covers the *.safetensors files' names, sizes, headers and sampled bytes: "
+    "other "
+    "weights, or the same weights saved or sharded anew";
+
+// What differs between `recorded` (a target_identity) and the checkpoint `dir`'s ("weights
+// fingerprint 1a2b3c4d5e6f… vs the recorded 9f8e…", naming what the fingerprint covers), or
+// nullopt when nothing does. A directory without *.safetensors files (metadata only: config and
+// index) is compared by its config.json alone: it has no weights to fingerprint.
+std::optional<std::string> identity_difference(const nlohmann::json& recorded,
+                                               const std::filesystem::path& dir,
+                                               const std::string& recorded_by);
+
 // Nullopt when `target` is the checkpoint the golden was measured with (by target_identity, or —
 // in older goldens — by the sha256 of config.json), else what differs.
 std::optional<std::string> target_difference(const Golden& golden,
