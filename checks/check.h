@@ -133,6 +133,9 @@ class Check {
   // True when the check reads the drafter's weights for these artifacts: a config-only drafter
   // (io::config_only) then skips it by name while the checks that read configs still run.
   virtual bool reads_drafter_weights(const Artifacts& /*artifacts*/) const { return false; }
+  // False when the check reads no checkpoint's weight values for these artifacts (configs and
+  // safetensors headers only): a run of such checks takes no weights fingerprint for its report.
+  virtual bool reads_weight_values(const Artifacts& /*artifacts*/) const { return true; }
   // True for a check that computes the target over a step record's sequence: a record without
   // identity is then first matched against the target (record_provenance.h), whose forward the
   // check needs anyway.

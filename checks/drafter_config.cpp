@@ -87,6 +87,8 @@ std::optional<std::string> float16_key(const io::ModelConfig& c) {
 class DrafterConfigCheck : public Check {
  public:
   std::string name() const override { return "drafter_config"; }
+  // Configs only.
+  bool reads_weight_values(const Artifacts& /*a*/) const override { return false; }
   std::string summary() const override {
     return "the drafter's config.json keys are explicit and agree with the target's";
   }

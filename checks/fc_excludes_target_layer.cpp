@@ -69,6 +69,8 @@ class FcExcludesTargetLayer : public Check {
 
   // fc.weight's shape and hidden_norm.weight are the drafter's tensors.
   bool reads_drafter_weights(const Artifacts& /*a*/) const override { return true; }
+  // Headers only, unless a step record's fed features are matched against the target's layers.
+  bool reads_weight_values(const Artifacts& a) const override { return a.step_record.has_value(); }
 
   CheckResult run(const Artifacts& a, const nlohmann::json& p) const override {
     if (!a.target || !a.drafter)

@@ -17,6 +17,8 @@ namespace {
 class LayerPath : public Check {
  public:
   std::string name() const override { return "layer_path"; }
+  // Configs and headers only.
+  bool reads_weight_values(const Artifacts& /*a*/) const override { return false; }
   std::string summary() const override {
     return "the target's decoder stack resolves and the taps exist";
   }

@@ -204,6 +204,8 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
 class LossTypeCheck : public Check {
  public:
   std::string name() const override { return "loss_type"; }
+  // The record's tensors only: no checkpoint's weights.
+  bool reads_weight_values(const Artifacts& /*a*/) const override { return false; }
   std::string summary() const override {
     return "the logged loss is the recipe's loss (hard CE by default)";
   }

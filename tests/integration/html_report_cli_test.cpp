@@ -96,6 +96,19 @@ TEST(HtmlReportCli, PassingFixtureRunIsGreenWithEveryChart) {
   expect_charts_match(run);
 }
 
+// The artifacts table: a run that reads weights shows the checkpoints' fingerprints; a structural
+// run reads headers only, so it shows config hashes and says the fingerprint was not taken (it
+// read 16 samples of every shard: 146 MB of a 235B target).
+TEST(HtmlReportCli, AStructuralRunTakesNoWeightsFingerprint) {
+  const HtmlRun weights = check_suite("qwen3-reference", "min_tau,fc_excludes_target_layer");
+  EXPECT_THAT(weights.html, HasSubstr("weights_fingerprint"));
+  EXPECT_THAT(weights.html, ::testing::Not(HasSubstr("not taken")));
+  const HtmlRun structural = check_suite("qwen3-reference", "layer_path,drafter_config");
+  EXPECT_EQ(structural.exit_code, 0);
+  EXPECT_THAT(structural.html, HasSubstr("config_sha256"));
+  EXPECT_THAT(structural.html, HasSubstr("not taken: no check of this run reads weights"));
+}
+
 TEST(HtmlReportCli, FailingFixtureRunShowsTheSliceFedFromAnotherLayer) {
   const HtmlRun run =
       check_suite("qwen35-tap-off-by-one", "fc_excludes_target_layer,hidden_state_parity");

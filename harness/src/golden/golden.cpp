@@ -306,9 +306,12 @@ nlohmann::json target_identity(const fs::path& dir) {
     for (std::uint64_t k = 0; k < kSamples && span > 0; ++k)
       hash_range(in, data + span * k / kSamples, std::min(kSampleBytes, span), h);
   }
+  return {{"config_sha256", config_sha256(dir)}, {"weights_fingerprint", h.hex_digest()}};
+}
+
+std::string config_sha256(const fs::path& dir) {
   const fs::path config = dir / "config.json";
-  return {{"config_sha256", fs::exists(config) ? file_sha256(config) : std::string()},
-          {"weights_fingerprint", h.hex_digest()}};
+  return fs::exists(config) ? file_sha256(config) : std::string();
 }
 
 std::optional<std::string> identity_difference(const nlohmann::json& recorded, const fs::path& dir,

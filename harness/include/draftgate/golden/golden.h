@@ -79,6 +79,10 @@ Golden measured_golden_from_json(const nlohmann::json& doc, const std::string& f
 // {relative file name: sha256} of every regular file in a checkpoint directory (sorted).
 nlohmann::json directory_hashes(const std::filesystem::path& dir);
 
+// The SHA-256 of a checkpoint directory's config.json (empty without one): the half of its
+// identity that reads no weights.
+std::string config_sha256(const std::filesystem::path& dir);
+
 // A checkpoint's identity, cheap enough for every min_tau run on a 50 GB target:
 // {"config_sha256": of config.json, "weights_fingerprint": SHA-256 over each *.safetensors file's
 // name, size, header and 16 samples of 64 KiB spread over its data}. Two checkpoints of the same
