@@ -112,6 +112,14 @@ class MinTau : public Check {
     const auto reading = g.causality.empty() ? model::CausalityReading::kZLab
                                              : model::parse_causality_reading(g.causality, g.path);
     const auto dflash = model::DFlashDrafter::load(drafter_ckpt, *target, false, reading);
+    // DFlash2's convolutions and selector draft differently: its τ is not a v1 drafter's bar.
+    const std::string architecture = dflash->config().dflash2 ? "dflash2" : "dflash";
+    if (!g.drafter_architecture.empty() && g.drafter_architecture != architecture)
+      throw Error(a.drafter->string(),
+                  "is a " + architecture + " drafter but the golden (" + g.path +
+                      ") was measured with a " + g.drafter_architecture + " one",
+                  "gate a drafter on a golden of its own architecture (draftgate golden record "
+                  "with the reference drafter of that kind)");
     if (dflash->block_size() != g.block_size)
       throw Error(a.drafter->string(),
                   "drafter block size " + std::to_string(dflash->block_size()) +
@@ -233,7 +241,8 @@ class MinTau : public Check {
       problems.push_back("τ collapsed to " + format_number(o.tau, 4) +
                          ": almost nothing the drafter proposes is accepted; look for a "
                          "train/inference mismatch (train_infer_consistency) or a shortcut "
-                         "(fc_excludes_target_layer)");
+                         "(fc_excludes_target_layer), or a drafter trained for another target "
+                         "(drafter_config compares their configs; give the drafter its own)");
     if (o.tau < required)
       problems.push_back(o.label + " " + format_number(o.tau, 4) + " < required " +
                          format_number(required, 4) + " (" +

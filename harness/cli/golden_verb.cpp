@@ -115,6 +115,7 @@ int record(const GoldenOptions& opt) {
   g["decoding"]["dtype"] = dtype;
   g["decoding"]["gdn"] = opt.gdn;
   g["decoding"].update(model::causality_json(dflash->config()));
+  g["decoding"]["drafter_architecture"] = dflash->config().dflash2 ? "dflash2" : "dflash";
   const fs::path out_dir = fs::absolute(opt.out).parent_path();
   g["prompt_set"] = {{"path", fs::relative(fs::absolute(opt.prompts), out_dir).generic_string()},
                      {"sha256", set.sha256},

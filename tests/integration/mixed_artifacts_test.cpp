@@ -165,6 +165,19 @@ TEST(MixedArtifacts, ARecordsOwnTargetAsMetadataOnlyIsComparedByItsConfig) {
   EXPECT_THAT(refused.err, HasSubstr("made with the target of"));
 }
 
+// A golden names the architecture of the drafter it was measured with: a DFlash2 golden is not a
+// v1 drafter's bar (τ 2.18 < 3.63 was blamed on training).
+TEST(MixedArtifacts, AGoldenOfAnotherDrafterArchitectureIsRefusedByName) {
+  const fs::path golden = fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-dflash2.json";
+  const auto r =
+      run_draftgate("check --only min_tau --target " + kQwen3Target.string() + " --drafter " +
+                    kQwen3Drafter.string() + " --golden " + golden.string());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(kQwen3Drafter.string() + ": is a dflash drafter but the golden (" +
+                               golden.string() + ") was measured with a dflash2 one"));
+}
+
 TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
   const fs::path missing = testing::fresh_dir("mixed_wrong_target") / "qwen3-targt";
   const auto r = run_draftgate(

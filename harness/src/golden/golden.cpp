@@ -236,6 +236,12 @@ Golden read_golden(const fs::path& path) {
     model::parse_causality_reading(g.causality, file + ": /decoding/causality");
     g.drafter_causal = field<std::vector<bool>>(doc, "/decoding/drafter_causal", file);
   }
+  if (doc.contains(nlohmann::json::json_pointer("/decoding/drafter_architecture"))) {
+    g.drafter_architecture = field<std::string>(doc, "/decoding/drafter_architecture", file);
+    if (g.drafter_architecture != "dflash" && g.drafter_architecture != "dflash2")
+      throw Error(file, "golden decoding.drafter_architecture \"" + g.drafter_architecture +
+                            "\" is not dflash or dflash2");
+  }
   g.check_params = field<nlohmann::json>(doc, "/check_params", file);
   if (!g.check_params.is_object())
     throw Error(file, "golden check_params must be an object of per-check parameter objects");

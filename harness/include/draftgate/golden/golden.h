@@ -61,6 +61,9 @@ struct Golden {
   // causality inside the block. Empty in goldens recorded before draftgate recorded them.
   std::string causality;
   std::vector<bool> drafter_causal;
+  // decoding.drafter_architecture: "dflash" or "dflash2" (DFlash2's convolutions and candidate
+  // selector); empty in goldens recorded before it was.
+  std::string drafter_architecture;
   nlohmann::json check_params = nlohmann::json::object();
   // Set for a golden recorded from a serving engine's measurement (`golden record --measured`):
   // then only prompt_set_sha256, block_size, τ and check_params are filled from it, and the
