@@ -61,13 +61,17 @@ Side read_dump(const std::string& path, const io::Checkpoint& ckpt, std::int64_t
   const auto stack = layout::resolve_decoder_stack(ckpt);
   const std::string family =
       model::family_name(model::TargetConfig::from(ckpt.config(), stack).family);
-  if (const auto f = meta.find("family"); f != meta.end() && f->second != family)
-    throw Error(path,
-                "reference dump was made with a " + f->second + " target" +
-                    (meta.count("model") ? " (" + meta.at("model") + ")" : std::string()) +
-                    " but --target " + ckpt.dir().string() + " is " + family,
-                "dump this target: draftgate forward --model TARGET --taps 0,1,…,L-1 on the other "
-                "backend");
+  // An empty family is a writer that does not know it (python/draftgate_records.py).
+  if (const auto f = meta.find("family");
+      f != meta.end() && !f->second.empty() && f->second != family)
+    throw Error(
+        path,
+        "reference dump was made with a " + f->second + " target" +
+            (meta.count("model") && !meta.at("model").empty() ? " (" + meta.at("model") + ")"
+                                                              : std::string()) +
+            " but --target " + ckpt.dir().string() + " is " + family,
+        "dump this target: draftgate forward --model TARGET --taps 0,1,…,L-1 on the other "
+        "backend");
   auto it = meta.find("tokens");
   if (it == meta.end())
     throw Error(path,

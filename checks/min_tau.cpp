@@ -6,6 +6,7 @@
 #include "draftgate/decode/evaluation.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/artifact_kind.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/model/dflash.h"
 #include "draftgate/model/target.h"
@@ -48,6 +49,8 @@ class MinTau : public Check {
     const bool own_prompts = !p["prompts"].is_null();
     const std::string prompts =
         own_prompts ? p["prompts"].get<std::string>() : g.prompt_set.string();
+    // A golden or a measured-τ file given as the prompt set is named for what it is.
+    if (own_prompts) io::require_slot(prompts, io::ArtifactKind::kPromptSet, "min_tau.prompts");
     std::error_code ec;
     if (!own_prompts && !fs::exists(g.prompt_set, ec))
       throw Error(g.prompt_set.string(),

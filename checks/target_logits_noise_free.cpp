@@ -252,7 +252,10 @@ class TargetLogitsNoiseFree : public Check {
                        format_number(top1.agreement) + " on " + std::to_string(top1.judged) +
                        " judged positions outside near-ties (budget " + format_number(min_top1) +
                        "), " + where +
-                       "; remove noise from the teacher path (noise belongs on fc inputs only)");
+                       "; remove noise from the teacher path (noise belongs on fc inputs only)"
+                       ", or give the target the record was made with if it was another copy of "
+                       "this one (fine-tuned, quantized or re-converted: a record written with "
+                       "the target's identity is matched by it)");
   }
 };
 

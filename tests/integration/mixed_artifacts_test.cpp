@@ -178,6 +178,17 @@ TEST(MixedArtifacts, AGoldenOfAnotherDrafterArchitectureIsRefusedByName) {
                                golden.string() + ") was measured with a dflash2 one"));
 }
 
+// A golden given as min_tau's prompt set is named as one ("invalid JSON at byte 2" before).
+TEST(MixedArtifacts, AGoldenGivenAsMinTausPromptsIsNamedForWhatItIs) {
+  const fs::path golden = fs::path(DRAFTGATE_SOURCE_DIR) / "golden/qwen3-reference.json";
+  const auto r = run_draftgate("check --only min_tau --target " + kQwen3Target.string() +
+                               " --drafter " + kQwen3Drafter.string() + " --golden " +
+                               golden.string() + " --param min_tau.prompts=" + golden.string());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("given as min_tau.prompts but it is"));
+  EXPECT_THAT(r.err, Not(HasSubstr("invalid JSON")));
+}
+
 TEST(MixedArtifacts, AWrongTargetPathInsideMinTauIsOneLineNamingThePath) {
   const fs::path missing = testing::fresh_dir("mixed_wrong_target") / "qwen3-targt";
   const auto r = run_draftgate(

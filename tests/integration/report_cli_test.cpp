@@ -134,10 +134,11 @@ TEST(SkipSemantics, GateShSaysWhatPassedFailedAndSkipped) {
   EXPECT_LT(html.find("id=\"s0c1\""),
             html.find("id=\"s0c0\""));  // loss_type FAIL before layer_path
   EXPECT_LT(html.find("<th>loss_type</th>"), html.find("<th>layer_path</th>"));
-  // A header names the artifacts with their identities; the verdict row is the drafter's.
-  const std::string fingerprint =
-      golden::target_identity(m.target)["weights_fingerprint"].get<std::string>();
-  for (const std::string& named : {m.target.string(), m.good.string(), fingerprint})
+  // A header names the artifacts with their identities (layer_path and loss_type read no weight
+  // values: config hashes, no fingerprint); the verdict row is the drafter's.
+  for (const std::string& named :
+       {m.target.string(), m.good.string(), golden::config_sha256(m.target),
+        std::string("not taken: no check of this run reads weights")})
     EXPECT_LT(html.find(named), html.find("<h2>Verdicts</h2>")) << named;
   EXPECT_THAT(html, HasSubstr("<tr><th>" + m.good.string() + "</th><td class=\"verdict"));
 }
