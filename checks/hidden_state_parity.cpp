@@ -54,13 +54,13 @@ Side run_backend(const io::Checkpoint& ckpt, const std::string& spec,
 
 // A dump `draftgate forward` wrote names the family and the model it ran: a dump of another family
 // is another model (it diverged "from layer 0" and blamed the kernels).
-Side read_dump(const std::string& path, const io::Checkpoint& ckpt, std::int64_t layers,
-               std::vector<std::int64_t>* tokens) {
+Side read_dump(const std::string& path, const io::Checkpoint& ckpt,
+               const layout::DecoderStack& stack, std::vector<std::int64_t>* tokens) {
   const auto file = io::SafetensorsFile::open(path);
   const auto& meta = file->header().metadata;
-  const auto stack = layout::resolve_decoder_stack(ckpt);
   const std::string family =
       model::family_name(model::TargetConfig::from(ckpt.config(), stack).family);
+  const std::int64_t layers = stack.num_layers;
   // An empty family is a writer that does not know it (python/draftgate_records.py).
   if (const auto f = meta.find("family");
       f != meta.end() && !f->second.empty() && f->second != family)
@@ -147,8 +147,8 @@ class HiddenStateParity : public Check {
     std::vector<std::int64_t> tokens = p["tokens"].get<std::vector<std::int64_t>>();
     Side side_b;
     if (a.reference_dump) {
-      const auto n_layers = layout::resolve_decoder_stack(ckpt).num_layers;
-      side_b = read_dump(a.reference_dump->string(), ckpt, n_layers, &tokens);
+      side_b =
+          read_dump(a.reference_dump->string(), ckpt, layout::resolve_decoder_stack(ckpt), &tokens);
     }
     const Side side_a = run_backend(ckpt, p["a"].get<std::string>(), tokens);
     if (!a.reference_dump) side_b = run_backend(ckpt, p["b"].get<std::string>(), tokens);

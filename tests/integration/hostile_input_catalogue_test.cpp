@@ -814,315 +814,320 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(Limits, HostileInput,
-                         ::
-                             testing::Values(Hostile{"threads_100000",
-                                                     [](const fs::path&) {
-                                                       return "--threads 100000 probe " + target();
-                                                     },
-                                                     "--threads: Value 100000 is not in 1…"},
-                                             Hostile{"threads_zero",
-                                                     [](const fs::path&) {
-                                                       return "--threads 0 probe " + target();
-                                                     },
-                                                     "--threads"},
-                                             Hostile{
-                                                 "max_new_1e9",
-                                                 [](const fs::path&) {
-                                                   return eval_with(prompts(),
-                                                                    "--max-new 1000000000");
-                                                 },
-                                                 "--max-new: Value 1000000000 is not in 1…65536"},
-                                             Hostile{"tree_budget_1e9",
-                                                     [](const fs::path&) {
-                                                       return eval_with(prompts(),
-                                                                        "--tree-budget 1000000000");
-                                                     },
-                                                     "--tree-budget: Value 1000000000 is not in "
-                                                     "0…1024"},
-                                             Hostile{
-                                                 "tree_top_k_1e9",
-                                                 [](const fs::path&) {
-                                                   return eval_with(
-                                                       prompts(),
-                                                       "--tree-budget 4 --tree-top-k 1000000000");
-                                                 },
-                                                 "--tree-top-k"},
-                                             Hostile{
-                                                 "oracle_block_size_1e9",
-                                                 [](const fs::path&) {
-                                                   return "eval --oracle --block-size 1000000000 "
-                                                          "--target " +
-                                                          target() + " --prompts " + prompts();
-                                                 },
-                                                 "--block-size: Value 1000000000 is not in 2…256"},
-                                             Hostile{
-                                                 "oracle_block_size_one",
-                                                 [](const fs::path&) {
-                                                   return "eval --oracle --block-size 1 --target " +
-                                                          target() + " --prompts " + prompts();
-                                                 },
-                                                 "--block-size"},
-                                             Hostile{"negative_eos",
-                                                     [](const fs::path&) {
-                                                       return eval_with(prompts(), "--eos -3");
-                                                     },
-                                                     "--eos"},
-                                             Hostile{"golden_record_max_new_1e9",
-                                                     [](const fs::path& dir) {
-                                                       return "golden record" + qwen3_pair() +
-                                                              " --prompts " + prompts() +
-                                                              " --max-new 1000000000 --out " +
-                                                              (dir / "g.json").string();
-                                                     },
-                                                     "--max-new"},
-                                             golden_case(
-                                                 "golden_max_new_1e9",
-                                                 [](json& g) {
-                                                   g["decoding"]["max_new_tokens"] = 1000000000;
-                                                 },
-                                                 "max_new_tokens 1000000000 is outside 1..65536"),
-                                             golden_case(
-                                                 "golden_tree_budget_1e9",
-                                                 [](json& g) {
-                                                   g["decoding"]["tree_budget"] = 1000000000;
-                                                 },
-                                                 "tree budget 1000000000 is outside 0..1024"),
-                                             golden_case(
-                                                 "golden_block_size_1e9",
-                                                 [](json& g) {
-                                                   g["decoding"]["block_size"] = 1000000000;
-                                                 },
-                                                 "block size 1000000000 is outside 2..256"),
-                                             golden_case(
-                                                 "golden_negative_eos",
-                                                 [](json& g) {
-                                                   g["decoding"]["eos_ids"] = {0, -7};
-                                                 },
-                                                 "EOS id -7 is negative"),
-                                             prompt_case("prompt_past_max_positions",
-                                                         prompt_of_length(5000),
-                                                         "exceeds the target's "
-                                                         "max_position_embeddings 4096"),
-                                             prompt_case("prompt_of_30000_tokens",
-                                                         prompt_of_length(30000),
-                                                         "exceeds the target's "
-                                                         "max_position_embeddings 4096"),
-                                             Hostile{"prompt_plus_max_new_past_max_positions",
-                                                     [](const fs::path& dir) {
-                                                       write(dir / "p.jsonl",
-                                                             prompt_of_length(4000));
-                                                       return "eval" + qwen3_pair() +
-                                                              " --prompts " +
-                                                              (dir / "p.jsonl").string() +
-                                                              " --max-new 200";
-                                                     },
-                                                     "p.jsonl: prompt \"long\": a sequence of 4208 "
-                                                     "positions"},
-                                             Hostile{
-                                                 "forward_past_max_positions",
-                                                 [](const fs::path& dir) {
-                                                   std::string ids = "1";
-                                                   for (int i = 0; i < 5000; ++i) ids += ",2";
-                                                   return "forward --model " + target() +
-                                                          " --tokens " + ids + " --out " +
-                                                          (dir / "o.safetensors").string();
-                                                 },
-                                                 "--tokens: a sequence of 5001 positions exceeds"},
-                                             Hostile{
-                                                 "parity_tokens_past_max_positions",
-                                                 [](const fs::path&) {
-                                                   std::string ids = "[1";
-                                                   for (int i = 0; i < 5000; ++i) ids += ",2";
-                                                   return "check --only hidden_state_parity "
-                                                          "--target " +
-                                                          target() +
-                                                          " --param hidden_state_parity.tokens=" +
-                                                          ids + "]";
-                                                 },
-                                                 "tokens: a sequence of 5001 positions exceeds"},
-                                             forward_case("max_positions_negative",
-                                                          config_edit([](json& c) {
-                                                            c["max_position_embeddings"] = -5;
-                                                          }),
-                                                          "max_position_embeddings must be "
-                                                          "positive, got -5"),
-                                             record_case(
-                                                 "record_empty_sequence",
-                                                 [](train::StepRecord& r) {
-                                                   r.input_ids.clear();
-                                                   r.loss_mask.clear();
-                                                   r.fc_input = r.fc_input.narrow(0, 0, 0);
-                                                   r.teacher_logits =
-                                                       r.teacher_logits.narrow(0, 0, 0);
-                                                   r.anchors.clear();
-                                                   r.labels = r.labels.narrow(0, 0, 0);
-                                                   r.weights = r.weights.narrow(0, 0, 0);
-                                                   r.drafter_logits =
-                                                       r.drafter_logits.narrow(0, 0, 0);
-                                                 },
-                                                 "train_infer_consistency", "input_ids is empty"),
-                                             record_case(
-                                                 "record_teacher_positions_unsorted",
-                                                 [](train::StepRecord& r) {
-                                                   r.teacher_logits =
-                                                       r.teacher_logits.narrow(0, 0, 3);
-                                                   r.teacher_positions = {5, 2, 7};
-                                                 },
-                                                 "target_logits_noise_free",
-                                                 "tensor \"teacher_positions\" must be strictly "
-                                                 "increasing (sorted, no repeats)"),
-                                             record_case(
-                                                 "record_zero_anchors",
-                                                 [](train::StepRecord& r) {
-                                                   r.anchors.clear();
-                                                   r.labels = r.labels.narrow(0, 0, 0);
-                                                   r.weights = r.weights.narrow(0, 0, 0);
-                                                   r.drafter_logits =
-                                                       r.drafter_logits.narrow(0, 0, 0);
-                                                 },
-                                                 "loss_type", "anchors is empty"),
-                                             Hostile{"forward_without_tokens",
-                                                     [](const fs::path& dir) {
-                                                       return "forward --model " + target() +
-                                                              " --tokens , --out " +
-                                                              (dir / "o.safetensors").string();
-                                                     },
-                                                     "--tokens"},
-                                             // Ids read as written, never guessed: an empty one is
-                                             // not token 0, an overflow not the largest id, a
-                                             // leading zero not octal.
-                                             Hostile{"forward_empty_token",
-                                                     [](const fs::path& dir) {
-                                                       return "forward --model " + target() +
-                                                              " --tokens '' --out " +
-                                                              (dir / "o.safetensors").string();
-                                                     },
-                                                     "--tokens: Value  is not an integer"},
-                                             Hostile{
-                                                 "forward_token_past_64_bits",
-                                                 [](const fs::path& dir) {
-                                                   return "forward --model " + target() +
-                                                          " --tokens 99999999999999999999 --out " +
-                                                          (dir / "o.safetensors").string();
-                                                 },
-                                                 "--tokens: Value 99999999999999999999 does not "
-                                                 "fit a 64-bit integer"},
-                                             Hostile{"forward_token_octal_looking",
-                                                     [](const fs::path& dir) {
-                                                       return "forward --model " + target() +
-                                                              " --tokens 1,010 --out " +
-                                                              (dir / "o.safetensors").string();
-                                                     },
-                                                     "--tokens: Value 010 is not an integer"},
-                                             prompt_case("prompt_without_tokens",
-                                                         "{\"id\": \"a\", \"input_ids\": []}\n",
-                                                         "\"input_ids\" must be a non-empty array"),
-                                             // make-drafter writes nothing a loader would refuse of
-                                             // its target.
-                                             Hostile{"make_drafter_tap_past_the_target",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --taps 0,9 --out " +
-                                                              (dir / "d").string();
-                                                     },
-                                                     "--taps: tap 9 is not a layer of the target "
-                                                     "(0..3)"},
-                                             Hostile{"make_drafter_tap_twice",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --taps 1,1 --out " +
-                                                              (dir / "d").string();
-                                                     },
-                                                     "--taps: tap 1 is given twice"},
-                                             Hostile{"make_drafter_mask_past_the_vocabulary",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --mask-token-id 9999 --out " +
-                                                              (dir / "d").string();
-                                                     },
-                                                     "--mask-token-id: 9999 is outside the "
-                                                     "target's vocabulary"},
-                                             Hostile{"make_drafter_negative_seed",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --seed -1 --out " +
-                                                              (dir / "d").string();
-                                                     },
-                                                     "--seed: Value -1 is not an integer"},
-                                             Hostile{"make_drafter_100000_layers",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --layers 100000 --out " +
-                                                              (dir / "d").string();
-                                                     },
-                                                     "--layers: Value 100000 is not in 1…64"},
-                                             Hostile{"make_target_hidden_zero",
-                                                     [](const fs::path& dir) {
-                                                       return "make-target --hidden 0 --out " +
-                                                              (dir / "t").string();
-                                                     },
-                                                     "--hidden: Value 0 is not in 1…"},
-                                             Hostile{"make_target_beyond_memory",
-                                                     [](const fs::path& dir) {
-                                                       return "make-target --hidden 1048576 "
-                                                              "--vocab "
-                                                              "1048576 --out " +
-                                                              (dir / "t").string();
-                                                     },
-                                                     "GiB of memory to generate"},
-                                             // Shapes forward would refuse are refused by
-                                             // make-target too, nothing left written.
-                                             Hostile{
-                                                 "make_target_odd_head_dim",
-                                                 [](const fs::path& dir) {
-                                                   return "make-target --head-dim 3 --hidden 32 "
-                                                          "--vocab 64 --layers 1 --out " +
-                                                          (dir / "t").string();
-                                                 },
-                                                 "t: these shapes make a target the "
-                                                 "engine refuses: head_dim 3 is odd"},
-                                             Hostile{"make_target_heads_not_a_multiple",
-                                                     [](const fs::path& dir) {
-                                                       return "make-target --heads 3 --kv-heads 2 "
-                                                              "--out " +
-                                                              (dir / "t").string();
-                                                     },
-                                                     "num_attention_heads 3 is not a multiple of "
-                                                     "num_key_value_heads 2"},
-                                             Hostile{
-                                                 "make_target_unknown_family",
-                                                 [](const fs::path& dir) {
-                                                   return "make-target --family mystery --out " +
-                                                          (dir / "t").string();
-                                                 },
-                                                 "--family: model_type \"mystery\" is not a target "
-                                                 "family draftgate knows"},
-                                             Hostile{
-                                                 "make_target_layout_of_another_family",
-                                                 [](const fs::path& dir) {
-                                                   return "make-target --family qwen3 --layout vlm "
-                                                          "--out " +
-                                                          (dir / "t").string();
-                                                 },
-                                                 "--layout: layout \"vlm\" is not one of qwen3's "
-                                                 "(flat)"},
-                                             // Into a checkpoint: its weights would be replaced in
-                                             // place (the case's snapshot sees it).
-                                             Hostile{"make_target_into_a_checkpoint",
-                                                     [](const fs::path& dir) {
-                                                       return "make-target --out " +
-                                                              copy_of(dir, "qwen3-target").string();
-                                                     },
-                                                     "already holds files"},
-                                             Hostile{"make_drafter_into_a_drafter",
-                                                     [](const fs::path& dir) {
-                                                       return "make-drafter --target " + target() +
-                                                              " --out " +
-                                                              copy_of(dir,
-                                                                      "qwen3-drafter-reference")
-                                                                  .string();
-                                                     },
-                                                     "already holds files"}),
+                         ::testing::Values(Hostile{"threads_100000",
+                                                   [](const fs::path&) {
+                                                     return "--threads 100000 probe " + target();
+                                                   },
+                                                   "--threads: Value 100000 is not in 1…"},
+                                           Hostile{"threads_zero",
+                                                   [](const fs::path&) {
+                                                     return "--threads 0 probe " + target();
+                                                   },
+                                                   "--threads"},
+                                           Hostile{"max_new_1e9",
+                                                   [](const fs::path&) {
+                                                     return eval_with(prompts(),
+                                                                      "--max-new 1000000000");
+                                                   },
+                                                   "--max-new: Value 1000000000 is not in 1…65536"},
+                                           Hostile{"tree_budget_1e9",
+                                                   [](const fs::path&) {
+                                                     return eval_with(prompts(),
+                                                                      "--tree-budget 1000000000");
+                                                   },
+                                                   "--tree-budget: Value 1000000000 is not in "
+                                                   "0…1024"},
+                                           Hostile{"tree_top_k_1e9",
+                                                   [](const fs::path&) {
+                                                     return eval_with(
+                                                         prompts(),
+                                                         "--tree-budget 4 --tree-top-k 1000000000");
+                                                   },
+                                                   "--tree-top-k"},
+                                           Hostile{
+                                               "oracle_block_size_1e9",
+                                               [](const fs::path&) {
+                                                 return "eval --oracle --block-size 1000000000 "
+                                                        "--target " +
+                                                        target() + " --prompts " + prompts();
+                                               },
+                                               "--block-size: Value 1000000000 is not in 2…256"},
+                                           Hostile{
+                                               "oracle_block_size_one",
+                                               [](const fs::path&) {
+                                                 return "eval --oracle --block-size 1 --target " +
+                                                        target() + " --prompts " + prompts();
+                                               },
+                                               "--block-size"},
+                                           Hostile{"negative_eos",
+                                                   [](const fs::path&) {
+                                                     return eval_with(prompts(), "--eos -3");
+                                                   },
+                                                   "--eos"},
+                                           Hostile{"golden_record_max_new_1e9",
+                                                   [](const fs::path& dir) {
+                                                     return "golden record" + qwen3_pair() +
+                                                            " --prompts " + prompts() +
+                                                            " --max-new 1000000000 --out " +
+                                                            (dir / "g.json").string();
+                                                   },
+                                                   "--max-new"},
+                                           golden_case(
+                                               "golden_max_new_1e9",
+                                               [](json& g) {
+                                                 g["decoding"]["max_new_tokens"] = 1000000000;
+                                               },
+                                               "max_new_tokens 1000000000 is outside 1..65536"),
+                                           golden_case(
+                                               "golden_tree_budget_1e9",
+                                               [](json& g) {
+                                                 g["decoding"]["tree_budget"] = 1000000000;
+                                               },
+                                               "tree budget 1000000000 is outside 0..1024"),
+                                           golden_case(
+                                               "golden_block_size_1e9",
+                                               [](json& g) {
+                                                 g["decoding"]["block_size"] = 1000000000;
+                                               },
+                                               "block size 1000000000 is outside 2..256"),
+                                           golden_case(
+                                               "golden_drafter_architecture_eagle3",
+                                               [](json& g) {
+                                                 g["decoding"]["drafter_architecture"] = "eagle3";
+                                               },
+                                               "drafter_architecture \"eagle3\" is not dflash "
+                                               "or dflash2"),
+                                           golden_case(
+                                               "golden_drafter_architecture_number",
+                                               [](json& g) {
+                                                 g["decoding"]["drafter_architecture"] = 2;
+                                               },
+                                               "drafter_architecture"),
+                                           golden_case(
+                                               "golden_negative_eos",
+                                               [](json& g) {
+                                                 g["decoding"]["eos_ids"] = {0, -7};
+                                               },
+                                               "EOS id -7 is negative"),
+                                           prompt_case("prompt_past_max_positions",
+                                                       prompt_of_length(5000),
+                                                       "exceeds the target's "
+                                                       "max_position_embeddings 4096"),
+                                           prompt_case("prompt_of_30000_tokens",
+                                                       prompt_of_length(30000),
+                                                       "exceeds the target's "
+                                                       "max_position_embeddings 4096"),
+                                           Hostile{"prompt_plus_max_new_past_max_positions",
+                                                   [](const fs::path& dir) {
+                                                     write(dir / "p.jsonl", prompt_of_length(4000));
+                                                     return "eval" + qwen3_pair() + " --prompts " +
+                                                            (dir / "p.jsonl").string() +
+                                                            " --max-new 200";
+                                                   },
+                                                   "p.jsonl: prompt \"long\": a sequence of 4208 "
+                                                   "positions"},
+                                           Hostile{
+                                               "forward_past_max_positions",
+                                               [](const fs::path& dir) {
+                                                 std::string ids = "1";
+                                                 for (int i = 0; i < 5000; ++i) ids += ",2";
+                                                 return "forward --model " + target() +
+                                                        " --tokens " + ids + " --out " +
+                                                        (dir / "o.safetensors").string();
+                                               },
+                                               "--tokens: a sequence of 5001 positions exceeds"},
+                                           Hostile{"parity_tokens_past_max_positions",
+                                                   [](const fs::path&) {
+                                                     std::string ids = "[1";
+                                                     for (int i = 0; i < 5000; ++i) ids += ",2";
+                                                     return "check --only hidden_state_parity "
+                                                            "--target " +
+                                                            target() +
+                                                            " --param hidden_state_parity.tokens=" +
+                                                            ids + "]";
+                                                   },
+                                                   "tokens: a sequence of 5001 positions exceeds"},
+                                           forward_case("max_positions_negative",
+                                                        config_edit([](json& c) {
+                                                          c["max_position_embeddings"] = -5;
+                                                        }),
+                                                        "max_position_embeddings must be "
+                                                        "positive, got -5"),
+                                           record_case(
+                                               "record_empty_sequence",
+                                               [](train::StepRecord& r) {
+                                                 r.input_ids.clear();
+                                                 r.loss_mask.clear();
+                                                 r.fc_input = r.fc_input.narrow(0, 0, 0);
+                                                 r.teacher_logits =
+                                                     r.teacher_logits.narrow(0, 0, 0);
+                                                 r.anchors.clear();
+                                                 r.labels = r.labels.narrow(0, 0, 0);
+                                                 r.weights = r.weights.narrow(0, 0, 0);
+                                                 r.drafter_logits =
+                                                     r.drafter_logits.narrow(0, 0, 0);
+                                               },
+                                               "train_infer_consistency", "input_ids is empty"),
+                                           record_case(
+                                               "record_teacher_positions_unsorted",
+                                               [](train::StepRecord& r) {
+                                                 r.teacher_logits =
+                                                     r.teacher_logits.narrow(0, 0, 3);
+                                                 r.teacher_positions = {5, 2, 7};
+                                               },
+                                               "target_logits_noise_free",
+                                               "tensor \"teacher_positions\" must be strictly "
+                                               "increasing (sorted, no repeats)"),
+                                           record_case(
+                                               "record_zero_anchors",
+                                               [](train::StepRecord& r) {
+                                                 r.anchors.clear();
+                                                 r.labels = r.labels.narrow(0, 0, 0);
+                                                 r.weights = r.weights.narrow(0, 0, 0);
+                                                 r.drafter_logits =
+                                                     r.drafter_logits.narrow(0, 0, 0);
+                                               },
+                                               "loss_type", "anchors is empty"),
+                                           Hostile{"forward_without_tokens",
+                                                   [](const fs::path& dir) {
+                                                     return "forward --model " + target() +
+                                                            " --tokens , --out " +
+                                                            (dir / "o.safetensors").string();
+                                                   },
+                                                   "--tokens"},
+                                           // Ids read as written, never guessed: an empty one is
+                                           // not token 0, an overflow not the largest id, a
+                                           // leading zero not octal.
+                                           Hostile{"forward_empty_token",
+                                                   [](const fs::path& dir) {
+                                                     return "forward --model " + target() +
+                                                            " --tokens '' --out " +
+                                                            (dir / "o.safetensors").string();
+                                                   },
+                                                   "--tokens: Value  is not an integer"},
+                                           Hostile{
+                                               "forward_token_past_64_bits",
+                                               [](const fs::path& dir) {
+                                                 return "forward --model " + target() +
+                                                        " --tokens 99999999999999999999 --out " +
+                                                        (dir / "o.safetensors").string();
+                                               },
+                                               "--tokens: Value 99999999999999999999 does not "
+                                               "fit a 64-bit integer"},
+                                           Hostile{"forward_token_octal_looking",
+                                                   [](const fs::path& dir) {
+                                                     return "forward --model " + target() +
+                                                            " --tokens 1,010 --out " +
+                                                            (dir / "o.safetensors").string();
+                                                   },
+                                                   "--tokens: Value 010 is not an integer"},
+                                           prompt_case("prompt_without_tokens",
+                                                       "{\"id\": \"a\", \"input_ids\": []}\n",
+                                                       "\"input_ids\" must be a non-empty array"),
+                                           // make-drafter writes nothing a loader would refuse of
+                                           // its target.
+                                           Hostile{"make_drafter_tap_past_the_target",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --taps 0,9 --out " +
+                                                            (dir / "d").string();
+                                                   },
+                                                   "--taps: tap 9 is not a layer of the target "
+                                                   "(0..3)"},
+                                           Hostile{"make_drafter_tap_twice",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --taps 1,1 --out " +
+                                                            (dir / "d").string();
+                                                   },
+                                                   "--taps: tap 1 is given twice"},
+                                           Hostile{"make_drafter_mask_past_the_vocabulary",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --mask-token-id 9999 --out " +
+                                                            (dir / "d").string();
+                                                   },
+                                                   "--mask-token-id: 9999 is outside the "
+                                                   "target's vocabulary"},
+                                           Hostile{"make_drafter_negative_seed",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --seed -1 --out " +
+                                                            (dir / "d").string();
+                                                   },
+                                                   "--seed: Value -1 is not an integer"},
+                                           Hostile{"make_drafter_100000_layers",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --layers 100000 --out " +
+                                                            (dir / "d").string();
+                                                   },
+                                                   "--layers: Value 100000 is not in 1…64"},
+                                           Hostile{"make_target_hidden_zero",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --hidden 0 --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "--hidden: Value 0 is not in 1…"},
+                                           Hostile{"make_target_beyond_memory",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --hidden 1048576 "
+                                                            "--vocab "
+                                                            "1048576 --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "GiB of memory to generate"},
+                                           // Shapes forward would refuse are refused by
+                                           // make-target too, nothing left written.
+                                           Hostile{"make_target_odd_head_dim",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --head-dim 3 --hidden 32 "
+                                                            "--vocab 64 --layers 1 --out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "t: these shapes make a target the "
+                                                   "engine refuses: head_dim 3 is odd"},
+                                           Hostile{"make_target_heads_not_a_multiple",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --heads 3 --kv-heads 2 "
+                                                            "--out " +
+                                                            (dir / "t").string();
+                                                   },
+                                                   "num_attention_heads 3 is not a multiple of "
+                                                   "num_key_value_heads 2"},
+                                           Hostile{
+                                               "make_target_unknown_family",
+                                               [](const fs::path& dir) {
+                                                 return "make-target --family mystery --out " +
+                                                        (dir / "t").string();
+                                               },
+                                               "--family: model_type \"mystery\" is not a target "
+                                               "family draftgate knows"},
+                                           Hostile{
+                                               "make_target_layout_of_another_family",
+                                               [](const fs::path& dir) {
+                                                 return "make-target --family qwen3 --layout vlm "
+                                                        "--out " +
+                                                        (dir / "t").string();
+                                               },
+                                               "--layout: layout \"vlm\" is not one of qwen3's "
+                                               "(flat)"},
+                                           // Into a checkpoint: its weights would be replaced in
+                                           // place (the case's snapshot sees it).
+                                           Hostile{"make_target_into_a_checkpoint",
+                                                   [](const fs::path& dir) {
+                                                     return "make-target --out " +
+                                                            copy_of(dir, "qwen3-target").string();
+                                                   },
+                                                   "already holds files"},
+                                           Hostile{"make_drafter_into_a_drafter",
+                                                   [](const fs::path& dir) {
+                                                     return "make-drafter --target " + target() +
+                                                            " --out " +
+                                                            copy_of(dir, "qwen3-drafter-reference")
+                                                                .string();
+                                                   },
+                                                   "already holds files"}),
                          [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(Config, HostileInput,
@@ -3328,6 +3333,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "/generate: HTTP status 503: \"Service Unavailable\" after 3 retries"),
         live_case("sglang_stops_answering", kSglang + "hang", "/generate: no answer within 2 s",
                   " --timeout 2"),
+        live_case("sglang_wants_an_api_key", kSglang + "none --api-key k3y",
+                  "/get_server_info: HTTP status 401"),
+        live_case(
+            "api_key_variable_unset", kSglang + "none --api-key k3y",
+            "--api-key-env: the environment variable DRAFTGATE_NO_SUCH_KEY_VARIABLE is not set",
+            " --api-key-env DRAFTGATE_NO_SUCH_KEY_VARIABLE"),
         live_case("vllm_invalid_json", kVllm + "invalid-json",
                   "/v1/completions: the answer is not JSON"),
         live_case("vllm_50_mb_body", kVllm + "huge-body",

@@ -320,10 +320,10 @@ std::string config_sha256(const fs::path& dir) {
   return fs::exists(config) ? file_sha256(config) : std::string();
 }
 
-std::optional<std::string> identity_difference(const nlohmann::json& recorded, const fs::path& dir,
+std::optional<std::string> identity_difference(const nlohmann::json& recorded,
+                                               const nlohmann::json& mine, const fs::path& dir,
                                                const std::string& recorded_by) {
   auto brief = [](const std::string& sha) { return sha.substr(0, 12) + "…"; };
-  const nlohmann::json mine = target_identity(dir);
   const bool weights = std::any_of(
       fs::directory_iterator(dir), fs::directory_iterator(), [](const fs::directory_entry& e) {
         return e.is_regular_file() && e.path().extension() == ".safetensors";
@@ -341,7 +341,8 @@ std::optional<std::string> identity_difference(const nlohmann::json& recorded, c
 std::optional<std::string> target_difference(const Golden& golden, const fs::path& target) {
   auto brief = [](const std::string& sha) { return sha.substr(0, 12) + "…"; };
   if (golden.target_identity.is_object())
-    return identity_difference(golden.target_identity, target, "the golden's");
+    return identity_difference(golden.target_identity, target_identity(target), target,
+                               "the golden's");
   // An older golden: only the config's hash is cheap to compare.
   if (golden.target_files.contains("config.json") &&
       golden.target_files["config.json"].is_string() && fs::exists(target / "config.json")) {

@@ -60,8 +60,8 @@ std::optional<std::string> identity_mismatch(const nlohmann::json& recorded,
                                              const fs::path& checkpoint, const std::string& role,
                                              const std::string& flag) {
   if (recorded.is_null()) return std::nullopt;
-  if (!identity_difference(recorded, checkpoint, "the recorded")) return std::nullopt;
-  const nlohmann::json mine = target_identity(checkpoint);
+  const nlohmann::json mine = target_identity(checkpoint);  // read once: it samples every shard
+  if (!identity_difference(recorded, mine, checkpoint, "the recorded")) return std::nullopt;
   return "made with the " + role + " of " + describe_identity(recorded) + ", but " + flag + " " +
          checkpoint.string() + " is " + describe_identity(mine) +
          (mine["config_sha256"] == recorded["config_sha256"]

@@ -98,11 +98,13 @@ inline constexpr const char* kFingerprintCovers =
     "other "
     "weights, or the same weights saved or sharded anew";
 
-// What differs between `recorded` (a target_identity) and the checkpoint `dir`'s ("weights
-// fingerprint 1a2b3c4d5e6f… vs the recorded 9f8e…", naming what the fingerprint covers), or
-// nullopt when nothing does. A directory without *.safetensors files (metadata only: config and
-// index) is compared by its config.json alone: it has no weights to fingerprint.
+// What differs between `recorded` (a target_identity) and `mine`, the checkpoint `dir`'s
+// target_identity ("weights fingerprint 1a2b3c4d5e6f… vs the recorded 9f8e…", naming what the
+// fingerprint covers), or nullopt when nothing does. A directory without *.safetensors files
+// (metadata only: config and index) is compared by its config.json alone: it has no weights to
+// fingerprint.
 std::optional<std::string> identity_difference(const nlohmann::json& recorded,
+                                               const nlohmann::json& mine,
                                                const std::filesystem::path& dir,
                                                const std::string& recorded_by);
 
