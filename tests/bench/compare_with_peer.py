@@ -114,9 +114,12 @@ def main():
                      [(-best[f"ver{b}"], -best[f"pver{b}"], roofline(bound_ms, best["flops"][b]), best[f"pver{b}_share"])
                       for b in VERIFY_ROWS]))
 
+    # How long one load from memory waits: with the bandwidth, the bytes a pass must keep in flight.
+    latency = min(ours("MemoryLatency")["MemoryLatency/iterations:1"]["ns_per_load"] for _ in range(a.rounds))
     peak_text = (f"{instruction} peak {peak / 1e9:.0f} GFLOP/s" if peak > 0
                  else f"few-row products on {instruction or 'AMX'} tiles: bound by reading")
-    print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; {peak_text}; prefill 128 tokens; "
+    print(f"threads {a.threads}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s; "
+          f"memory latency {latency:.0f} ns; {peak_text}; prefill 128 tokens; "
           f"decode one token after 64; best of {a.rounds} alternating rounds")
     if rows:
         print("| model | weights MB | prefill tok/s draftgate / peer (ratio) | decode ms draftgate / peer (speed-up) "

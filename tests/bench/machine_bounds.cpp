@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -43,6 +45,31 @@ double read_bandwidth() {
   double best = 0;
   for (int i = 0; i < 3; ++i) best = std::max(best, one_read(held));
   return best;
+}
+
+double memory_latency_ns() {
+  constexpr std::int64_t kLines = std::int64_t{16} << 20, kLineWords = 8;  // 1 GiB of 64 B lines
+  HugePageMemory memory(kLines * 64);
+  const at::Tensor words = memory.tensor(0, {kLines * kLineWords}, at::kLong);
+  auto* next = words.data_ptr<std::int64_t>();
+  // Sattolo's shuffle: one cycle through every line, in an order no prefetcher predicts.
+  std::vector<std::int64_t> order(kLines);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 random(2026);
+  for (std::int64_t i = kLines - 1; i > 0; --i)
+    std::swap(order[i], order[std::uniform_int_distribution<std::int64_t>(0, i - 1)(random)]);
+  for (std::int64_t i = 0; i < kLines; ++i) next[order[i] * kLineWords] = order[(i + 1) % kLines];
+  constexpr long kLoads = 1 << 20;
+  double best = 0;
+  std::int64_t at = 0;
+  for (int round = 0; round < 3; ++round) {
+    const double s = seconds([&] {
+      for (long i = 0; i < kLoads; ++i) at = next[at * kLineWords];
+    });
+    best = round == 0 ? s : std::min(best, s);
+  }
+  benchmark::DoNotOptimize(at);
+  return best / kLoads * 1e9;
 }
 
 double paired_read_share(double bytes, int pairs, const std::function<void()>& pass) {

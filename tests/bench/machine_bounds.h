@@ -24,6 +24,14 @@ double read_bandwidth();
 // much as the pass (one build's decode came out at 63 % and 114 % of such bounds in two runs).
 double paired_read_share(double bytes, int pairs, const std::function<void()>& pass);
 
+// Nanoseconds one load from memory takes when nothing overlaps it: a chase of dependent loads, one
+// per 64-byte line, through 1 GiB on huge pages (the last-level cache holds 3 % of it) in one
+// random cycle; best of three. With the read bandwidth it says how many bytes a stream must keep in
+// flight (bandwidth x latency) to reach it: the host that measured 400 ns here (2026-12-07) ran
+// decode and verify steps at half the speed of earlier hosts of the same kind
+// (docs/performance.md).
+double memory_latency_ns();
+
 // FLOPs per second of independent chains of the instruction the few-row products multiply bf16
 // weights with on this CPU (vdpbf16ps where it has AVX-512 BF16, 8-lane float32 FMAs elsewhere),
 // on every intra-op thread; best of five. 0 where the CPU has AMX: its few-row products run on

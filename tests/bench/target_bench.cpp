@@ -124,6 +124,14 @@ void BM_PairedBound(benchmark::State& state, const std::string& name) {
   state.counters["threads"] = at::get_num_threads();
 }
 
+// The latency of one load from memory (machine_bounds.h): with MemoryReadBandwidth, the bytes a
+// decode's reads must keep in flight.
+void BM_MemoryLatency(benchmark::State& state) {
+  double ns = 0;
+  for (auto _ : state) ns = bench::memory_latency_ns();
+  state.counters["ns_per_load"] = ns;
+}
+
 // The peak of the instruction the few-row products multiply with (machine_bounds.h): with
 // MemoryReadBandwidth, the roofline of a decode or verify step.
 void BM_DotProductPeak(benchmark::State& state) {
@@ -193,6 +201,9 @@ void register_all() {
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("MemoryReadBandwidth", BM_MemoryReadBandwidth)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("MemoryLatency", BM_MemoryLatency)
+      ->Iterations(1)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("DotProductPeak", BM_DotProductPeak)
       ->Iterations(1)
