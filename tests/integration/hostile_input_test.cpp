@@ -309,11 +309,11 @@ INSTANTIATE_TEST_SUITE_P(
               r.teacher_logits = at::cat({r.teacher_logits, r.teacher_logits}, 1);
               r.drafter_logits = at::Tensor();
             },
-            "target_logits_noise_free", "but the target gives"),
+            "target_logits_noise_free", "rows are 128 wide, but --target"),
         record_case(
             "record_fc_width_differs_from_drafter",
             [](train::StepRecord& r) { r.fc_input = r.fc_input.narrow(1, 0, 64); },
-            "train_infer_consistency", "wide but the drafter's fc reads 128"),
+            "train_infer_consistency", "(slices of 32), but --target"),
         record_case(
             "record_block_size_differs_from_drafter",
             [](train::StepRecord& r) {

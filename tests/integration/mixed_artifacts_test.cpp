@@ -165,6 +165,38 @@ TEST(MixedArtifacts, ARecordsOwnTargetAsMetadataOnlyIsComparedByItsConfig) {
   EXPECT_THAT(refused.err, HasSubstr("made with the target of"));
 }
 
+// A record without identity whose header does not fit --target (each fc_input slice is one of the
+// target's hidden states, each teacher_logits row one of its logits) is refused from config.json
+// and the record's header, so a run of checks that never read the target refuses it too: measured
+// before, `--only loss_type` passed such a record, exit 0.
+TEST(MixedArtifacts, ARecordWhoseWidthsDoNotFitTheTargetIsRefusedEvenWhereNoCheckReadsTheTarget) {
+  const fs::path dir = testing::fresh_dir("mixed_record_widths");
+  auto target_with = [&](const std::string& key, int value) {
+    const fs::path copy = dir / (key + "-" + std::to_string(value));
+    fs::create_directories(copy);
+    nlohmann::json config = nlohmann::json::parse(testing::read_file(kQwen3Target / "config.json"));
+    config[key] = value;
+    testing::write_file(copy / "config.json", config.dump());
+    return copy;
+  };
+  auto loss_type_only = [&](const fs::path& target) {
+    return run_draftgate("check --only loss_type --target " + target.string() + " --step-record " +
+                         kQwen3Record.string());
+  };
+  const auto own = loss_type_only(kQwen3Target);
+  EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
+  const auto wider = loss_type_only(target_with("hidden_size", 128));
+  EXPECT_EQ(wider.exit_code, 2) << wider.out << wider.err;
+  EXPECT_EQ(lines(wider.err), 1) << wider.err;
+  EXPECT_THAT(wider.err, HasSubstr(kQwen3Record.string()));
+  EXPECT_THAT(wider.err, HasSubstr("slices of 64"));
+  EXPECT_THAT(wider.err, HasSubstr("hidden_size 128"));
+  const auto vocab = loss_type_only(target_with("vocab_size", 96));
+  EXPECT_EQ(vocab.exit_code, 2) << vocab.out << vocab.err;
+  EXPECT_THAT(vocab.err, HasSubstr("teacher_logits rows are 64 wide"));
+  EXPECT_THAT(vocab.err, HasSubstr("vocab_size 96"));
+}
+
 // A golden names the architecture of the drafter it was measured with: a DFlash2 golden is not a
 // v1 drafter's bar (τ 2.18 < 3.63 was blamed on training).
 TEST(MixedArtifacts, AGoldenOfAnotherDrafterArchitectureIsRefusedByName) {

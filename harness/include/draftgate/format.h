@@ -2,7 +2,9 @@
 // Text forms of id lists, shapes and measured numbers shared by messages, metadata and reports.
 
 #include <cstdint>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,22 @@ inline std::string format_ids(const std::vector<std::int64_t>& ids) {
   std::string s;
   for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
   return s;
+}
+
+// format_ids read back: nullopt unless `text` is integers joined by commas ("1x" and "" are not).
+inline std::optional<std::vector<std::int64_t>> parse_ids(const std::string& text) {
+  std::vector<std::int64_t> ids;
+  std::istringstream in(text);
+  for (std::string id; std::getline(in, id, ',');) {
+    try {
+      std::size_t used = 0;
+      ids.push_back(std::stoll(id, &used));
+      if (used != id.size()) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return ids;
 }
 
 // "a, b, c".

@@ -299,17 +299,11 @@ StepRecord read_metadata(const Reader& r) {
   if (loss != "ce" && loss != "kl")
     throw Error(f, "loss \"" + loss + "\" is neither \"ce\" nor \"kl\"");
   rec.loss = loss == "ce" ? LossType::kHardCrossEntropy : LossType::kSoftKl;
-  std::istringstream taps(r.meta("target_layer_ids"));
-  for (std::string tap; std::getline(taps, tap, ',');) {
-    try {
-      std::size_t used = 0;
-      rec.target_layer_ids.push_back(std::stoll(tap, &used));
-      if (used != tap.size()) throw std::invalid_argument(tap);
-    } catch (const std::exception&) {
-      throw Error(f, "target_layer_ids \"" + r.meta("target_layer_ids") +
-                         "\" is not a comma-separated id list");
-    }
-  }
+  const auto taps = parse_ids(r.meta("target_layer_ids"));
+  if (!taps)
+    throw Error(f, "target_layer_ids \"" + r.meta("target_layer_ids") +
+                       "\" is not a comma-separated id list");
+  rec.target_layer_ids = *taps;
   if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
   if (r.optional_meta("step")) rec.step = r.meta_int("step");
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
