@@ -434,6 +434,43 @@ std::string min_tau_on(const fs::path& golden) {
          kQwen3Drafter.string() + " --golden " + golden.string();
 }
 
+// The reports draftgate writes carry no schema; given as an input they were read as one ("golden
+// has no /schema"). Named for what they are, read from the verbs' own output, and an eval result
+// longer than the sniffed head by its leading keys.
+TEST(ArtifactSlots, AReportDraftgateWroteIsNamedAsAReportInAnInputSlot) {
+  const fs::path dir = testing::fresh_dir("slots_reports");
+  const fs::path eval = dir / "eval.json", report = dir / "report.json";
+  const auto wrote_eval = run_draftgate("eval --target " + kQwen3Target.string() + " --drafter " +
+                                        kQwen3Drafter.string() + " --prompts " +
+                                        (kTrained / "prompts/held-out.jsonl").string() +
+                                        " --max-new 4 --json " + eval.string());
+  ASSERT_EQ(wrote_eval.exit_code, 0) << wrote_eval.out << wrote_eval.err;
+  const auto wrote_report = run_draftgate("check --only layer_path --target " +
+                                          kQwen3Target.string() + " --report " + report.string());
+  ASSERT_EQ(wrote_report.exit_code, 0) << wrote_report.out << wrote_report.err;
+  // Over the 1 MiB head: a document cut inside its per_prompt array.
+  nlohmann::json big = nlohmann::json::parse(testing::read_file(eval));
+  const nlohmann::json one = big["per_prompt"][0];
+  for (std::size_t n = one.dump(2).size(); n < (std::size_t{3} << 19); n += one.dump(2).size())
+    big["per_prompt"].push_back(one);
+  const fs::path long_eval = testing::write_file(dir / "long_eval.json", big.dump(2));
+  EXPECT_EQ(io::recognize_artifact(long_eval).kind, io::ArtifactKind::kReport);
+  for (const auto& [file, what] : {std::pair{eval, "it is an eval result (draftgate eval --json)"},
+                                   {long_eval, "it is an eval result (draftgate eval --json)"},
+                                   {report, "it is a check report (draftgate check --report)"}}) {
+    EXPECT_EQ(io::recognize_artifact(file).kind, io::ArtifactKind::kReport) << file;
+    const auto r = run_draftgate(min_tau_on(file));
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(file.string() + ": given as --golden but " + what));
+    EXPECT_THAT(r.err, HasSubstr("a report is draftgate's output"));
+  }
+  // A JSON object of other keys is still no kind: its reader says what is wrong with it.
+  EXPECT_EQ(
+      io::recognize_artifact(testing::write_file(dir / "other.json", R"({"decoding": {}})")).kind,
+      io::ArtifactKind::kUnknown);
+}
+
 TEST(MixedArtifacts, ACopiedGoldenSaysHowToPointAtItsPromptSet) {
   const fs::path dir = testing::fresh_dir("mixed_copied_golden");
   const fs::path golden = dir / "copied.json";

@@ -90,7 +90,21 @@ Recognized file(const fs::path& path) {
   if (schema == "draftgate.suite/1") return {ArtifactKind::kSuite, "a suite (" + schema + ")"};
   if (schema == "draftgate.measured_tau/1")
     return {ArtifactKind::kMeasuredTau, "a measured-τ file (" + schema + ")"};
-  if (doc.is_object()) return {};
+  // The reports draftgate writes carry no schema: an eval result by its per-prompt runs and its
+  // decoding settings (sorted keys: "decoding" precedes the long "per_prompt" array, so a head
+  // cut inside it still holds both), a check report by its summary line.
+  const bool whole_object = doc.is_object();
+  const std::size_t opening = text.find_first_not_of(" \t\r\n");
+  if (whole_object ? doc.contains("per_prompt") && doc.contains("decoding")
+                   : opening != std::string::npos && text[opening] == '{' &&
+                         static_cast<std::streamsize>(size) > kSniffBytes &&
+                         text.find("\"decoding\":") != std::string::npos &&
+                         text.find("\"per_prompt\":") != std::string::npos)
+    return {ArtifactKind::kReport, "an eval result (draftgate eval --json)"};
+  if (whole_object && doc.contains("summary_text") &&
+      (doc.contains("results") || doc.contains("suites")))
+    return {ArtifactKind::kReport, "a check report (draftgate check --report)"};
+  if (whole_object) return {};
   // JSONL: a prompt set's first line is an object with input_ids.
   const nlohmann::json first = parse_or_null(text.substr(0, text.find('\n')));
   if (first.is_object() && first.contains("input_ids"))
@@ -116,6 +130,8 @@ const char* kind_name(ArtifactKind kind) {
       return "a measured-τ file";
     case ArtifactKind::kPromptSet:
       return "a prompt set";
+    case ArtifactKind::kReport:
+      return "a report";
     case ArtifactKind::kUnknown:
       break;
   }
@@ -155,6 +171,7 @@ std::string slot_flag(ArtifactKind kind) {
       return "--measured";
     case ArtifactKind::kPromptSet:
       return "--prompts";
+    case ArtifactKind::kReport:
     case ArtifactKind::kUnknown:
       break;
   }
@@ -164,6 +181,11 @@ std::string slot_flag(ArtifactKind kind) {
 void require_slot(const fs::path& path, ArtifactKind expected, const std::string& flag) {
   const Recognized r = recognize_artifact(path);
   if (r.kind == ArtifactKind::kUnknown || r.kind == expected) return;
+  if (r.kind == ArtifactKind::kReport)
+    throw Error(path.string(),
+                "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),
+                "a report is draftgate's output, read by no verb; pass " +
+                    std::string(kind_name(expected)) + " as " + flag);
   throw Error(
       path.string(), "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),
       "give it as " + slot_flag(r.kind) + " and pass " + kind_name(expected) + " as " + flag);

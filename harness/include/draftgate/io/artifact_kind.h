@@ -1,6 +1,7 @@
 #pragma once
 // What an artifact is, by its content: a target or drafter checkpoint, a step record, a reference
-// dump, a golden, a suite, a measured-τ file, a prompt set. Given in another artifact's place, it
+// dump, a golden, a suite, a measured-τ file, a prompt set, or a report draftgate wrote (an output,
+// never an input: `eval --json`, `check --report`). Given in another artifact's place, it
 // is named for what it is and where it goes, instead of failing the other reader's checks with a
 // message about a missing embedding or a schema to re-record. Torch-free; cheap (a checkpoint's
 // config.json, a file's first bytes).
@@ -19,7 +20,8 @@ enum class ArtifactKind {
   kGolden,
   kSuite,
   kMeasuredTau,
-  kPromptSet
+  kPromptSet,
+  kReport
 };
 
 struct Recognized {
@@ -30,7 +32,8 @@ struct Recognized {
 // Never throws: kUnknown for anything unreadable or unrecognised (its own reader says why).
 Recognized recognize_artifact(const std::filesystem::path& path);
 
-// "--drafter", "--step-record", …: the flag an artifact of `kind` goes in ("" for kUnknown).
+// "--drafter", "--step-record", …: the flag an artifact of `kind` goes in ("" for kUnknown and
+// kReport).
 std::string slot_flag(ArtifactKind kind);
 
 // Throws draftgate::Error naming `path` when its content is another kind of artifact than
