@@ -56,6 +56,19 @@ int measure(const TauMeasureOptions& opt) {
   if (opt.url.rfind("http://", 0) != 0 && opt.url.rfind("https://", 0) != 0)
     throw Error("--url", "\"" + opt.url + "\" is not an http:// or https:// URL",
                 "the server's address, e.g. http://localhost:30000");
+  // The endpoints' paths are appended to it: a query or fragment would end up before them.
+  const std::size_t host = opt.url.find("://") + 3;
+  const std::string authority = opt.url.substr(host, opt.url.find_first_of("/?#", host) - host);
+  if (authority.empty() || opt.url.find_first_of("?#") != std::string::npos)
+    throw Error("--url",
+                "\"" + opt.url + "\" is not a server address (a host, no query or fragment)",
+                "the server's address, e.g. http://localhost:30000");
+  // user:password@ would be printed and recorded in the measured-τ file (uploaded by CI).
+  if (authority.find('@') != std::string::npos)
+    throw Error("--url",
+                "the URL carries credentials (user:password@), which would be printed "
+                "and recorded in the measured-τ file",
+                "drop them: vLLM and SGLang take a bearer token, passed with --api-key-env NAME");
   const SavedFiles saved = saved_files(opt);
   std::vector<io::RunPath> inputs = prompt_option_inputs(opt.prompt_options);
   inputs.push_back({opt.prompts, "--prompts"});

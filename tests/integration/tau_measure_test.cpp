@@ -22,6 +22,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::run_draftgate;
 using testing::write_file;
 namespace fs = std::filesystem;
@@ -257,6 +258,24 @@ TEST(TauMeasure, MeasuresAVllmModelByItsSecondServedNameAndRetriesMetrics) {
   }
 }
 
+// An older vLLM answers /metrics with a redirect to /metrics/ on the same server: followed, and τ
+// is the served one (a redirect to another server is refused: the hostile catalogue).
+TEST(TauMeasure, FollowsARedirectOnTheSameServer) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  const fs::path dir = testing::fresh_dir("tau_measure_redirect");
+  const fs::path prompts = prompt_set(dir);
+  const testing::EngineStandIn server(
+      dir / "server", "--engine vllm --vintage metrics --fault metrics-redirect --served-log " +
+                          (dir / "served.jsonl").string());
+  ASSERT_GT(server.port(), 0);
+  const fs::path out = dir / "measured.json";
+  const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
+                               prompts.string() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
+  EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12);
+}
+
 // Text and messages prompts are rendered by draftgate (the --tokenizer checkpoint's tokenizer.json
 // and chat template, --enable-thinking) and sent as the token ids `tokenize` gives for them; the
 // measured-τ file records the rendering. A conversation of several user turns is refused.
@@ -322,6 +341,19 @@ TEST(TauMeasure, RefusesBadFlagsBeforeSendingAnything) {
                     prompts.string() + out);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--url: \"file:///etc/passwd\" is not an http:// or https:// URL"));
+  // Credentials in the URL would be printed and recorded; a query or fragment would precede the
+  // endpoints' paths (measured before: both sent, the password in the measured-τ file).
+  r = run_draftgate("tau measure --engine vllm --url http://admin:hunter2@127.0.0.1:1 --prompts " +
+                    prompts.string() + out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--url: the URL carries credentials"));
+  EXPECT_THAT(r.err, Not(HasSubstr("hunter2")));
+  for (const std::string url : {"http://127.0.0.1:1/?a=b", "http://127.0.0.1:1#x", "http://"}) {
+    r = run_draftgate("tau measure --engine vllm --url " + url + " --prompts " + prompts.string() +
+                      out);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("is not a server address")) << url;
+  }
   r = run_draftgate("tau measure --engine vllm --url http://127.0.0.1:1 --prompts " +
                     prompts.string() + " --out " + prompts.string());
   EXPECT_EQ(r.exit_code, 2) << r.err;

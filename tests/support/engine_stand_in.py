@@ -33,7 +33,8 @@ import time
 FAULTS = [
     "none", "invalid-json", "huge-body", "counter-reset", "restart", "other-id", "missing-spec",
     "spec-off", "wrong-model", "hang", "transient-503", "overloaded", "no-id", "batch-answer",
-    "metrics-hang", "metrics-503",
+    "metrics-hang", "metrics-503", "metrics-redirect", "redirect-away", "engine-appears",
+    "other-client", "bare-and-total", "draft-tokens-a-string",
 ]
 
 
@@ -69,7 +70,9 @@ class Counters:
         self.drafts = self.draft_tokens = self.accepted = 0
         self.per_pos = [0] * self.k
 
-    def text(self, model, bare):
+    def text(self, model, bare, engines=1, bare_too=False):
+        """engines: label sets engine="0"… (a later one counts 1000 drafts of its own); bare_too:
+        each _total sample also under the bare family name, at twice the value."""
         suffix = "" if bare else "_total"
         labels = 'engine="0",model_name="%s"' % model
         out = ["# HELP process_start_time_seconds Start time of the process since unix epoch.",
@@ -84,6 +87,11 @@ class Counters:
             out.append("# TYPE %s%s counter" % (name, suffix))
             for extra, value in series:
                 out.append("%s%s{%s%s} %.1f" % (name, suffix, labels, extra, value))
+                if bare_too:
+                    out.append("%s{%s%s} %.1f" % (name, labels, extra, 2 * value))
+                for e in range(1, engines):
+                    out.append('%s%s{engine="%d",model_name="%s"%s} %.1f'
+                               % (name, suffix, e, model, extra, 1000.0))
             if not bare:
                 for extra, _ in series:
                     out.append("%s_created{%s%s} %r" % (name, labels, extra, self.created))
@@ -185,10 +193,23 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         routes = {"sglang": {"/get_server_info": self.server_info, "/flush_cache": self.flush},
                   "vllm": {"/v1/models": self.models, "/version": self.version,
                            "/metrics": self.metrics}}[self.opts.engine]
+        fault = self.opts.fault
+        if fault == "metrics-redirect" and self.path in ("/metrics", "/metrics/"):
+            if self.path == "/metrics":  # as an older vLLM's mounted /metrics app answers
+                return self.redirect("/metrics/")
+            return self.metrics()
+        if fault == "redirect-away" and self.path == "/v1/models":
+            return self.redirect("http://localhost:%d/v1/models" % self.server.server_port)
         route = routes.get(self.path)
         if route:
             return route()
         self.send_json({"detail": "Not Found"}, 404)
+
+    def redirect(self, location):
+        self.send_response(307)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def do_POST(self):
         if self.unauthorized():
@@ -216,7 +237,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             "speculative_algorithm": "DFLASH" if spec else None,
             "speculative_num_steps": k if spec else None,
             "speculative_eagle_topk": 1 if spec else None,
-            "speculative_num_draft_tokens": k + 1 if spec else None,
+            "speculative_num_draft_tokens": (str(k + 1) if self.opts.fault == "draft-tokens-a-string"
+                                             else k + 1) if spec else None,
             "speculative_draft_model_path": "z-lab/drafter" if spec else None,
             "version": self.opts.vintage, "internal_states": [{}]})
 
@@ -280,8 +302,11 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.send(200, "# TYPE vllm:num_requests_running gauge\n"
                              'vllm:num_requests_running{model_name="%s"} 0.0\n' % self.model(),
                              "text/plain; version=0.0.4")
-        self.send(200, StandIn.counters.text(self.labelled(), self.opts.vintage == "metrics-bare"),
-                  "text/plain; version=0.0.4")
+        mid_run = StandIn.answered > 0
+        self.send(200, StandIn.counters.text(
+            self.labelled(), self.opts.vintage == "metrics-bare",
+            engines=2 if fault == "engine-appears" and mid_run else 1,
+            bare_too=fault == "bare-and-total"), "text/plain; version=0.0.4")
 
     def completion(self):
         req = self.body()
@@ -295,6 +320,9 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         fault = self.opts.fault
         if fault == "counter-reset" and StandIn.answered == 2:
             StandIn.counters.reset()
+        if fault == "other-client" and StandIn.answered == 1:  # drafts of requests not ours
+            StandIn.counters.drafts += 1000
+            StandIn.counters.draft_tokens += 1000 * k
         if fault == "restart" and StandIn.answered == 2:  # counters go on, the process is new
             StandIn.counters.start_time += 1000
             StandIn.counters.created += 1000

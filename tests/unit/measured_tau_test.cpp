@@ -376,6 +376,10 @@ TEST(SglangRequests, MalformedResponsesAreNamed) {
   bad_hist["meta_info"]["spec_accept_histogram"] = {4, 4, 4};
   EXPECT_THAT(error_for(bad_hist.dump() + "\n"),
               HasSubstr("spec_accept_histogram counts 12 steps, spec_verify_ct 16"));
+  // τ below 1, fewer tokens than verify steps (measured before: τ 0.5 recorded, exit 0).
+  EXPECT_THAT(error_for(testing::sglang_response({"p1", 2, 4, 3, {4, 0, 0, 0}})),
+              HasSubstr("response 1: 2 tokens in 4 verify steps, but every step commits at least "
+                        "one (τ ≥ 1)"));
   EXPECT_THAT(error_for(""), HasSubstr("file is empty (0 bytes)"));
   EXPECT_THAT(error_for("\n \n"), HasSubstr("no /generate responses in the file"));
   EXPECT_THAT(error_for(std::string("\x00\xff\xfe garbage", 12)),

@@ -33,6 +33,15 @@ std::string mib(std::uint64_t bytes) {
                              : std::to_string(bytes) + " bytes";
 }
 
+// "http://host:port" of a URL: what a redirect may not leave.
+std::string origin(const std::string& url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  return url.substr(0, url.find('/', scheme + 3));
+}
+
+constexpr int kMaxRedirects = 5;
+
 }  // namespace
 
 std::string utc_now() {
@@ -60,9 +69,6 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, std::min(10L, limits.timeout_seconds));
   curl_easy_setopt(c, CURLOPT_TIMEOUT, limits.timeout_seconds);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -76,7 +82,26 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(request.json_body.size()));
   }
-  const CURLcode rc = curl_easy_perform(c);
+  // Redirects are followed on the server itself (an older vLLM sends /metrics to /metrics/), never
+  // to another: its answers would be recorded as this URL's.
+  CURLcode rc = CURLE_OK;
+  long status = 0;
+  for (int redirects = 0;; ++redirects) {
+    body.text.clear();
+    rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) break;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    char* location = nullptr;
+    curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
+    if (status < 300 || status > 399 || location == nullptr) break;
+    const std::string next = location;
+    if (origin(next) != origin(url))
+      throw Error(url, "redirects (HTTP " + std::to_string(status) + ") to another server, " + next,
+                  "give that server's address as --url if it is the engine");
+    if (redirects == kMaxRedirects)
+      throw Error(url, "redirects more than " + std::to_string(kMaxRedirects) + " times");
+    curl_easy_setopt(c, CURLOPT_URL, next.c_str());
+  }
   if (body.too_large || rc == CURLE_FILESIZE_EXCEEDED)
     throw Error(url, "the answer is larger than " + mib(limits.max_bytes) + "; refused unread",
                 "is this the engine's URL?");
@@ -89,7 +114,7 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
         url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),
         "is the server running, and is this its URL?");
   HttpResponse out;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.status);
+  out.status = status;
   out.body = std::move(body.text);
   return out;
 }

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <set>
 
 #include "draftgate/error.h"
@@ -84,6 +85,14 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
                 "point --url at the server of that model");
   // k = speculative_num_draft_tokens − 1 (the verify block holds the bonus position too).
   std::optional<std::int64_t> k;
+  // None until SGLang sets it from the algorithm; anything else but a count is not its field.
+  if (info.contains("speculative_num_draft_tokens") &&
+      !info.at("speculative_num_draft_tokens").is_null() &&
+      !info.at("speculative_num_draft_tokens").is_number_unsigned())
+    throw Error(info_url,
+                "speculative_num_draft_tokens is " +
+                    describe_json(info.at("speculative_num_draft_tokens")) + ", not a count",
+                "is this SGLang's /get_server_info?");
   if (info.contains("speculative_num_draft_tokens") &&
       info.at("speculative_num_draft_tokens").is_number_unsigned()) {
     const auto tokens = info.at("speculative_num_draft_tokens").get<std::uint64_t>();
@@ -226,6 +235,8 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
   const std::string tag = run_tag();
   std::vector<std::string> docs(prompts.size());
   std::vector<char> with_metrics(prompts.size(), 0);
+  // Tokens each answer generated (usage.completion_tokens), else at most max_tokens.
+  std::vector<std::int64_t> generated(prompts.size(), in.max_new_tokens);
   for_each_request(prompts.size(), in.concurrency, [&](std::size_t i) {
     const decode::Prompt& p = prompts[i];
     const std::string rid = "draftgate-" + tag + "-" + std::to_string(i + 1);
@@ -235,7 +246,8 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
                        {"temperature", 0}};
     const json r = http.call("/v1/completions", body, {"X-Request-Id: " + rid});
     const std::string prompt = "the answer to prompt \"" + p.id + "\"";
-    if (!r.is_object() || !r.contains("choices") || !r.at("choices").is_array())
+    if (!r.is_object() || !r.contains("choices") || !r.at("choices").is_array() ||
+        r.at("choices").empty())
       throw Error(completions, prompt + " is not a completion (no choices)");
     if (!r.contains("id"))
       throw Error(completions, prompt + " names no request (no id)",
@@ -247,6 +259,10 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
     if (auto m = string_at(r, "model"); m && *m != model && *m != labelled)
       throw Error(completions, prompt + " comes from model \"" + *m + "\", not \"" + model + "\"");
     with_metrics[i] = has_request_metrics(r);
+    if (const json* usage = r.contains("usage") ? &r.at("usage") : nullptr;
+        usage != nullptr && usage->is_object() && usage->contains("completion_tokens") &&
+        usage->at("completion_tokens").is_number_unsigned())
+      generated[i] = usage->at("completion_tokens").get<std::int64_t>();
     docs[i] = r.dump();
   });
   Scrape after = http.scrape("/metrics", &run.metrics_after);
@@ -267,6 +283,16 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
     run.measured.sources["tau_definition"] =
         "pooled only: the responses carry no per-request metrics (serve with "
         "--per-request-spec-decode-metrics summary for τ macro)";
+    // Every draft step commits at least one token: more drafts than the run generated tokens
+    // were another client's, or an engine's whose counters appeared mid-run.
+    const std::int64_t tokens =
+        std::accumulate(generated.begin(), generated.end(), std::int64_t{0});
+    if (run.measured.drafts > tokens)
+      throw Error(metrics_url,
+                  "the counters moved by " + std::to_string(run.measured.drafts) +
+                      " drafts between the scrapes, but the run generated at most " +
+                      std::to_string(tokens) + " tokens (each draft step commits one at least)",
+                  "another client used the server during the run: measure on a server of its own");
   }
   run.measured.model_name = model;  // as asked for (its counters and answers carry `labelled`)
   run.measured.inputs["server"] = http.base();

@@ -244,6 +244,12 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
                             std::to_string(q.completion_tokens) + " tokens in " +
                             std::to_string(q.verify_ct) + " verify steps of at most " +
                             std::to_string(*k + 1));
+    // Each verify step commits its accepted drafts and one token of the target's own: never none.
+    if (q.completion_tokens < q.verify_ct)
+      throw Error(file, "response " + std::to_string(i + 1) + ": " +
+                            std::to_string(q.completion_tokens) + " tokens in " +
+                            std::to_string(q.verify_ct) +
+                            " verify steps, but every step commits at least one (τ ≥ 1)");
     histograms = histograms && !q.histogram.empty();
     if (static_cast<std::int64_t>(q.histogram.size()) > *k + 1)
       throw Error(file, "response " + std::to_string(i + 1) + ": " + joined(names.histogram) +

@@ -37,8 +37,9 @@ std::map<std::string, double> series(
   for (const std::string& declared : {family, name})
     if (auto t = s.text.types.find(declared); t != s.text.types.end() && t->second != "counter")
       throw Error(s.source, declared + " is declared as a " + t->second + ", not a counter");
-  std::map<std::string, double> out;
+  std::map<std::string, double> out, bare;
   for (const auto& x : s.text.samples) {
+    if (suffixed && x.name == family) bare.emplace(label_text(x.labels), x.value);
     if (x.name != name) continue;
     auto m = x.labels.find("model_name");
     if (model && (m == x.labels.end() || m->second != *model)) continue;
@@ -52,6 +53,14 @@ std::map<std::string, double> series(
     if (!out.emplace(key, x.value).second) throw Error(s.source, where + " appears twice");
     if (labels_of) (*labels_of)[key] = x.labels;
   }
+  // One series under both names: two values of one count, so neither can be trusted.
+  for (const auto& [key, value] : bare)
+    if (auto it = out.find(key); it != out.end() && it->second != value)
+      throw Error(s.source,
+                  name + key + " is " + format_number(it->second, 17) + " but " + family + key +
+                      " is " + format_number(value, 17) +
+                      " on the same page: two values of one counter",
+                  "is something in front of the server rewriting its /metrics?");
   return out;
 }
 
@@ -76,6 +85,13 @@ Delta difference(const Scrape& after, const Scrape* before, const std::string& f
                       "between the scrapes (counter reset)",
                   "scrape before and after one uninterrupted run");
   for (const auto& [key, now] : a) {
+    // A series of its own that the earlier scrape lacked, beside ones it had: counted from 0, it
+    // would add counts from before the run (an engine or label set that appeared mid-run).
+    if (!b.empty() && !b.count(key))
+      throw Error(after.source,
+                  family + key + " is not in " + before->source + ", which has " + family +
+                      b.begin()->first + ": a series that appeared between the scrapes",
+                  "scrape before and after one uninterrupted run on a server of its own");
     const double was = b.count(key) ? b.at(key) : 0.0;
     if (now < was)
       throw Error(after.source,
