@@ -251,6 +251,11 @@ class DrafterConfigCheck : public Check {
         }
     }
 
+    // The rest of what the evaluators read of the config (block_size; a key given at the top level
+    // and under dflash_config agreeing; DFlash2's keys): a config they refuse is bad input here too
+    // (block_size 0 passed here). Missing keys are this check's findings above.
+    if (!mask.is_null() && !taps_json.is_null()) model::DrafterConfig::from(file_config);
+
     // num_target_layers, hidden size, vocabulary.
     const auto declared_layers = d.root().find("num_target_layers");
     if (declared_layers == d.root().end() || declared_layers->is_null()) {

@@ -112,7 +112,10 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
   out["taps_as_written"] = {{"key", written_key}, {"ids", written}};
 
   const json layer_cfg =
-      speculators ? root.value("transformer_layer_config", json::object()) : root;
+      !speculators ? root
+      : root.contains("transformer_layer_config") && root["transformer_layer_config"].is_object()
+          ? root["transformer_layer_config"]
+          : json::object();
   const auto target_vocab = layer_cfg.value("vocab_size", json(nullptr));
   const auto draft_vocab = root.value("draft_vocab_size", target_vocab);
   out["vocabulary"] = {
@@ -145,6 +148,13 @@ int run_probe_drafter(const fs::path& dir, bool as_json) {
   json refused = json::array();
   auto unread = model::refused_keys(c);
   for (auto& f : model::refused_files(dir)) unread.push_back(std::move(f));
+  // A config the evaluators cannot read (taps as strings, block_size 0, keys disagreeing): named as
+  // they name it, and the drafter is not read.
+  if (unread.empty()) try {
+      model::DrafterConfig::from(c);
+    } catch (const Error& e) {
+      unread.push_back({"config.json", "", e.problem()});
+    }
   for (const auto& k : unread)
     refused.push_back({{"key", k.key}, {"value", k.value}, {"effect", k.effect}});
   out["refused"] = refused;

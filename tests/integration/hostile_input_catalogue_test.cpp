@@ -1762,6 +1762,31 @@ Hostile dflash2_case(std::string label, std::function<void(json&)> edit, std::st
                       "qwen3-drafter-dflash2");
 }
 
+// A mutated copy of a fixture drafter through the header-only checks alone (`only`): what `eval`
+// refuses on loading is refused here too (each passed `check`, exit 0, and failed `eval`).
+Hostile structural_drafter_case(
+    std::string label, std::function<void(const fs::path&)> mutate, std::string message,
+    std::string fixture = "qwen3-drafter-reference",
+    std::string only = "layer_path,drafter_config,fc_excludes_target_layer") {
+  return {label,
+          [mutate, fixture, only](const fs::path& dir) {
+            const fs::path d = copy_of(dir, fixture);
+            mutate(d);
+            return "check --only " + only + " --target " + target() + " --drafter " + d.string();
+          },
+          message};
+}
+
+std::function<void(const fs::path&)> without_tensor(std::string name) {
+  return [name](const fs::path& d) {
+    testing::edit_tensors(d, [name](io::NamedTensors& tensors) {
+      tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                   [&](const auto& t) { return t.first == name; }),
+                    tensors.end());
+    });
+  };
+}
+
 // The DFlash2 fixture's step record after `edit`, read by the checks that read records.
 Hostile dflash2_record_case(std::string label, std::function<void(const fs::path&)> edit,
                             std::string message) {
@@ -3490,6 +3515,42 @@ Hostile rendered_prompt_case(const std::string& label, const std::string& conten
 
 const std::string kUserLine =
     "{\"id\": \"c\", \"messages\": [{\"role\": \"user\", \"content\": \"h\"}]}\n";
+
+// Found by an outside tester (2026-12-07): each passed `check`, exit 0, and was refused by `eval`.
+INSTANTIATE_TEST_SUITE_P(
+    DrafterLoadability, HostileInput,
+    ::testing::Values(
+        structural_drafter_case("drafter_without_its_final_norm", without_tensor("norm.weight"),
+                                "missing tensor \"norm.weight\""),
+        structural_drafter_case("drafter_without_a_q_norm",
+                                without_tensor("layers.0.self_attn.q_norm.weight"),
+                                "missing tensor \"layers.0.self_attn.q_norm.weight\""),
+        structural_drafter_case(
+            "dflash2_kernel_size_not_its_tensors",
+            config_edit([](json& c) { c["dflash_config"]["conv_kernel_size"] = 3; }),
+            "tensor \"layers.0.attention_conv.base_kernel\" has shape [2, 2, 64], config implies "
+            "[2, 3, 64]",
+            "qwen3-drafter-dflash2"),
+        structural_drafter_case("dflash2_selector_rank_not_its_tensors", config_edit([](json& c) {
+                                  c["dflash_config"]["selector_rank"] = 9;
+                                }),
+                                "has shape [8, 64], config implies [9, 64]", "qwen3-drafter-dflash2"),
+        structural_drafter_case(
+            "dflash2_selector_top_k_past_the_vocabulary",
+            config_edit([](json& c) { c["dflash_config"]["selector_top_k"] = 65; }),
+            "dflash_config.selector_top_k 65 exceeds the target's vocabulary (64)",
+            "qwen3-drafter-dflash2"),
+        structural_drafter_case("drafter_config_alone_block_size_0", config_edit([](json& c) {
+                                  c["block_size"] = 0;
+                                  c["dflash_config"]["block_size"] = 0;
+                                }),
+                                "block_size 0 is out of range", "qwen3-drafter-reference",
+                                "drafter_config"),
+        structural_drafter_case("drafter_config_alone_mask_disagrees",
+                                config_edit([](json& c) { c["mask_token_id"] = 62; }),
+                                "mask_token_id = 62 at the top level but 63 under dflash_config",
+                                "qwen3-drafter-reference", "drafter_config")),
+    [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(
     PromptSets, HostileInput,

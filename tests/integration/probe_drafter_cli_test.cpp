@@ -121,7 +121,17 @@ TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
                      {"mask_token_id", 63},
                      {"draft_vocab_size", 32},
                      {"aux_hidden_state_layer_ids", {1, 3}},
-                     {"transformer_layer_config", {{"vocab_size", 64}, {"num_hidden_layers", 2}}}};
+                     {"transformer_layer_config",
+                      {{"model_type", "qwen3"},
+                       {"vocab_size", 64},
+                       {"num_hidden_layers", 2},
+                       {"hidden_size", 64},
+                       {"intermediate_size", 192},
+                       {"num_attention_heads", 4},
+                       {"num_key_value_heads", 2},
+                       {"head_dim", 16},
+                       {"rms_norm_eps", 1e-6},
+                       {"rope_theta", 1e6}}}};
   const json j = probe_json(config_only("speculators", spec));
   EXPECT_EQ(j["format"], "speculators");
   EXPECT_EQ(j["kind"], "DFlash (speculators)");
@@ -143,6 +153,37 @@ TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
   EXPECT_EQ(d["read"], false);
   ASSERT_EQ(d["refused"].size(), 1u);
   EXPECT_EQ(d["refused"][0]["key"], "speculators_model_type");
+}
+
+// A config every evaluator refuses is not "read" (probe said read: true, "refused none", and
+// printed taps of strings; a transformer_layer_config that is no object was nlohmann's
+// type_error): named as the evaluators name it.
+TEST(ProbeDrafterCli, AConfigTheEvaluatorsRefuseIsNotRead) {
+  const json reference =
+      file_json(kSourceDir / "fixtures/trained/qwen3-drafter-reference/config.json");
+  json strings = reference, block = reference;
+  strings["dflash_config"]["target_layer_ids"] = {"0", "2"};
+  block["block_size"] = 0;
+  block["dflash_config"]["block_size"] = 0;
+  for (const auto& [name, config, effect] :
+       {std::tuple{"taps_strings", strings, "target_layer_ids holds \"0\", not a layer id"},
+        {"block_0", block, "block_size 0 is out of range"}}) {
+    const json j = probe_json(config_only(name, config));
+    EXPECT_EQ(j["read"], false) << name;
+    ASSERT_EQ(j["refused"].size(), 1u) << name;
+    EXPECT_EQ(j["refused"][0]["key"], "config.json");
+    EXPECT_THAT(j["refused"][0]["effect"].get<std::string>(), HasSubstr(effect));
+  }
+  const json speculators = {{"speculators_model_type", "dflash"},
+                            {"architectures", {"DFlashSpeculator"}},
+                            {"aux_hidden_state_layer_ids", {1, 3}},
+                            {"transformer_layer_config", "qwen3"}};
+  const fs::path dir = config_only("tlc_string", speculators);
+  const auto text = run_draftgate("probe " + dir.string());
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("refused          transformer_layer_config = \"qwen3\""));
+  const json j = probe_json(dir);
+  EXPECT_EQ(j["read"], false);
 }
 
 TEST(ProbeDrafterCli, NamesEveryDisagreementBetweenEngines) {

@@ -467,34 +467,68 @@ void DrafterConfig::check_tensors(const std::vector<std::string>& names,
                 "the config must declare every trained layer");
 }
 
+namespace {
+using Shape = std::vector<std::int64_t>;
+
+// A drafter layer's tensors (after "layers.N.") and their shapes, as loading reads them: Qwen3
+// attention with q/k norms and a SwiGLU MLP; DFlash2 adds a dynamic convolution around each.
+std::vector<std::pair<std::string, Shape>> layer_tensors(const DrafterConfig& d) {
+  const std::int64_t q = d.num_heads * d.head_dim, kv = d.num_kv_heads * d.head_dim, h = d.hidden;
+  std::vector<std::pair<std::string, Shape>> out = {
+      {"self_attn.q_proj.weight", {q, h}},           {"self_attn.k_proj.weight", {kv, h}},
+      {"self_attn.v_proj.weight", {kv, h}},          {"self_attn.o_proj.weight", {h, q}},
+      {"self_attn.q_norm.weight", {d.head_dim}},     {"self_attn.k_norm.weight", {d.head_dim}},
+      {"mlp.gate_proj.weight", {d.intermediate, h}}, {"mlp.up_proj.weight", {d.intermediate, h}},
+      {"mlp.down_proj.weight", {h, d.intermediate}}, {"input_layernorm.weight", {h}},
+      {"post_attention_layernorm.weight", {h}}};
+  if (!d.dflash2 || d.dflash2->conv_group_size <= 0) return out;
+  const std::int64_t k = d.dflash2->conv_kernel_size, groups = h / d.dflash2->conv_group_size;
+  for (const char* conv : {"attention_conv.", "mlp_conv."}) {
+    out.push_back({std::string(conv) + "base_kernel", {2, k, h}});
+    out.push_back({std::string(conv) + "kernel_projection.weight", {2 * k * groups, h}});
+  }
+  return out;
+}
+
+const char* const kCodebooks[] = {"candidate_selector.predecessor_codebook",
+                                  "candidate_selector.successor_codebook"};
+}  // namespace
+
 std::optional<std::vector<std::int64_t>> DrafterConfig::expected_shape(
     const std::string& name, std::int64_t target_vocab) const {
-  using Shape = std::vector<std::int64_t>;
   const std::int64_t draft_vocab = draft_vocab_size.value_or(target_vocab);
-  const std::int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
   if (name == "hidden_norm.weight" || name == "norm.weight") return Shape{hidden};
   if (name == "embed_tokens.weight") return Shape{target_vocab, hidden};
   if (name == "lm_head.weight") return Shape{draft_vocab, hidden};
   if (name == "d2t") return Shape{draft_vocab};
   if (name == "t2d") return Shape{target_vocab};
+  if (dflash2) {
+    for (const char* codebook : kCodebooks)
+      if (name == codebook || name == std::string(codebook) + ".weight")
+        return Shape{target_vocab, dflash2->selector_rank};
+    if (name == "candidate_selector.hidden_projection.weight")
+      return Shape{dflash2->selector_rank, hidden};
+  }
   if (name.rfind("layers.", 0) != 0) return std::nullopt;
   const std::size_t dot = name.find('.', 7);
   if (dot == std::string::npos) return std::nullopt;
   const std::string suffix = name.substr(dot + 1);
-  const std::pair<const char*, Shape> kLayer[] = {{"self_attn.q_proj.weight", {q, hidden}},
-                                                  {"self_attn.k_proj.weight", {kv, hidden}},
-                                                  {"self_attn.v_proj.weight", {kv, hidden}},
-                                                  {"self_attn.o_proj.weight", {hidden, q}},
-                                                  {"self_attn.q_norm.weight", {head_dim}},
-                                                  {"self_attn.k_norm.weight", {head_dim}},
-                                                  {"mlp.gate_proj.weight", {intermediate, hidden}},
-                                                  {"mlp.up_proj.weight", {intermediate, hidden}},
-                                                  {"mlp.down_proj.weight", {hidden, intermediate}},
-                                                  {"input_layernorm.weight", {hidden}},
-                                                  {"post_attention_layernorm.weight", {hidden}}};
-  for (const auto& [known, shape] : kLayer)
+  for (const auto& [known, shape] : layer_tensors(*this))
     if (suffix == known) return shape;
   return std::nullopt;
+}
+
+std::vector<std::vector<std::string>> DrafterConfig::required_tensors() const {
+  std::vector<std::vector<std::string>> out = {
+      {"fc.weight"}, {"hidden_norm.weight"}, {"norm.weight"}};
+  for (std::int64_t i = 0; i < num_layers; ++i)
+    for (const auto& [suffix, shape] : layer_tensors(*this))
+      out.push_back({"layers." + std::to_string(i) + "." + suffix});
+  if (!dflash2) return out;
+  for (const char* codebook : kCodebooks)
+    out.push_back({codebook, std::string(codebook) + ".weight"});
+  out.push_back({"candidate_selector.hidden_projection.weight"});
+  return out;
 }
 
 }  // namespace draftgate::model

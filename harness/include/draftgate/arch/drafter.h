@@ -131,12 +131,17 @@ struct DrafterConfig {
   // (convolutions, candidate selector) need a DFlash2 config: a v1 one would silently draft without
   // them. Throws draftgate::Error naming the file.
   void check_tensors(const std::vector<std::string>& tensor_names, const std::string& file) const;
-  // The shape loading the drafter requires of tensor `name` (a Qwen3 layer's, the norms, its own
-  // embedding and head, the reduced vocabulary's d2t / t2d) against a target of `target_vocab`
-  // ids; none for fc (its width is the target's) and the tensors loading does not shape
-  // (DFlash2's, speculators' verifier_*). What a header-only check compares.
+  // The shape loading the drafter requires of tensor `name` (a Qwen3 layer's, a DFlash2 layer's
+  // convolutions and the candidate selector, the norms, its own embedding and head, the reduced
+  // vocabulary's d2t / t2d) against a target of `target_vocab` ids; none for fc (its width is the
+  // target's) and the tensors loading does not read (speculators' verifier_*). What a header-only
+  // check compares.
   std::optional<std::vector<std::int64_t>> expected_shape(const std::string& name,
                                                           std::int64_t target_vocab) const;
+  // The tensors loading the drafter requires, each as the names it may be stored under (a DFlash2
+  // codebook bare or with ".weight"): fc, the norms, every layer's, a DFlash2 drafter's
+  // convolutions and selector. Its own embedding, head, d2t and t2d are optional.
+  std::vector<std::vector<std::string>> required_tensors() const;
 };
 
 }  // namespace draftgate::model
