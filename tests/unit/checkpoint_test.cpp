@@ -152,6 +152,23 @@ TEST(Checkpoint, DuplicateTensorAcrossShardsWithoutIndex) {
               HasSubstr("tensor \"x\" also appears in a.safetensors"));
 }
 
+// model.safetensors beside another *.safetensors and no index: transformers loads the one, vLLM
+// every file (a stray head's or a second norm's tensors); read as the one before (found by an
+// outside tester). A Mistral-native consolidated copy is no such file.
+TEST(Checkpoint, SingleFileBesideAnotherWithoutIndexIsRefused) {
+  const fs::path dir = testing::fresh_dir("single_and_stray");
+  const float v[1] = {3.0f};
+  const std::string_view b(reinterpret_cast<const char*>(v), 4);
+  write_json(dir / "config.json", {{"num_hidden_layers", 1}});
+  write_safetensors(dir / "model.safetensors", {{"x", DType::F32, {1}, b}});
+  write_safetensors(dir / "consolidated.safetensors", {{"x", DType::F32, {1}, b}});
+  EXPECT_EQ(Checkpoint::open(dir).names().size(), 1u);
+  write_safetensors(dir / "extra.safetensors", {{"medusa_head.weight", DType::F32, {1}, b}});
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir); }),
+              HasSubstr("holds model.safetensors and extra.safetensors without a "
+                        "model.safetensors.index.json"));
+}
+
 // A checkpoint larger than memory is written from one random block per distribution: every tensor
 // bigger than the block repeats it with that period, the rows of a matrix are all distinct, and the
 // model computes finite, varied logits (no argmax ties that would make verdicts vacuous).

@@ -148,14 +148,20 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     }
   } else {
     std::vector<std::string> files;
-    if (fs::exists(dir / kSingleName, ec)) {
-      files.push_back(kSingleName);
-    } else {
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string name = e.path().filename().string();
-        if (e.path().extension() == ".safetensors" && !is_consolidated(name)) files.push_back(name);
-      }
-      std::sort(files.begin(), files.end());
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() == ".safetensors" && !is_consolidated(name)) files.push_back(name);
+    }
+    std::sort(files.begin(), files.end());
+    // Loaders disagree on such a directory too: transformers loads model.safetensors alone, vLLM
+    // (no index to filter by) every *.safetensors, a stray file's tensors included.
+    if (files.size() > 1 && std::count(files.begin(), files.end(), kSingleName) == 1) {
+      const std::string other = files.front() == kSingleName ? files[1] : files.front();
+      throw Error(dir.string(),
+                  "holds " + std::string(kSingleName) + " and " + other +
+                      " without a model.safetensors.index.json",
+                  "keep the weights you mean: transformers loads model.safetensors alone, vLLM "
+                  "every *.safetensors file");
     }
     const std::optional<std::string> pickled = files.empty() ? pickled_weights(dir) : std::nullopt;
     if (pickled)
