@@ -3534,7 +3534,8 @@ INSTANTIATE_TEST_SUITE_P(
         structural_drafter_case("dflash2_selector_rank_not_its_tensors", config_edit([](json& c) {
                                   c["dflash_config"]["selector_rank"] = 9;
                                 }),
-                                "has shape [8, 64], config implies [9, 64]", "qwen3-drafter-dflash2"),
+                                "has shape [8, 64], config implies [9, 64]",
+                                "qwen3-drafter-dflash2"),
         structural_drafter_case(
             "dflash2_selector_top_k_past_the_vocabulary",
             config_edit([](json& c) { c["dflash_config"]["selector_top_k"] = 65; }),
@@ -3549,7 +3550,17 @@ INSTANTIATE_TEST_SUITE_P(
         structural_drafter_case("drafter_config_alone_mask_disagrees",
                                 config_edit([](json& c) { c["mask_token_id"] = 62; }),
                                 "mask_token_id = 62 at the top level but 63 under dflash_config",
-                                "qwen3-drafter-reference", "drafter_config")),
+                                "qwen3-drafter-reference", "drafter_config"),
+        // A z-lab drafter's d2t was ignored by eval (z-lab's reference never reads it; vLLM maps
+        // through it).
+        drafter_case(
+            "zlab_drafter_d2t_not_the_identity",
+            [](const fs::path& d) {
+              testing::edit_tensors(d, [](io::NamedTensors& tensors) {
+                tensors.emplace_back("d2t", at::ones({64}, at::kLong));
+              });
+            },
+            "tensor \"d2t\" is not all zeros", "qwen3-drafter-reference")),
     [](const auto& p) { return p.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(

@@ -161,6 +161,15 @@ void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const Ta
                     "z-lab's reference uses the target's and vLLM the drafter's, so the two "
                     "draft differently: drop the tensor (a z-lab drafter shares the target's), "
                     "or save the drafter in the speculators format, which reads it as vLLM does");
+    // The maps of a reduced vocabulary: z-lab's reference drafts the full vocabulary and never
+    // reads them, vLLM maps its drafts through them; only the identity means the same to both.
+    try {
+      draft_to_target_ids(ckpt, vocab, vocab);
+    } catch (const Error& e) {
+      throw Error(e.file(), e.problem(),
+                  "z-lab's reference ignores d2t / t2d and vLLM maps drafts through them: drop "
+                  "them, or save a reduced-vocabulary drafter in the speculators format");
+    }
     return;
   }
   // vLLM uses the drafter's own embed_tokens / lm_head when the checkpoint has them and shares
