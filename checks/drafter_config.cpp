@@ -251,11 +251,6 @@ class DrafterConfigCheck : public Check {
         }
     }
 
-    // The rest of what the evaluators read of the config (block_size; a key given at the top level
-    // and under dflash_config agreeing; DFlash2's keys): a config they refuse is bad input here too
-    // (block_size 0 passed here). Missing keys are this check's findings above.
-    if (!mask.is_null() && !taps_json.is_null()) model::DrafterConfig::from(file_config);
-
     // num_target_layers, hidden size, vocabulary.
     const auto declared_layers = d.root().find("num_target_layers");
     if (declared_layers == d.root().end() || declared_layers->is_null()) {
@@ -296,6 +291,16 @@ class DrafterConfigCheck : public Check {
       problems.push_back(*fp16 +
                          ": fp16 overflows in DFlash drafters (NaN, zero acceptance); store and "
                          "run the drafter in bfloat16 (allow_float16 relaxes this)");
+
+    // The rest of what the evaluators read of the config (block_size; a key given at the top level
+    // and under dflash_config agreeing; DFlash2's keys): a config they refuse is bad input here too
+    // (block_size 0 passed here). After this check's own findings, which say more, and not where
+    // the run relaxed one of its rules (a relaxed rope rule is still one the evaluators enforce).
+    const bool relaxed = std::any_of(p.items().begin(), p.items().end(), [](const auto& kv) {
+      return kv.key().rfind("allow_", 0) == 0 && kv.value() == true;
+    });
+    if (problems.empty() && !relaxed && !mask.is_null() && !taps_json.is_null())
+      model::DrafterConfig::from(file_config);
 
     if (!not_checked.empty()) r.evidence["not_checked"] = not_checked;
     std::string pass = "mask_token_id, taps, layer count, RoPE and dtype are explicit";

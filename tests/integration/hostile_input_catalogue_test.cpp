@@ -312,11 +312,11 @@ INSTANTIATE_TEST_SUITE_P(
         probe_case(
             "single_file_beside_a_sharded_index",
             [](const fs::path& ckpt) {
-              fs::copy_file(ckpt / "model.safetensors", ckpt / "model-00001-of-00001.safetensors");
               json index = {{"weight_map", json::object()}};
               const io::Checkpoint single = io::Checkpoint::open(ckpt);
               for (const auto& name : single.names())
                 index["weight_map"][name] = "model-00001-of-00001.safetensors";
+              fs::copy_file(ckpt / "model.safetensors", ckpt / "model-00001-of-00001.safetensors");
               write(ckpt / "model.safetensors.index.json", index.dump());
             },
             "holds both model.safetensors and model.safetensors.index.json, whose shards are "
@@ -3396,6 +3396,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "drafts between the scrapes, but the run generated at most"),
         live_case("vllm_bare_and_total_disagree", kVllmPooled + "bare-and-total",
                   "on the same page: two values of one counter"),
+        live_case("vllm_metrics_cut_off", kVllmPooled + "metrics-cut-off",
+                  "/metrics: the answer was cut off after"),
         live_case("sglang_draft_tokens_a_string", kSglang + "draft-tokens-a-string",
                   "/get_server_info: speculative_num_draft_tokens is \"4\", not a count"),
         live_case("vllm_restart_without_total",

@@ -34,7 +34,7 @@ FAULTS = [
     "none", "invalid-json", "huge-body", "counter-reset", "restart", "other-id", "missing-spec",
     "spec-off", "wrong-model", "hang", "transient-503", "overloaded", "no-id", "batch-answer",
     "metrics-hang", "metrics-503", "metrics-redirect", "redirect-away", "engine-appears",
-    "other-client", "bare-and-total", "draft-tokens-a-string",
+    "other-client", "bare-and-total", "draft-tokens-a-string", "metrics-cut-off",
 ]
 
 
@@ -302,6 +302,15 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             return self.send(200, "# TYPE vllm:num_requests_running gauge\n"
                              'vllm:num_requests_running{model_name="%s"} 0.0\n' % self.model(),
                              "text/plain; version=0.0.4")
+        if fault == "metrics-cut-off":  # promises more than it sends, then closes
+            page = StandIn.counters.text(self.labelled(), False).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(page) + 100))
+            self.end_headers()
+            self.wfile.write(page)
+            self.close_connection = True
+            return None
         mid_run = StandIn.answered > 0
         self.send(200, StandIn.counters.text(
             self.labelled(), self.opts.vintage == "metrics-bare",

@@ -15,7 +15,10 @@
 namespace draftgate::tau {
 namespace {
 
-bool transient(long status) { return status == 502 || status == 503 || status == 504; }
+// A gateway or the engine busy for now, or a rate limit (429): worth a retry.
+bool transient(long status) {
+  return status == 429 || status == 502 || status == 503 || status == 504;
+}
 
 // An error answer's own message, when it has one ({"message": …} as SGLang's ErrorResponse and
 // vLLM's write it, or {"error": {"message": …}}), cut to one short phrase.
@@ -61,8 +64,9 @@ EngineHttp::Answer EngineHttp::exchange(const std::string& path, const std::stri
         where,
         "HTTP status " + std::to_string(r.status) + server_message(r.body) +
             (transient(r.status) ? " after " + std::to_string(kTransientRetries) + " retries" : ""),
-        transient(r.status) ? "the server is overloaded or restarting; try again later"
-        : r.status != 401   ? "is this the engine's URL, and is it serving?"
+        transient(r.status)
+            ? "the server is overloaded, rate-limiting or restarting; try again later"
+        : r.status != 401 ? "is this the engine's URL, and is it serving?"
         : api_key_.empty()
             ? "the server wants an API key (its --api-key): put it in an environment variable "
               "and pass --api-key-env NAME"

@@ -109,6 +109,9 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
     throw Error(
         url, "no answer within " + std::to_string(limits.timeout_seconds) + " s",
         "is the server overloaded or stuck? (tau measure: --timeout S for long generations)");
+  if (rc == CURLE_PARTIAL_FILE)
+    throw Error(url, "the answer was cut off after " + std::to_string(body.text.size()) + " bytes",
+                "the server or a proxy closed the connection early: is it restarting?");
   if (rc != CURLE_OK)
     throw Error(
         url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),
