@@ -262,7 +262,9 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
     if (const json* usage = r.contains("usage") ? &r.at("usage") : nullptr;
         usage != nullptr && usage->is_object() && usage->contains("completion_tokens") &&
         usage->at("completion_tokens").is_number_unsigned())
-      generated[i] = usage->at("completion_tokens").get<std::int64_t>();
+      generated[i] = static_cast<std::int64_t>(std::min<std::uint64_t>(
+          usage->at("completion_tokens").get<std::uint64_t>(),
+          static_cast<std::uint64_t>(in.max_new_tokens)));  // never more than asked for
     docs[i] = r.dump();
   });
   Scrape after = http.scrape("/metrics", &run.metrics_after);
