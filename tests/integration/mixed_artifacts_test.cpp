@@ -197,6 +197,30 @@ TEST(MixedArtifacts, ARecordWhoseWidthsDoNotFitTheTargetIsRefusedEvenWhereNoChec
   EXPECT_THAT(vocab.err, HasSubstr("vocab_size 96"));
 }
 
+// A metadata-only copy of a drafter (config.json and the index, no shards) is held to the
+// tensors its config implies by name; it has no shapes to compare (it was refused for a missing
+// fc.weight once presence was checked from the headers).
+TEST(MixedArtifacts, AMetadataOnlyDrafterIsHeldToItsTensorNames) {
+  const fs::path dir = testing::fresh_dir("mixed_metadata_only_drafter");
+  auto copy = [&](const std::string& name, const std::string& dropped) {
+    const fs::path meta = dir / name;
+    fs::create_directories(meta);
+    fs::copy_file(kQwen3Drafter / "config.json", meta / "config.json");
+    nlohmann::json index = {{"weight_map", nlohmann::json::object()}};
+    const io::Checkpoint drafter = io::Checkpoint::open(kQwen3Drafter);
+    for (const auto& tensor : drafter.names())
+      if (tensor != dropped) index["weight_map"][tensor] = "model-00001-of-00001.safetensors";
+    std::ofstream(meta / "model.safetensors.index.json") << index.dump();
+    return "check --only fc_excludes_target_layer --target " + kQwen3Target.string() +
+           " --drafter " + meta.string();
+  };
+  const auto whole = run_draftgate(copy("whole", ""));
+  EXPECT_EQ(whole.exit_code, 0) << whole.out << whole.err;
+  const auto short_one = run_draftgate(copy("without_norm", "norm.weight"));
+  EXPECT_EQ(short_one.exit_code, 2) << short_one.out << short_one.err;
+  EXPECT_THAT(short_one.err, HasSubstr("missing tensor \"norm.weight\""));
+}
+
 // A golden names the architecture of the drafter it was measured with: a DFlash2 golden is not a
 // v1 drafter's bar (τ 2.18 < 3.63 was blamed on training).
 TEST(MixedArtifacts, AGoldenOfAnotherDrafterArchitectureIsRefusedByName) {
