@@ -3398,6 +3398,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "on the same page: two values of one counter"),
         live_case("vllm_metrics_cut_off", kVllmPooled + "metrics-cut-off",
                   "/metrics: the answer was cut off after"),
+        live_case("vllm_answer_not_gzip", kVllm + "bad-gzip",
+                  "the answer's Content-Encoding could not be decoded"),
         live_case("sglang_draft_tokens_a_string", kSglang + "draft-tokens-a-string",
                   "/get_server_info: speculative_num_draft_tokens is \"4\", not a count"),
         live_case("vllm_restart_without_total",

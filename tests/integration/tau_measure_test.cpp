@@ -276,6 +276,24 @@ TEST(TauMeasure, FollowsARedirectOnTheSameServer) {
   EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12);
 }
 
+// A server (or a proxy before it) that compresses its answers, asked or not: read decoded, and τ is
+// the served one.
+TEST(TauMeasure, ReadsCompressedAnswers) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  const fs::path dir = testing::fresh_dir("tau_measure_gzip");
+  const fs::path prompts = prompt_set(dir);
+  const testing::EngineStandIn server(dir / "server",
+                                      "--engine vllm --vintage metrics --fault gzip --served-log " +
+                                          (dir / "served.jsonl").string());
+  ASSERT_GT(server.port(), 0);
+  const fs::path out = dir / "measured.json";
+  const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
+                               prompts.string() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
+  EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12);
+}
+
 // Text and messages prompts are rendered by draftgate (the --tokenizer checkpoint's tokenizer.json
 // and chat template, --enable-thinking) and sent as the token ids `tokenize` gives for them; the
 // measured-τ file records the rendering. A conversation of several user turns is refused.

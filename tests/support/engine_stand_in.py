@@ -24,6 +24,7 @@ test computes τ from them independently of draftgate's parsers.
 """
 
 import argparse
+import gzip
 import http.server
 import json
 import os
@@ -35,6 +36,7 @@ FAULTS = [
     "spec-off", "wrong-model", "hang", "transient-503", "overloaded", "no-id", "batch-answer",
     "metrics-hang", "metrics-503", "metrics-redirect", "redirect-away", "engine-appears",
     "other-client", "bare-and-total", "draft-tokens-a-string", "metrics-cut-off",
+    "gzip", "bad-gzip",
 ]
 
 
@@ -111,8 +113,13 @@ class StandIn(http.server.BaseHTTPRequestHandler):
     # --- plumbing ---
     def send(self, status, body, content_type="application/json"):
         data = body.encode() if isinstance(body, str) else body
+        fault = self.opts.fault
+        if fault in ("gzip", "bad-gzip"):  # as a compressing proxy does, asked or not
+            data = gzip.compress(data) if fault == "gzip" else b"\x1f\x8b not gzip"
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        if fault in ("gzip", "bad-gzip"):
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         try:

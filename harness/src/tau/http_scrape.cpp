@@ -77,6 +77,9 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  // Every encoding libcurl decodes is offered and decoded (a proxy may compress unasked); the size
+  // limit counts the decoded bytes.
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
   if (!request.json_body.empty()) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.json_body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -112,6 +115,11 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
   if (rc == CURLE_PARTIAL_FILE)
     throw Error(url, "the answer was cut off after " + std::to_string(body.text.size()) + " bytes",
                 "the server or a proxy closed the connection early: is it restarting?");
+  if (rc == CURLE_BAD_CONTENT_ENCODING)
+    throw Error(url,
+                std::string("the answer's Content-Encoding could not be decoded: ") +
+                    (*error ? error : curl_easy_strerror(rc)),
+                "is a proxy between here and the engine rewriting its answers?");
   if (rc != CURLE_OK)
     throw Error(
         url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),
