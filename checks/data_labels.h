@@ -13,15 +13,19 @@
 
 namespace draftgate::checks {
 
-// The offset d at which the weighted recorded labels equal input_ids[a+k+d] in at least
-// `min_agreement` of the elements that have a token there, preferring d = 0; nullopt when none.
+// Data labels are integers: every weighted label must be input_ids[a+k], exactly. Where some are
+// not, the offset d at which at least `min_shift_agreement` of them are input_ids[a+k+d] names a
+// shift; the first mismatch at d = 0 names where to look.
 struct LabelAlignment {
-  std::int64_t elements = 0;  // weighted elements judged at offset 0
-  double agreement = 1.0;     // at offset 0
+  std::int64_t elements = 0;  // weighted elements with a token at a+k
+  std::int64_t agreeing = 0;  // of them, labels equal to input_ids[a+k]
   std::optional<std::int64_t> offset;
   double offset_agreement = 0;  // at `offset`
+  std::string
+      first_mismatch;  // "anchor 3 (position 17), block element 2: label 9, input_ids[19] 4"
+  bool aligned() const { return agreeing == elements; }
 };
-LabelAlignment data_label_alignment(const train::StepRecord& record, double min_agreement);
+LabelAlignment data_label_alignment(const train::StepRecord& record, double min_shift_agreement);
 
 // The whole verdict for a data-label record; `target` may be absent (then fc_input is not
 // judged, and the verdict says so).

@@ -99,6 +99,49 @@ class DoubleLogits {
   at::Tensor stored_;
 };
 
+// The step's block targets with blocks supervised past their sequence's end, where the batch row
+// goes on (StepBatch::loss_mask_past_ends): speculators' anchor selection keeps anchors up to the
+// row's end, and its loss mask is read on the packed row, so a block near a document's end is
+// supervised on the next document's first tokens. Nullopt when no block element is supervised so.
+struct PastEnds {
+  at::Tensor ce, mask;        // elementwise CE with those labels; the 0/1 supervision
+  std::int64_t elements = 0;  // block elements supervised past their sequence's end
+  std::string first;          // where the first is
+};
+std::optional<PastEnds> past_end_supervision(const train::StepBatch& batch,
+                                             const DoubleLogits& logits) {
+  if (batch.loss_mask_past_ends.empty()) return std::nullopt;
+  const train::StepRecord& rec = batch.joined;
+  train::BlockTargets t = train::block_targets(rec.input_ids, batch.loss_mask_past_ends,
+                                               rec.anchors, rec.block_size, 0.0);
+  if (rec.labels.defined()) {  // recorded labels where the trainer recorded them
+    const at::Tensor ignored = rec.labels < 0;
+    t.labels = at::where(ignored, t.labels, rec.labels);
+    t.weight = t.weight.masked_fill(ignored, 0);
+  }
+  PastEnds out;
+  out.mask = (t.weight > 0).to(at::kDouble);
+  const at::Tensor within = (train::recorded_block_targets(rec).weight > 0).to(at::kDouble);
+  const at::Tensor extra = (out.mask - within).clamp_min(0);
+  out.elements = static_cast<std::int64_t>(extra.sum().item<double>());
+  if (out.elements == 0) return std::nullopt;
+  const auto e = extra.accessor<double, 2>();
+  std::int64_t j = 0;
+  for (std::size_t i = 0; i < batch.sequences.size() && out.first.empty(); ++i) {
+    const train::StepRecord& s = batch.sequences[i];
+    for (const std::int64_t a : s.anchors) {
+      for (std::int64_t k = 1; k < rec.block_size && out.first.empty(); ++k)
+        if (e[j][k] > 0)
+          out.first = (batch.names[i].empty() ? "" : batch.names[i] + ", ") + "anchor " +
+                      std::to_string(a) + ", block element " + std::to_string(k) + " at position " +
+                      std::to_string(a + k) + " of " + std::to_string(s.input_ids.size());
+      ++j;
+    }
+  }
+  out.ce = logits.cross_entropy(t.labels);
+  return out;
+}
+
 // First-order standard deviation of the weighted CE when every logit carries an independent
 // rounding error, uniform within half an ulp of a `bits`-bit format: ΔCE_j = Σ_v (p_v − [v = y])
 // δ_v.
@@ -127,14 +170,17 @@ double recipe_value(const train::StepRecord& rec, const train::LossRecipe& recip
 struct Candidate {
   std::string name;  // empty: none
   double value = 0;
+  int tried = 0;  // hypotheses computed
 };
 
 // Every other hypothesis of what the trainer computed, closest to the logged loss: the other
 // weightings (uniform, decay γ of the record and the trainers' defaults 4 and 7, D-PACE), the
 // other normalisations, the other loss, and labels shifted by one position either way.
+// Every hypothesis's value goes to `values`.
 Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_loss,
                            const DoubleLogits& logits, const train::BlockTargets& targets,
-                           const at::Tensor& ce_elements, const at::Tensor& kl_elements) {
+                           const at::Tensor& ce_elements, const at::Tensor& kl_elements,
+                           std::vector<double>* values) {
   train::LossRecipe configured = rec.recipe();
   configured.loss = judged_loss;
   // Every weighting × every normalisation.
@@ -187,8 +233,10 @@ Candidate best_alternative(const train::StepRecord& rec, train::LossType judged_
     if (!(m.sum().item<double>() > 0)) return;
     const double v = recipe_value(rec, recipe, elements, m);
     const double distance = std::abs(v - rec.logged_loss);
+    ++best.tried;
+    values->push_back(v);
     if (std::isfinite(v) && (best.name.empty() || distance < best_distance))
-      best = {"the " + recipe.describe() + suffix, v}, best_distance = distance;
+      best = {"the " + recipe.describe() + suffix, v, best.tried}, best_distance = distance;
   };
   for (train::LossRecipe recipe : recipes) {
     recipe.loss = train::LossType::kHardCrossEntropy;
@@ -234,12 +282,17 @@ class LossTypeCheck : public Check {
     const auto anchors = static_cast<std::int64_t>(rec.anchors.size());
     const std::string scope = judged_anchors(r, anchors, anchors, rec.anchors_in_step);
     std::vector<std::string> problems;
-    for (const auto& [tensor, value] :
-         {std::pair<std::string, at::Tensor>{"drafter_logits", rec.drafter_logits},
-          {"teacher_logits", rec.teacher_logits}})
-      if (value.defined())
-        if (auto bad = metrics::non_finite_problem(tensor, value))
-          problems.push_back(*bad + "; the loss cannot be recomputed from non-finite logits");
+    // Per sequence, so that a batch's positions are named in its rows, not the joined record's.
+    for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+      const train::StepRecord& seq = batch.sequences[i];
+      for (const auto& [tensor, value] :
+           {std::pair<std::string, at::Tensor>{"drafter_logits", seq.drafter_logits},
+            {"teacher_logits", seq.teacher_logits}})
+        if (value.defined())
+          if (auto bad = metrics::non_finite_problem(tensor, value))
+            problems.push_back((batch.names[i].empty() ? "" : batch.names[i] + ": ") + *bad +
+                               "; the loss cannot be recomputed from non-finite logits");
+    }
     if (!problems.empty()) return conclude_judged(std::move(r), problems, "", scope);
     const DoubleLogits logits(rec.drafter_logits);
     const train::LossRecipe configured = rec.recipe();
@@ -281,10 +334,42 @@ class LossTypeCheck : public Check {
         kl = recipe_value(rec, configured, kl_elements, mask);
         r.measured["recomputed_kl"] = *kl;
       } else {
-        no_kl = "teacher_logits recorded at " + std::to_string(rec.teacher_positions.size()) +
-                " of " + std::to_string(rec.input_ids.size()) +
-                " positions, not every block element's teacher position";
+        std::size_t recorded = 0, positions = 0;  // over the sequences, not the joined record
+        for (const auto& seq : batch.sequences) {
+          recorded += seq.teacher_positions.size();
+          positions += seq.input_ids.size();
+        }
+        no_kl = "teacher_logits recorded at " + std::to_string(recorded) + " of " +
+                std::to_string(positions) + " positions" +
+                (batch.batched ? " of the judged sequences" : "") +
+                ", not every block element's teacher position";
       }
+    }
+    // A CE whose blocks run on past their sequence's end (speculators' packed rows).
+    const std::optional<PastEnds> past = expected == "ce" && rec.loss != train::LossType::kSoftKl
+                                             ? past_end_supervision(batch, logits)
+                                             : std::nullopt;
+    std::optional<std::string> crossing;  // said instead of "the weights differ" / "neither"
+    if (past) {
+      const double across = recipe_value(rec, configured, past->ce, past->mask);
+      r.measured["recomputed_ce_past_sequence_ends"] = across;
+      const bool weights_cross =
+          rec.weights.defined() &&
+          (rec.weights - train::recipe_weights(configured, past->mask, past->ce).to(at::kFloat))
+                  .abs()
+                  .max()
+                  .item<double>() <= kWeightTolerance;
+      if ((close(across) && !close(ce)) || weights_cross)
+        crossing =
+            "the logged loss " + format_number(rec.logged_loss, 6) + " is the " +
+            configured.describe() + ", with " + std::to_string(past->elements) +
+            " block element(s) supervised past the end of their anchor's sequence (first: " +
+            past->first + "), on the next packed document's tokens (" + format_number(across, 6) +
+            "; within the sequences " + format_number(ce, 6) +
+            "): a block there predicts another document's tokens that its attention never sees; "
+            "mask block elements past the document's end out of the loss (speculators' anchor "
+            "selection lets a block cross into the next packed document: its loss mask is read "
+            "on the packed row)";
     }
     if (rec.weights.defined()) {
       const at::Tensor expect_w =
@@ -295,7 +380,7 @@ class LossTypeCheck : public Check {
               .to(at::kFloat);
       const double diff = (rec.weights - expect_w).abs().max().item<double>();
       r.measured["weights_max_abs_diff"] = diff;
-      if (diff > kWeightTolerance)
+      if (diff > kWeightTolerance && !crossing)
         problems.push_back(
             supervised_past_sequence_end(batch, rec.weights, expect_w, kWeightTolerance)
                 .value_or("recorded weights differ from the recipe's (" +
@@ -320,21 +405,40 @@ class LossTypeCheck : public Check {
       return skip(name(), "the logged loss is not the CE (" + numbers +
                               ") and the expected KL cannot be recomputed; record teacher_logits "
                               "at every position a block element reads (a + k - 1)");
+    std::vector<double> values;
     const Candidate best = best_alternative(
         rec, expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl,
-        logits, targets, ce_elements, kl_elements);
+        logits, targets, ce_elements, kl_elements, &values);
     r.measured["best_alternative"] = {{"recipe", best.name}, {"loss", best.value}};
+    // What the precision explains of the logged scalar: how near a hypothesis must be to be it.
+    const double margin = std::max(atol, computed_rounding) + storage_rounding;
     const std::string ce_name = configured.weighting == train::Weighting::kFixed &&
                                         configured.gamma > 0 &&
                                         configured.normalization == train::Normalization::kWeightSum
                                     ? "decay-weighted CE"
                                     : "CE of the configured recipe (" + configured.describe() + ")";
-    // Named when the logged loss is that other hypothesis.
+    // Named as the cause only when the logged loss is that hypothesis within what the precision
+    // explains (among a hundred hypotheses, one is often within rtol by chance), with how many
+    // others are too.
     auto closest_alternative = [&]() -> std::string {
       if (best.name.empty() || !close(best.value)) return "";
-      return "; it is " + best.name + " (" + format_number(best.value, 8) + ")";
+      if (std::abs(best.value - rec.logged_loss) > margin)
+        return "; none of " + std::to_string(best.tried) +
+               " other hypotheses (weightings, normalisations, the other loss, labels shifted by "
+               "one) is it within the precision: the closest, " +
+               best.name + ", gives " + format_number(best.value, 8);
+      const auto also =
+          std::count_if(values.begin(), values.end(),
+                        [&](double v) { return std::abs(v - rec.logged_loss) <= margin; }) -
+          1;
+      return "; it is " + best.name + " (" + format_number(best.value, 8) + ")" +
+             (also > 0 ? ", as " + std::to_string(also) +
+                             " other hypothesis(es) also are within the precision"
+                       : "");
     };
-    if (found == "neither" && !kl && rec.teacher_logits.defined())
+    if (crossing && found != "ce")
+      problems.push_back(*crossing);
+    else if (found == "neither" && !kl && rec.teacher_logits.defined())
       problems.push_back("the logged loss is not the " + ce_name + " the recipe requires (" +
                          numbers + ")" + closest_alternative() +
                          "; check the loss code, the weights and the labels");
@@ -342,6 +446,8 @@ class LossTypeCheck : public Check {
       problems.push_back("the logged loss matches neither the " + ce_name + " nor the KL (" +
                          numbers + ")" + closest_alternative() +
                          "; check the loss code, the weights and the labels");
+    else if (crossing)
+      problems.push_back(*crossing);  // the weights say so; the loss matched the sequences' CE
     else if (found != "both" && found != expected && found != train::loss_name(rec.loss))
       problems.push_back(
           "the record's metadata says the loss is " + std::string(train::loss_name(rec.loss)) +
@@ -349,6 +455,11 @@ class LossTypeCheck : public Check {
           "): the loss is mislabelled, and the recipe's is " + expected +
           "; switch the trainer to " + (expected == "ce" ? "hard cross-entropy" : "soft KL") +
           " and label the loss it computes");
+    else if (found != "both" && found == expected && found != train::loss_name(rec.loss))
+      problems.push_back("the record's metadata says the loss is " +
+                         std::string(train::loss_name(rec.loss)) + " but the logged value is the " +
+                         found + " (" + numbers + "): the loss is mislabelled; label the loss " +
+                         "the trainer computes (metadata loss \"" + found + "\")");
     else if (found != "both" && found != expected)
       problems.push_back("expected the recipe's " + expected + " loss but the logged loss is the " +
                          found + " (" + numbers + "); switch the trainer to " +
@@ -357,7 +468,6 @@ class LossTypeCheck : public Check {
       // The configured recipe matches; does another hypothesis match clearly better? The margin
       // is what the precision explains (the logged scalar's rounding, the stored logits').
       const double configured_value = expected == "ce" ? ce : *kl;
-      const double margin = std::max(atol, computed_rounding) + storage_rounding;
       train::LossRecipe judged_recipe = configured;
       judged_recipe.loss =
           expected == "ce" ? train::LossType::kHardCrossEntropy : train::LossType::kSoftKl;

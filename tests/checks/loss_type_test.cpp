@@ -6,6 +6,7 @@
 
 #include "check_runs.h"
 #include "checks/check.h"
+#include "draftgate/train/recipe.h"
 #include "synthetic_step_record.h"
 #include "test_files.h"
 
@@ -43,6 +44,69 @@ TEST(LossType, CrossEntropyPassesAndKlFailsAndNeitherFails) {
   const CheckResult neither = run("loss_type", a);
   EXPECT_EQ(neither.status, Status::kFail);
   EXPECT_THAT(neither.message, HasSubstr("matches neither"));
+}
+
+// A record whose metadata says KL over a logged CE, with no teacher to compute a KL from: the
+// loss is mislabelled (the other direction already was).
+TEST(LossType, KlMetadataOverALoggedCrossEntropyIsMislabelled) {
+  Artifacts a;
+  a.step_record = record("kl_label", train::LossType::kHardCrossEntropy, [](auto& r) {
+    r.loss = train::LossType::kSoftKl;
+    r.teacher_logits = at::Tensor();
+    r.teacher_positions.clear();
+    r.teacher_dtype.reset();
+  });
+  const CheckResult r = run("loss_type", a);
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_THAT(r.message, HasSubstr("metadata says the loss is kl but the logged value is the ce"));
+}
+
+// Another hypothesis is named as the cause only within what the precision explains: a logged loss
+// 2e-4 off the uniform CE (inside rtol 1e-3, far outside a float32 scalar's rounding) is not "it".
+TEST(LossType, NamesAnotherHypothesisOnlyWithinThePrecision) {
+  Artifacts a;
+  double uniform = 0;
+  auto uniform_ce = [&](train::StepRecord& r) {
+    train::LossRecipe recipe = r.recipe();
+    recipe.weighting = train::Weighting::kFixed, recipe.gamma = 0;
+    const train::BlockTargets t = train::recorded_block_targets(r);
+    const at::Tensor mask = (t.weight > 0).to(at::kDouble);
+    const at::Tensor ce =
+        train::elementwise_cross_entropy(r.drafter_logits.to(at::kDouble), t.labels);
+    uniform = train::recipe_loss(recipe, ce, mask, train::recipe_weights(recipe, mask, ce),
+                                 r.row_of_anchor, r.rows);
+  };
+  a.step_record = record("uniform", train::LossType::kHardCrossEntropy, [&](auto& r) {
+    uniform_ce(r);
+    r.logged_loss = uniform;
+  });
+  const CheckResult exact = run("loss_type", a);
+  EXPECT_EQ(exact.status, Status::kFail);
+  EXPECT_THAT(exact.message, HasSubstr("; it is the ce, uniform weights"));
+  a.step_record = record("near_uniform", train::LossType::kHardCrossEntropy, [&](auto& r) {
+    uniform_ce(r);
+    r.logged_loss = uniform * (1 + 2e-4);
+  });
+  const CheckResult near = run("loss_type", a);
+  EXPECT_EQ(near.status, Status::kFail);
+  EXPECT_THAT(near.message, ::testing::Not(HasSubstr("; it is")));
+  EXPECT_THAT(near.message,
+              HasSubstr("other hypotheses (weightings, normalisations, the other loss, labels "
+                        "shifted by one) is it within the precision: the closest, "));
+}
+
+// A batch's non-finite logits are named in their row and document, not at an index of the
+// sequences joined end to end (an outside tester's case: "[12, 3, 5]" for row 1).
+TEST(LossType, NonFiniteLogitsOfABatchAreNamedInTheirRow) {
+  const testing::BatchFile b = testing::write_batch("loss_type_nan", [](io::NamedTensors& t) {
+    for (auto& [name, tensor] : t)
+      if (name == "drafter_logits") tensor[1][2][3][5] = NAN;
+  });
+  Artifacts a;
+  a.step_record = b.path;
+  const CheckResult r = run("loss_type", a);
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_THAT(r.message, HasSubstr("row 1: drafter_logits holds NaN at [2, 3, 5]"));
 }
 
 TEST(LossType, WrongDecayWeightsFail) {

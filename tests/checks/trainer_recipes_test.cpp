@@ -85,7 +85,30 @@ TEST(TrainerRecipes, ASpecForgeStepPassesEveryCheckAndSaysWhatItJudged) {
   EXPECT_THAT(r.message, HasSubstr("judged: labels against input_ids[a+k]"));
   EXPECT_THAT(r.message, HasSubstr("fc_input against the target's taps [0,2]"));
   EXPECT_THAT(r.message, HasSubstr("not judged: teacher_logits (a data-label trainer has none)"));
-  EXPECT_EQ(r.measured["label_alignment"]["agreement"], 1.0);
+  EXPECT_EQ(r.measured["label_alignment"]["agreeing"], r.measured["label_alignment"]["elements"]);
+}
+
+// Data labels are integers: one wrong label among many fails (an outside tester's case: 1 of 132
+// passed under the teacher's near-tie budget, 0.99), naming where.
+TEST(TrainerRecipes, OneWrongDataLabelFailsNamingIt) {
+  StepRecord rec = specforge_step();
+  std::int64_t weighted = 0;
+  for (std::size_t j = 0; j < rec.anchors.size(); ++j)
+    for (std::int64_t k = 0; k < rec.block_size; ++k)
+      weighted += rec.weights[j][k].item<float>() > 0;
+  ASSERT_GE(weighted, 2);
+  const std::int64_t j = 1, k = 2;
+  ASSERT_GT(rec.weights[j][k].item<float>(), 0);
+  const std::int64_t right = rec.labels[j][k].item<std::int64_t>();
+  rec.labels[j][k] = (right + 1) % 256;
+  const CheckResult r = run_on("target_logits_noise_free", rec, "specforge_one_wrong.safetensors");
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_THAT(r.message,
+              HasSubstr("only " + std::to_string(weighted - 1) + " of " + std::to_string(weighted) +
+                        " weighted labels are input_ids[a+k]"));
+  EXPECT_THAT(r.message,
+              HasSubstr("first not: anchor 1 (position " + std::to_string(rec.anchors[1]) +
+                        "), block element 2: label " + std::to_string((right + 1) % 256)));
 }
 
 TEST(TrainerRecipes, DataLabelsShiftedAreNamedWithTheirOffset) {

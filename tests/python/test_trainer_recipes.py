@@ -47,6 +47,9 @@ SPECFORGE_NUM_ANCHORS = 10
 SPECFORGE_LENGTHS = (72, 56, 16)  # the last row is short: fewer valid anchors than the width, so some are padded
 SPECULATORS_DOCUMENTS = ((40, 32), (48, 24))  # each packed row's document lengths (rows of equal length)
 SPECULATORS_ANCHORS = 3  # per document
+# speculators' select_anchors keeps anchors up to the packed row's end and reads the loss mask on the row: a
+# block near a document's end is supervised on the next document's tokens (with its weights recorded too).
+CROSSING = ("blocks-cross-documents", "blocks-cross-documents-weights")
 SLIDING_WINDOW = 12  # > the block size 8: SpecForge leaves the block unwindowed, equal then to inference
 UNCONFIGURED_GAMMA = 7.0  # the decay of the "decay where none is configured" bug (a trainer default)
 # speculators' input augmentation (train/noise_transforms.py AddUniformNoise, --noise-std 0.05 by default): fc is
@@ -193,9 +196,16 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
     rows = []
     for lengths in SPECULATORS_DOCUMENTS:
         documents = []
-        for length in lengths:
+        for i, length in enumerate(lengths):
             ids, mask = tr.training_sequence(rng, length + 24)
             ids, mask = ids[:length], mask[:length]
+            if bug in CROSSING and i + 1 < len(lengths):  # text data (every token on the loss mask), and
+                mask = torch.ones_like(mask)  # an anchor two tokens before the document's end
+                anchors = tr.sample_anchors(mask[:-2], SPECULATORS_ANCHORS - 1, generator)
+                documents.append((ids, mask, torch.cat([anchors, torch.tensor([length - 2])])))
+                continue
+            if bug in CROSSING:
+                mask = torch.ones_like(mask)
             documents.append((ids, mask, tr.sample_anchors(mask, SPECULATORS_ANCHORS, generator)))
         rows.append(documents)
     t = {key: [] for key in ("input_ids", "loss_mask", "document_ids", "position_ids", "anchors", "fc_input",
@@ -206,8 +216,12 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
         ids = torch.cat([d[0] for d in documents])
         mask = torch.cat([d[1] for d in documents])
         anchors = torch.cat([d[2] + start for d, start in zip(documents, starts)])
-        # Each document's own supervision: its blocks stop at its end.
-        m = torch.cat([supervision(d_ids, d_mask, d_anchors, b) for d_ids, d_mask, d_anchors in documents])
+        # Each document's own supervision: its blocks stop at its end. With the crossing bug, as speculators'
+        # select_anchors and aligned loss mask do: read on the packed row, a block near a document's end is
+        # supervised on the next document's first tokens.
+        crossing = bug in CROSSING
+        m = (supervision(ids, mask, anchors, b) if crossing else
+             torch.cat([supervision(d_ids, d_mask, d_anchors, b) for d_ids, d_mask, d_anchors in documents]))
         if bug == "document-boundary":
             teacher, fc_input = captured(target, ids, taps, bug, HIDDEN_NOISE)
             logits = drafter_forward(target, drafter, fc_input, ids, anchors, bug)
@@ -220,8 +234,9 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
                                 for f, (d_ids, _, d_anchors) in zip(fed, documents)])
         # The verifier's row a+k-1 predicts a+k (row a+k with the shift bug), within the anchor's document.
         shift = 1 if bug == "shifted-labels" else 0
-        at = torch.cat([td.block_rows(d_anchors, b, shift, d_ids.shape[0]) + start
-                        for (d_ids, _, d_anchors), start in zip(documents, starts)])
+        at = (td.block_rows(anchors, b, shift, ids.shape[0]) if crossing else
+              torch.cat([td.block_rows(d_anchors, b, shift, d_ids.shape[0]) + start
+                         for (d_ids, _, d_anchors), start in zip(documents, starts)]))
         labels = torch.where(m > 0, teacher[at].argmax(-1), torch.full_like(at, -100))
         ce = element_ce(logits, labels)
         w = dpace_weights(ce, m, DPACE_ALPHA) if weighting == "dpace" else m * td.position_weights(b, 4.0)
@@ -231,8 +246,9 @@ def speculators_step(target, drafter, weighting, bug, seed=31):
         for key, value in (("input_ids", ids), ("loss_mask", mask), ("document_ids", document_ids),
                            ("position_ids", torch.cat([torch.arange(d[0].shape[0]) for d in documents])),
                            ("anchors", anchors), ("fc_input", fc_input), ("teacher_logits", teacher),
-                           ("labels", labels), ("drafter_logits", logits)):
-            t[key].append(value)
+                           ("labels", labels), ("drafter_logits", logits)) + (
+                              (("weights", w),) if bug == "blocks-cross-documents-weights" else ()):
+            t.setdefault(key, []).append(value)
     t = {key: torch.stack(value) for key, value in t.items()}
     recipe = dict(gamma=4.0 if weighting == "fixed" else None, labels_source="teacher", weighting=weighting,
                   dpace_alpha=DPACE_ALPHA if weighting == "dpace" else None, loss_normalization="mask_sum",
@@ -268,6 +284,9 @@ RUNS = {
     (SPECULATORS, "dpace", "wrong-mask-id", "f32"): ["train_infer_consistency"],
     (SPECULATORS, "dpace", "document-boundary", "f32"): ["target_logits_noise_free", "train_infer_consistency"],
     (SPECULATORS, "dpace", "document-boundary", "bf16"): ["target_logits_noise_free", "train_infer_consistency"],
+    (SPECULATORS, "dpace", "blocks-cross-documents", "f32"): ["loss_type"],
+    (SPECULATORS, "fixed", "blocks-cross-documents", "f32"): ["loss_type"],
+    (SPECULATORS, "dpace", "blocks-cross-documents-weights", "f32"): ["loss_type"],
     (SPECULATORS, "dpace", "input-noise", "f32"): None,
     (SPECULATORS, "dpace", "input-noise", "bf16"): None,
     (SPECULATORS, "dpace", "input-noise-undeclared", "f32"): ["target_logits_noise_free"],
@@ -340,6 +359,8 @@ class TrainerRecipeTest(unittest.TestCase):
                         self.assertIn("drafter layer 0 (sliding_attention, window", results[check]["message"])
                     if bug == "sliding-as-full":
                         self.assertIn("bidirectional block", results[check]["message"])
+                    if bug in CROSSING and check == "loss_type":
+                        self.assertIn("supervised past the end of their anchor's sequence", results[check]["message"])
                     if bug == "wrong-mask-id":
                         self.assertIn(f"mask_token_id {self.drafter.mask_token_id}", results[check]["message"])
                     if bug == "hidden-noise":

@@ -20,8 +20,10 @@
 namespace draftgate::train {
 namespace {
 
+using testing::BatchFile;
 using testing::error_of;
 using ::testing::HasSubstr;
+using testing::write_batch;
 namespace fs = std::filesystem;
 
 TEST(StepRecord, RoundTripAndLoggedLossRecomputes) {
@@ -325,86 +327,6 @@ INSTANTIATE_TEST_SUITE_P(
                   "\"fc_input_noise\" = \"uniform:0.05x\" is not"}),
     [](const auto& p) { return p.param.label; });
 
-// A batch of three rows written from one recorded sequence of S positions: row 0 the sequence
-// right-padded to 2S, row 1 left-padded, row 2 two copies packed end to end (document_ids 7 and 9,
-// position_ids restarting); rows 0 and 1 carry N padded anchors, masked out.
-struct BatchFile {
-  fs::path path;
-  StepRecord sequence;
-};
-BatchFile write_batch(const std::string& name,
-                      const std::function<void(io::NamedTensors&)>& edit = {}) {
-  const fs::path dir = testing::fresh_dir("batch_" + name);
-  const StepRecord rec = testing::training_step(LossType::kHardCrossEntropy);
-  write_step_record(dir / "one.safetensors", rec);
-  const auto one = io::SafetensorsFile::open(dir / "one.safetensors");
-  const auto s = static_cast<std::int64_t>(rec.input_ids.size());
-  const auto n = static_cast<std::int64_t>(rec.anchors.size());
-  const std::int64_t t = 2 * s;  // the packed row's length; rows 0 and 1 pad to it
-  const at::Tensor ids = at::tensor(rec.input_ids, at::kLong);
-  const at::Tensor mask = at::tensor(rec.loss_mask, at::kLong);
-  const at::Tensor anchors = at::tensor(rec.anchors, at::kLong);
-  auto rows = [&](const at::Tensor& x, double fill) {  // [S, ...] -> [3, 2S, ...]
-    std::vector<std::int64_t> shape = x.sizes().vec();
-    shape[0] = t;
-    shape.insert(shape.begin(), 3);
-    at::Tensor out = at::full(shape, fill, x.options());
-    out[0].narrow(0, 0, s).copy_(x);
-    out[1].narrow(0, t - s, s).copy_(x);
-    out[2].narrow(0, 0, s).copy_(x);
-    out[2].narrow(0, s, s).copy_(x);
-    return out;
-  };
-  at::Tensor attention = at::zeros({3, t}, at::kLong);
-  attention[0].narrow(0, 0, s).fill_(1);
-  attention[1].narrow(0, t - s, s).fill_(1);
-  attention[2].fill_(1);
-  at::Tensor documents = at::full({3, t}, -1, at::kLong);  // -1: padding, as speculators writes
-  documents[0].narrow(0, 0, s).fill_(3);
-  documents[1].narrow(0, t - s, s).fill_(5);
-  documents[2].narrow(0, 0, s).fill_(7);
-  documents[2].narrow(0, s, s).fill_(9);
-  at::Tensor positions = at::arange(t, at::kLong).unsqueeze(0).repeat({3, 1}).contiguous();
-  positions[1] -= t - s;
-  positions[2].narrow(0, s, s) -= s;
-  // Anchors [3, 2N]: rows 0 and 1 hold N kept and N padded; row 2 both documents' N.
-  at::Tensor batch_anchors = at::zeros({3, 2 * n}, at::kLong);
-  at::Tensor keep = at::zeros({3, 2 * n}, at::kLong);
-  batch_anchors[0].narrow(0, 0, n).copy_(anchors);
-  batch_anchors[1].narrow(0, 0, n).copy_(anchors + (t - s));
-  batch_anchors[1].narrow(0, n, n).fill_(t - 1);  // padded anchors point anywhere
-  batch_anchors[2].narrow(0, 0, n).copy_(anchors);
-  batch_anchors[2].narrow(0, n, n).copy_(anchors + s);
-  keep[0].narrow(0, 0, n).fill_(1);
-  keep[1].narrow(0, 0, n).fill_(1);
-  keep[2].fill_(1);
-  auto per_anchor = [&](const at::Tensor& x, double fill) {  // [N, ...] -> [3, 2N, ...]
-    std::vector<std::int64_t> shape = x.sizes().vec();
-    shape[0] = 2 * n;
-    shape.insert(shape.begin(), 3);
-    at::Tensor out = at::full(shape, fill, x.options());
-    for (std::int64_t r = 0; r < 3; ++r) out[r].narrow(0, 0, n).copy_(x);
-    out[2].narrow(0, n, n).copy_(x);
-    return out;
-  };
-  io::NamedTensors tensors = {{"input_ids", rows(ids, 0)},
-                              {"loss_mask", rows(mask, 0)},
-                              {"attention_mask", attention},
-                              {"document_ids", documents},
-                              {"position_ids", positions},
-                              {"anchors", batch_anchors},
-                              {"anchor_mask", keep},
-                              {"fc_input", rows(rec.fc_input, 0)},
-                              {"teacher_logits", rows(rec.teacher_logits, 0)},
-                              {"labels", per_anchor(rec.labels, -100)},
-                              {"weights", per_anchor(rec.weights, 0)},
-                              {"drafter_logits", per_anchor(rec.drafter_logits, 0)}};
-  if (edit) edit(tensors);
-  // The same metadata: the step's loss over four copies of the sequence's blocks is the same mean.
-  io::write_tensors(dir / (name + ".safetensors"), tensors, one->header().metadata);
-  return {dir / (name + ".safetensors"), rec};
-}
-
 TEST(StepBatch, PaddedAndPackedRowsSplitIntoTheirSequences) {
   const BatchFile b = write_batch("split");
   const StepBatch batch = read_step_batch(b.path);
@@ -435,6 +357,27 @@ TEST(StepBatch, PaddedAndPackedRowsSplitIntoTheirSequences) {
               b.sequence.logged_loss, 1e-6);
   // A batch record is not a single-sequence one.
   EXPECT_THAT(error_of([&] { read_step_record(b.path); }), HasSubstr("holds a batch of 3 rows"));
+}
+
+// Each gap of the joined record holds what follows its sequence in the row (row 2's document 7 is
+// followed by document 9's first tokens; rows 0 and 1 by padding, which is no token): what a block
+// crossing a packed document's end is supervised on (loss_type's speculators hypothesis).
+TEST(StepBatch, TheJoinedRecordKeepsWhatFollowsEachPackedDocument) {
+  const BatchFile b = write_batch("following");
+  const StepBatch batch = read_step_batch(b.path);
+  const auto s = static_cast<std::int64_t>(b.sequence.input_ids.size());
+  const std::int64_t gap = b.sequence.block_size, reach = gap - 1;
+  ASSERT_EQ(batch.loss_mask_past_ends.size(), batch.joined.input_ids.size());
+  for (std::int64_t sequence = 0; sequence < 4; ++sequence) {
+    const std::int64_t end = sequence * (s + gap) + s;  // the gap after this sequence
+    for (std::int64_t i = 0; i < gap; ++i) {
+      const bool follows = sequence == 2 && i < reach;  // document 9 after document 7
+      const auto at = static_cast<std::size_t>(end + i);
+      EXPECT_EQ(batch.joined.input_ids[at], follows ? b.sequence.input_ids[i] : 0) << sequence;
+      EXPECT_EQ(batch.loss_mask_past_ends[at], follows ? b.sequence.loss_mask[i] : 0) << sequence;
+      EXPECT_EQ(batch.joined.loss_mask[at], 0) << sequence;  // the recipe's: nothing past an end
+    }
+  }
 }
 
 TEST(StepBatch, PositionIdsRestartingMarkDocumentsWithoutDocumentIds) {

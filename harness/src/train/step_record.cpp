@@ -526,8 +526,16 @@ std::vector<Run> row_documents(const std::string& f, std::int64_t row, std::int6
   return runs;
 }
 
-// Every sequence end to end, block_size masked positions between them (see StepBatch::joined).
-StepRecord join_sequences(const StepBatch& batch, const std::vector<std::int64_t>& row_of) {
+// The tokens after a sequence in its batch row, up to a block's reach (block_size − 1), with their
+// loss mask: what a block crossing the sequence's end reads (StepBatch::loss_mask_past_ends).
+struct Following {
+  std::vector<std::int64_t> ids, loss_mask;
+};
+
+// Every sequence end to end, block_size masked positions between them (see StepBatch::joined);
+// each gap starts with the tokens that follow its sequence in the row, their loss mask kept aside.
+StepRecord join_sequences(StepBatch& batch, const std::vector<std::int64_t>& row_of,
+                          const std::vector<Following>& following) {
   StepRecord joined = batch.sequences.front();
   joined.path = batch.path;
   joined.input_ids.clear(), joined.loss_mask.clear(), joined.anchors.clear();
@@ -536,13 +544,19 @@ StepRecord join_sequences(const StepBatch& batch, const std::vector<std::int64_t
   const bool teacher = std::all_of(batch.sequences.begin(), batch.sequences.end(),
                                    [](const StepRecord& s) { return s.teacher_logits.defined(); });
   std::vector<at::Tensor> fc, teacher_rows, labels, weights, drafter;
+  std::vector<std::int64_t> past_ends;
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
     const StepRecord& s = batch.sequences[i];
     const auto length = static_cast<std::int64_t>(s.input_ids.size());
     joined.input_ids.insert(joined.input_ids.end(), s.input_ids.begin(), s.input_ids.end());
     joined.loss_mask.insert(joined.loss_mask.end(), s.loss_mask.begin(), s.loss_mask.end());
-    joined.input_ids.resize(joined.input_ids.size() + gap, 0);
+    const Following& next = following[i];
+    joined.input_ids.insert(joined.input_ids.end(), next.ids.begin(), next.ids.end());
+    joined.input_ids.resize(joined.loss_mask.size() + gap, 0);
+    past_ends.insert(past_ends.end(), s.loss_mask.begin(), s.loss_mask.end());
+    past_ends.insert(past_ends.end(), next.loss_mask.begin(), next.loss_mask.end());
+    past_ends.resize(joined.loss_mask.size() + gap, 0);
     joined.loss_mask.resize(joined.loss_mask.size() + gap, 0);
     for (auto a : s.anchors) {
       joined.anchors.push_back(a + offset);
@@ -568,6 +582,9 @@ StepRecord join_sequences(const StepBatch& batch, const std::vector<std::int64_t
                         {&drafter, &joined.drafter_logits}})
     *t = all->size() == batch.sequences.size() ? at::cat(*all) : at::Tensor();
   joined.rows = batch.rows;
+  if (std::any_of(following.begin(), following.end(),
+                  [](const Following& f) { return !f.ids.empty(); }))
+    batch.loss_mask_past_ends = std::move(past_ends);
   return joined;
 }
 
@@ -625,6 +642,7 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
   batch.batched = true;
   batch.rows = rows;
   std::vector<std::int64_t> row_of;
+  std::vector<Following> following;
   std::int64_t kept = 0;
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::string where = "row " + std::to_string(row);
@@ -718,12 +736,15 @@ StepBatch batch_sequences(const Reader& r, const StepRecord& meta) {
       batch.sequences.push_back(std::move(rec));
       batch.names.push_back(run.name);
       row_of.push_back(row);
+      const std::int64_t reach = std::min(end, run.end + b - 1) - run.end;
+      following.push_back({to_vector(ids[row].narrow(0, run.end, reach)),
+                           to_vector(loss_mask[row].narrow(0, run.end, reach))});
     }
   }
   if (batch.sequences.empty())
     throw Error(f, "no sequence of the batch holds a kept anchor with a supervised block element",
                 "record a step whose loss is defined");
-  batch.joined = join_sequences(batch, row_of);
+  batch.joined = join_sequences(batch, row_of, following);
   read_anchors_in_step(r, batch.joined, kept);
   return batch;
 }

@@ -157,6 +157,11 @@ struct StepBatch {
   // Every sequence end to end, block_size unsupervised positions between them (so no block reads
   // past its own sequence), with row_of_anchor and rows: what the step's logged loss was over.
   StepRecord joined;
+  // The joined loss mask with each gap holding the loss mask of the tokens that follow its
+  // sequence in the batch row (the next packed document's; the gaps of joined.input_ids hold those
+  // tokens): what a block crossing its sequence's end would be supervised on, as speculators'
+  // anchor selection lets it. Empty when nothing follows any sequence.
+  std::vector<std::int64_t> loss_mask_past_ends;
 };
 
 // Validates everything listed above; draftgate::Error naming the file and the problem (and the
