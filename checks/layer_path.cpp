@@ -5,6 +5,7 @@
 
 #include "checks/check.h"
 #include "draftgate/arch/drafter.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/io/config.h"
@@ -48,7 +49,7 @@ class LayerPath : public Check {
     r.measured = layout::to_json(stack);
     // The layout is this check's verdict; whether the engine can compute with the target is
     // evidence for the model checks that will need it (they refuse such a target when loading).
-    const layout::EngineSupport engine = layout::engine_support(ckpt, stack);
+    const layout::EngineSupport engine = model::target_engine_support(ckpt, stack);
     r.measured["engine_supported"] = engine.supported;
     r.measured["engine_notes"] = engine.reasons;
     std::vector<std::string> problems;

@@ -49,15 +49,7 @@ int run_probe(const ProbeOptions& opt) {
   }
   const io::Checkpoint ckpt = io::Checkpoint::open(opt.dir);
   const layout::DecoderStack stack = layout::resolve_decoder_stack(ckpt);
-  layout::EngineSupport engine = layout::engine_support(ckpt, stack);
-  if (engine.supported) {  // what forward and eval would refuse of the config, probe says too
-    try {
-      model::TargetConfig::from(ckpt.config(), stack);
-    } catch (const Error& e) {
-      engine.supported = false;
-      engine.reasons.push_back(e.what());
-    }
-  }
+  const layout::EngineSupport engine = model::target_engine_support(ckpt, stack);
 
   if (opt.json) {
     nlohmann::json out = layout::to_json(stack);

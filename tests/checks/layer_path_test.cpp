@@ -48,6 +48,22 @@ TEST(LayerPath, PassesOnTheRealQwen36LayoutAndFailsOnACorruptedOne) {
   EXPECT_THAT(golden.message, HasSubstr("expected decoder prefix \"model.layers\""));
 }
 
+// What forward and eval refuse of the config (TargetConfig) is in layer_path's engine verdict as in
+// probe's (an outside tester's case: probe said not supported, layer_path supported).
+TEST(LayerPath, ReportsTheEngineVerdictProbeReports) {
+  const fs::path dir = testing::fresh_dir("layer_path_config_refused") / "target";
+  fs::copy(target_and("good").target.value(), dir, fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["rms_norm_eps"] = -1;
+  std::ofstream(dir / "config.json") << config.dump();
+  Artifacts a;
+  a.target = dir;
+  const CheckResult r = run("layer_path", a);
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.measured["engine_supported"], false);
+  EXPECT_THAT(r.measured["engine_notes"].dump(), HasSubstr("rms_norm_eps"));
+}
+
 TEST(LayerPath, DrafterTapsMustNameTargetLayers) {
   EXPECT_EQ(run("layer_path", target_and("good")).status, Status::kPass);
   const CheckResult r = run("layer_path", target_and("outside"));

@@ -3145,8 +3145,20 @@ INSTANTIATE_TEST_SUITE_P(Fp8, HostileInput,
                                                                return w;
                                                              });
                                                },
-                                               "tensor \"model.layers.1.mlp.up_proj.weight\" holds "
+                                               "model.safetensors: tensor "
+                                               "\"model.layers.1.mlp.up_proj.weight\" holds "
                                                "NaN or Inf values"),
+                                           // Finite, positive and far too large: blamed on the
+                                           // weight's codes before (an outside tester's case).
+                                           fp8_case("fp8_scale_overflows",
+                                                    fp8_scale([](at::Tensor s) {
+                                                      s[0][0] = 3e38;
+                                                      return s;
+                                                    }),
+                                                    kFp8Scale +
+                                                        " holds a scale of 3e+38, whose product "
+                                                        "with the largest e4m3 value (448) "
+                                                        "overflows float32"),
                                            fp8_case(
                                                "fp8_e5m2_weight",
                                                [](const fs::path& ckpt) {

@@ -202,4 +202,16 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   return c;
 }
 
+layout::EngineSupport target_engine_support(const io::Checkpoint& checkpoint,
+                                            const layout::DecoderStack& stack) {
+  layout::EngineSupport engine = layout::engine_support(checkpoint, stack);
+  if (engine.supported) try {
+      TargetConfig::from(checkpoint.config(), stack);
+    } catch (const Error& e) {
+      engine.supported = false;
+      engine.reasons.push_back(e.what());
+    }
+  return engine;
+}
+
 }  // namespace draftgate::model

@@ -60,10 +60,10 @@ std::optional<std::string> unread_quantization_tensor(const io::Checkpoint& chec
   for (const std::string& n : checkpoint.names()) {
     if (!ends_with(n, kScale)) continue;
     const std::string weight = n.substr(0, n.size() - kScale.size());
-    const io::TensorInfo* info = checkpoint.info(weight);
-    if (info == nullptr)
+    if (!checkpoint.contains(weight))
       return "an FP8 scale without its weight (" + n + ", no tensor " + weight + ")";
-    if (!io::is_float8(info->dtype))
+    const io::TensorInfo* info = checkpoint.info(weight);  // none where only the index was kept
+    if (info != nullptr && !io::is_float8(info->dtype))
       return "an FP8 scale beside a weight stored " + std::string(io::dtype_name(info->dtype)) +
              " (" + n + "): is " + weight +
              " already dequantized, or its FP8 codes cast? Export it as F8_E4M3 with its scales, "
@@ -119,9 +119,11 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
       if (const auto fp8 = io::read_fp8_scheme(config)) {
         s.quantization = fp8->describe();
         // What loading refuses of each FP8 weight's headers (a scale missing, a scale grid of
-        // another block size), said here rather than by a forward minutes later.
+        // another block size), said here rather than by a forward minutes later. A metadata-only
+        // checkpoint has no headers: nothing of the weights to check.
         for (const std::string& n : checkpoint.names())
-          if (io::is_float8(checkpoint.info(n)->dtype)) try {
+          if (const io::TensorInfo* info = checkpoint.info(n); info && io::is_float8(info->dtype))
+            try {
               io::require_fp8_weight_headers(checkpoint, n, *fp8);
             } catch (const Error& e) {
               add(e.problem());

@@ -1,5 +1,6 @@
 #include "draftgate/model/weights.h"
 
+#include <limits>
 #include <stdexcept>
 
 #include "draftgate/error.h"
@@ -74,7 +75,8 @@ void WeightLoader::require_finite(const std::string& name, const at::Tensor& val
 }
 
 void WeightLoader::throw_non_finite(const std::string& name) const {
-  throw Error(checkpoint_.dir().string(), "tensor \"" + name + "\" holds NaN or Inf values",
+  throw Error(checkpoint_.file_of(name)->path().string(),  // the shard that holds it
+              "tensor \"" + name + "\" holds NaN or Inf values",
               "the checkpoint is corrupt or was saved after a diverged step");
 }
 
@@ -110,6 +112,14 @@ at::Tensor WeightLoader::dequantized(const std::string& name,
   if (!(at::isfinite(scale_inv).all().item<bool>() && (scale_inv > 0).all().item<bool>()))
     throw Error(scale_file, "tensor \"" + scale_name + "\" holds a scale that is NaN, Inf or <= 0",
                 "the checkpoint is corrupt: every FP8 block scale is a positive finite number");
+  // The largest e4m3 code is 448: a larger scale than FLT_MAX / 448 makes finite codes Inf, which
+  // the weight's finiteness check would blame on the weight.
+  const double largest = scale_inv.max().item<double>();
+  if (largest > std::numeric_limits<float>::max() / 448.0)
+    throw Error(scale_file,
+                "tensor \"" + scale_name + "\" holds a scale of " + format_number(largest, 4) +
+                    ", whose product with the largest e4m3 value (448) overflows float32",
+                "the checkpoint is corrupt: FP8 block scales are about max|w| / 448");
   const at::Tensor codes = stored_tensor(name);
   if (index) return dequantize_fp8_blocks(codes[*index], scale_inv[*index], *fp8_);
   return dequantize_fp8_blocks(codes, scale_inv, *fp8_);

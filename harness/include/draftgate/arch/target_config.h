@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "draftgate/arch/family_table.h"
+#include "draftgate/io/checkpoint.h"
 #include "draftgate/io/config.h"
 #include "draftgate/layout/decoder_stack.h"
+#include "draftgate/layout/engine_support.h"
 
 namespace draftgate::model {
 
@@ -61,6 +63,11 @@ struct TargetConfig {
   // field.
   static TargetConfig from(const io::ModelConfig& config, const layout::DecoderStack& stack);
 };
+
+// Whether the engine runs this target, as probe and layer_path report it: layout::engine_support,
+// and where that finds nothing, what TargetConfig::from (forward, eval) refuses of the config.
+layout::EngineSupport target_engine_support(const io::Checkpoint& checkpoint,
+                                            const layout::DecoderStack& stack);
 
 // Qwen3MoeDecoderLayer's rule (models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c): layer `layer`
 // routes to experts when it is not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0
