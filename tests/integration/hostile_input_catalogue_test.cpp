@@ -1847,7 +1847,14 @@ INSTANTIATE_TEST_SUITE_P(
         config_text_case(
             "layer_count_above_int64",
             [](json c) { return with_raw(c, "/num_hidden_layers", "18446744073709551615"); },
-            "integer 18446744073709551615 does not fit a 64-bit signed integer"),
+            "integer 18446744073709551615 does not fit a 64-bit signed integer (under key "
+            "\"num_hidden_layers\")"),
+        // Beyond uint64 the parser made it a float (1e+22), which was then used as that.
+        config_text_case(
+            "layer_count_above_uint64",
+            [](json c) { return with_raw(c, "/num_hidden_layers", "12345678901234567890123"); },
+            "integer 12345678901234567890123 does not fit a 64-bit signed integer (under key "
+            "\"num_hidden_layers\")"),
         golden_text_case(
             "golden_max_new_above_int64",
             [](json g) { return with_raw(g, "/decoding/max_new_tokens", "9223372036854775808"); },

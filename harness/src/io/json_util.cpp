@@ -29,10 +29,13 @@ class StrictSax {
   // reported (or used) as that.
   bool number_unsigned(json::number_unsigned_t v) {
     if (v > static_cast<json::number_unsigned_t>(std::numeric_limits<std::int64_t>::max()))
-      throw Error(file_, "integer " + std::to_string(v) + " does not fit a 64-bit signed integer");
+      too_large(std::to_string(v));
     return dom_.number_unsigned(v);
   }
+  // An integer literal beyond uint64 arrives here as a float (1e+22 for 10000000000000000000000):
+  // a value that changed would be rendered, compared or reported as another number.
   bool number_float(json::number_float_t v, const json::string_t& s) {
+    if (s.find_first_of(".eE") == std::string::npos) too_large(s);
     return dom_.number_float(v, s);
   }
   bool string(json::string_t& v) { return dom_.string(v); }
@@ -45,6 +48,7 @@ class StrictSax {
   bool key(json::string_t& k) {
     if (!keys_.back().insert(k).second)
       throw Error(file_, "duplicate JSON key " + json_excerpt(json(k)));
+    last_key_ = k;
     return dom_.key(k);
   }
   bool end_object() {
@@ -84,6 +88,13 @@ class StrictSax {
   }
 
  private:
+  [[noreturn]] void too_large(const std::string& digits) const {
+    throw Error(file_,
+                "integer " + digits.substr(0, 40) + (digits.size() > 40 ? "…" : "") +
+                    " does not fit a 64-bit signed integer" +
+                    (last_key_.empty() ? "" : " (under key " + json_excerpt(json(last_key_)) + ")"),
+                "draftgate reads JSON integers as int64; write a larger number as a string");
+  }
   void enter() {
     if (++depth_ > kMaxJsonDepth)
       throw Error(file_, "JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -92,6 +103,7 @@ class StrictSax {
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   const std::string& file_;
   std::vector<std::unordered_set<std::string>> keys_;
+  std::string last_key_;  // where a number is, for its message
   int depth_ = 0;
 };
 
