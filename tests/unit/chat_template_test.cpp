@@ -199,6 +199,13 @@ TEST(ChatTemplate, RenderingIsBoundedInStepsOutputAndDepth) {
   EXPECT_THAT(render_error("{% set s = namespace(v='x') %}{% for i in range(40) %}{% set s.v = s.v "
                            "+ s.v %}{% endfor %}"),
               HasSubstr("a string grew past 67108864 bytes"));
+  // A string made into a list of items is bounded before the items are made (a 10 M-character
+  // loop took 3.2 GB before the step limit ended it).
+  for (const char* many :
+       {"{% for i in 'x' * 2000000 %}{% endfor %}", "{{ ('x ' * 2000000).split()|length }}",
+        "{{ ('x,' * 2000000).split(',')|length }}", "{{ ('x' * 2000000)|list|length }}"})
+    EXPECT_THAT(render_error(many), HasSubstr("a string made into a list of more than 1048576"))
+        << many;
   EXPECT_THAT(render_error("{{ messages|tojson(indent=99999999999) }}"),
               HasSubstr("a string grew past 67108864 bytes (tojson indent 99999999999)"));
   // Nesting past 256 levels is refused before the stack would overflow: blocks, parentheses,

@@ -133,6 +133,14 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix, int line
   return one(affix);
 }
 
+// kMaxItemsFromAString, for a list being made from a string.
+void bound_items(std::size_t items, int line) {
+  if (items > kMaxItemsFromAString)
+    fail(ErrorKind::kBound, line,
+         "a string made into a list of more than " + std::to_string(kMaxItemsFromAString) +
+             " items (characters or parts)");
+}
+
 Value split(const std::string& s, const CallArgs& a, int line) {
   check_arity(a, 2, {"sep", "maxsplit"}, "split", line);
   const Value* sep = arg(a, 0, "sep");
@@ -158,6 +166,7 @@ Value split(const std::string& s, const CallArgs& a, int line) {
       }
       std::size_t e = k;
       while (e < u.size() && !py_isspace(u[e])) ++e;
+      bound_items(parts.size() + 1, line);
       parts.push_back(Value::string(from_u32(u.substr(k, e - k))));
       k = e;
     }
@@ -173,6 +182,7 @@ Value split(const std::string& s, const CallArgs& a, int line) {
     if (at == std::string::npos ||
         (maxsplit >= 0 && static_cast<std::int64_t>(parts.size()) == maxsplit))
       break;
+    bound_items(parts.size() + 2, line);
     parts.push_back(Value::string(s.substr(start, at - start)));
     start = at + d.size();
   }
@@ -309,8 +319,9 @@ List iterate(const Value& v, int line) {
     }
     case Value::Kind::kString: {
       List chars;
-      for (const char32_t c : to_u32(*v.s))
-        chars.push_back(Value::string(from_u32(std::u32string(1, c))));
+      const std::u32string u = to_u32(*v.s);
+      bound_items(u.size(), line);
+      for (const char32_t c : u) chars.push_back(Value::string(from_u32(std::u32string(1, c))));
       return chars;
     }
     case Value::Kind::kUndefined:

@@ -24,6 +24,10 @@ enum class ErrorKind { kSyntax, kUnsupported, kRender, kRaised, kBound };
 // No string a template computes may grow past this (the rendered output has its own, smaller
 // bound): a template doubling a string in a loop ends here, not in memory exhaustion.
 constexpr std::size_t kMaxStringBytes = 64u << 20;
+// A string made into a list (iterated, split, |list) yields at most this many items: each is a
+// Value of a few hundred bytes, so a 10 M-character string would take gigabytes before the step
+// limit ended a loop over it (Jinja2 iterates a string lazily).
+constexpr std::size_t kMaxItemsFromAString = 1u << 20;
 // Lists, dicts and namespaces may hold each other this deep, and a template's blocks and
 // expressions nest at most this deep: what a template builds or says in a loop ends here (a
 // TemplateError of kind kBound), not in the stack's overflow when it is compared, dumped or freed.
