@@ -128,7 +128,17 @@ TEST(ChatTemplate, SyntaxErrorsNameTheLine) {
               HasSubstr("line 1: template syntax error: expected end of print statement, got 'b'"));
   EXPECT_THAT(
       error_of([] { ChatTemplate::parse("x\n{% endfor %}", "t.jinja"); }),
-      HasSubstr("line 2: unsupported template construct: the 'endfor' statement is not supported"));
+      HasSubstr("line 2: template syntax error: unexpected 'endfor': the innermost open block is "
+                "not 'for'"));
+  // A mismatched end tag is a syntax error, not an unsupported statement; a non-ASCII name and a
+  // hexadecimal literal are named as what they are, never as a raw byte.
+  EXPECT_THAT(error_of([] { ChatTemplate::parse("{% for x in [1] %}{% endif %}", "t.jinja"); }),
+              HasSubstr("unexpected 'endif': the innermost open block is not 'if'"));
+  EXPECT_THAT(error_of([] { ChatTemplate::parse("{{ \xE6\x97\xA5 }}", "t.jinja"); }),
+              HasSubstr("unsupported template construct: a non-ASCII character outside a string "
+                        "(U+65E5)"));
+  EXPECT_THAT(error_of([] { ChatTemplate::parse("{{ 0x1F }}", "t.jinja"); }),
+              HasSubstr("unsupported template construct: hexadecimal, octal and binary integer"));
 }
 
 TEST(ChatTemplate, UnsupportedConstructsAreRefusedNeverRendered) {
@@ -300,6 +310,13 @@ TEST_F(ChatTemplateCheckpoint, TokenizerConfigStringAndSpecialTokens) {
             "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "unk_token": null,
             "additional_special_tokens": ["<a>", {"content": "<b>"}]})");
   EXPECT_EQ(rendered(), "<s>|</s>|False|2");
+  // transformers' special_tokens_map keeps only the tokens that are set: an empty one, or an empty
+  // list of additional tokens, is undefined.
+  write(
+      "tokenizer_config.json",
+      R"({"chat_template": "{{ eos_token is defined }}|{{ additional_special_tokens is defined }}",
+            "eos_token": "", "additional_special_tokens": []})");
+  EXPECT_EQ(rendered(), "False|False");
 }
 
 TEST_F(ChatTemplateCheckpoint, ChatTemplateJinjaBesideWinsAndTheFlagWinsOverBoth) {
@@ -319,6 +336,11 @@ TEST_F(ChatTemplateCheckpoint, NamedTemplatesTakeDefault) {
       "tokenizer_config.json",
       R"({"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "plain"}]})");
   EXPECT_EQ(rendered(), "plain");
+  // transformers makes a dict of the list: the last "default" is the one kept.
+  write(
+      "tokenizer_config.json",
+      R"({"chat_template": [{"name": "default", "template": "A"}, {"name": "default", "template": "B"}]})");
+  EXPECT_EQ(rendered(), "B");
   write("tokenizer_config.json",
         R"({"chat_template": [{"name": "tool_use", "template": "tools"}]})");
   EXPECT_THAT(error_of([&] { rendered(); }),

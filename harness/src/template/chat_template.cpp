@@ -137,13 +137,17 @@ CheckpointTemplate load_checkpoint_template(const fs::path& path,
                             "cls_token", "mask_token"}) {
       if (!cfg.contains(key) || cfg[key].is_null()) continue;
       const auto& v = cfg[key];
+      std::string token;
       if (v.is_string())
-        out.special_tokens[key] = v.get<std::string>();
+        token = v.get<std::string>();
       else if (v.is_object() && v.contains("content") && v["content"].is_string())
-        out.special_tokens[key] = v["content"].get<std::string>();
+        token = v["content"].get<std::string>();
       else
         throw Error(config.string(),
                     std::string("/") + key + ": must be a string or an object with \"content\"");
+      // transformers' special_tokens_map keeps only the tokens that are set (`if attr_value`): an
+      // empty one is undefined in the template.
+      if (!token.empty()) out.special_tokens[key] = token;
     }
     if (cfg.contains("additional_special_tokens") && cfg["additional_special_tokens"].is_array()) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -157,7 +161,7 @@ CheckpointTemplate load_checkpoint_template(const fs::path& path,
               config.string(),
               "/additional_special_tokens: each must be a string or an object with \"content\"");
       }
-      out.special_tokens["additional_special_tokens"] = list;
+      if (!list.empty()) out.special_tokens["additional_special_tokens"] = list;
     }
   }
   auto from_file = [](const fs::path& file) {
@@ -195,8 +199,9 @@ CheckpointTemplate load_checkpoint_template(const fs::path& path,
         throw Error(config.string(), "/chat_template/" + std::to_string(k) +
                                          ": must be {\"name\": string, \"template\": string}");
     }
-    for (const auto& e : ct)
-      if (e["name"] == "default") {
+    // transformers makes a dict of the list: of two "default"s, the last is kept.
+    for (auto it = ct.rbegin(); it != ct.rend(); ++it)
+      if (const auto& e = *it; e["name"] == "default") {
         out.chat_template = ChatTemplate::parse(e["template"].get<std::string>(),
                                                 config.string() + " (chat_template \"default\")");
         return out;

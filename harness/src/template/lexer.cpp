@@ -4,6 +4,8 @@
 #include "draftgate/template/lexer.h"
 
 #include <cctype>
+#include <cstdio>
+#include <cstring>
 
 #include "draftgate/template/value.h"
 #include "draftgate/tokenizer/unicode.h"
@@ -16,6 +18,14 @@ bool is_space_at(const std::string& s, std::size_t k, std::size_t* len) {
   const char32_t c = tokenizer::decode_utf8(s, k, &n);
   *len = n;
   return py_isspace(c);
+}
+
+// "U+65E5" of the character at byte k (the template is valid UTF-8: checked on reading).
+std::string code_point_at(const std::string& s, std::size_t k) {
+  std::size_t n = 0;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(tokenizer::decode_utf8(s, k, &n)));
+  return hex;
 }
 
 // Python's str.rstrip() (Unicode whitespace).
@@ -268,12 +278,20 @@ class Lexer {
             break;
           }
         }
+        if (!matched && static_cast<unsigned char>(c) >= 0x80)  // never a raw byte in a message
+          fail(ErrorKind::kUnsupported, line,
+               "a non-ASCII character outside a string (" + code_point_at(src_, pos_) +
+                   "): names of letters beyond ASCII are not supported");
         if (!matched) fail(ErrorKind::kSyntax, line, std::string("unexpected char '") + c + "'");
       }
     }
   }
 
   void number(int line) {
+    if (src_[pos_] == '0' && pos_ + 1 < src_.size() &&
+        std::strchr("xXoObB", src_[pos_ + 1]) != nullptr)
+      fail(ErrorKind::kUnsupported, line,
+           "hexadecimal, octal and binary integer literals (0x1F, 0o17, 0b101) are not supported");
     std::size_t e = pos_;
     auto digits = [&] {
       while (e < src_.size() &&

@@ -34,6 +34,14 @@ ExprPtr make(Expr::Kind kind, int line) {
   return e;
 }
 
+// The end tags of the blocks the parser knows.
+bool is_block_end(const std::string& name) {
+  for (const char* end : {"endif", "endfor", "endmacro", "endcall", "endfilter", "endset",
+                          "endgeneration", "endraw", "endblock", "endwith"})
+    if (name == end) return true;
+  return false;
+}
+
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
@@ -246,6 +254,11 @@ class Parser {
       s->body = subparse({"endgeneration"});
       expect_name();
       expect_block_end();
+    } else if (is_block_end(name)) {
+      // An end tag where its block is not the innermost one open (Jinja2: "Encountered unknown
+      // tag"): a mismatched tag, not an unsupported statement.
+      fail(ErrorKind::kSyntax, t.line,
+           "unexpected '" + name + "': the innermost open block is not '" + name.substr(3) + "'");
     } else {
       fail(ErrorKind::kUnsupported, t.line, "the '" + name + "' statement is not supported");
     }
