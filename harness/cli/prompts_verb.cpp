@@ -1,7 +1,8 @@
 // `draftgate prompts build --dataset NAME --from EXPORT.jsonl --out PROMPTS.jsonl [--limit N
-// [--shuffle-seed S]]`: the z-lab DFlash benchmark's prompts (dflash/benchmark.py: each dataset's
-// field and fixed text, mt-bench's turns) as a prompt set of `messages` lines, from a JSONL export
-// of the dataset made beforehand (nothing is downloaded). Torch-free: the front end runs it.
+// [--shuffle-seed S] | --server-backend N,C]`: the z-lab DFlash benchmark's prompts
+// (dflash/benchmark.py: each dataset's field and fixed text, mt-bench's turns) as a prompt set of
+// `messages` lines, from a JSONL export of the dataset made beforehand (nothing is downloaded).
+// Torch-free: the front end runs it.
 
 #include <iostream>
 #include <sstream>
@@ -23,6 +24,7 @@ struct PromptsBuildOptions {
   std::int64_t limit = 0;  // 0: every row
   bool shuffle = false;    // pick --limit rows as benchmark.py's --max-samples does
   std::uint64_t shuffle_seed = 0;
+  std::vector<std::int64_t> server;  // N, C: the rows the server backends measure
 };
 
 int run_prompts_build(const PromptsBuildOptions& opt) {
@@ -30,11 +32,18 @@ int run_prompts_build(const PromptsBuildOptions& opt) {
   const prompts::BenchmarkDataset& dataset = prompts::benchmark_dataset(opt.dataset, "--dataset");
   if (opt.shuffle && opt.limit == 0)
     throw Error("--shuffle-seed", "goes with --limit N: it picks N rows as --max-samples N does");
-  // A shuffle draws from every row, so all are read; else rows past --limit are not.
-  const auto built = !opt.shuffle ? prompts::build_benchmark_prompts(dataset, opt.from, opt.limit)
-                                  : prompts::limit_as_max_samples(
-                                        prompts::build_benchmark_prompts(dataset, opt.from, 0),
-                                        opt.limit, opt.shuffle_seed);
+  if (!opt.server.empty() && opt.server[0] < 1)
+    throw Error("--server-backend", "N (--num-prompts) must be at least 1, got 0");
+  // A shuffle draws from every row, and the server backends wrap around them, so all are read;
+  // else rows past --limit are not.
+  const auto built =
+      !opt.server.empty()
+          ? prompts::as_server_benchmark(prompts::build_benchmark_prompts(dataset, opt.from, 0),
+                                         opt.server[0], opt.server[1])
+      : !opt.shuffle
+          ? prompts::build_benchmark_prompts(dataset, opt.from, opt.limit)
+          : prompts::limit_as_max_samples(prompts::build_benchmark_prompts(dataset, opt.from, 0),
+                                          opt.limit, opt.shuffle_seed);
   std::ostringstream text;
   std::size_t turns = 0;
   for (const auto& p : built) {
@@ -77,6 +86,14 @@ void add_prompts(CLI::App& app, VerbRunner* runner) {
              "With --limit N: the N rows benchmark.py's --max-samples N takes, shuffled by "
              "Python's random seeded S (0: its transformers backend, 42: MLX)")
           ->check(seed_value());
+  cmd->add_option("--server-backend", opt->server,
+                  "N,C: the N prompts benchmark.py's vllm / sglang backends measure with "
+                  "--num-prompts N --concurrency C (rows C … N+C−1, wrapping; first turns only)")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(integer_range(0, std::numeric_limits<std::int32_t>::max()))
+      ->excludes("--limit")
+      ->excludes(seed);
   set_example(cmd,
               "draftgate prompts build --dataset gsm8k --from gsm8k-test.jsonl --out "
               "gsm8k.prompts.jsonl --limit 128");

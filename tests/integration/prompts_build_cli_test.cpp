@@ -112,7 +112,7 @@ TEST(PromptsBuild, MtBenchKeepsEveryTurnInOrder) {
   EXPECT_THAT(b.out, HasSubstr(": 2 mt-bench prompts (3 user turns) from "));
 }
 
-// --limit takes the first N rows of the export (the server benchmarks' first prompts); blank
+// --limit takes the first N rows of the export; blank
 // lines are not rows, so the ids keep the dataset's row index.
 TEST(PromptsBuild, LimitTakesTheFirstRowsAndIdsCountRows) {
   const std::string rows =
@@ -161,6 +161,26 @@ TEST(PromptsBuild, ShuffleSeedPicksTheRowsBenchmarkMaxSamplesPicks) {
   expect_lines(build("gsm8k", "{\"question\": \"a\"}\n{\"question\": \"b\"}\n",
                      " --limit 2 --shuffle-seed 0"),
                {line_of("gsm8k-0", {"a" + kReason}), line_of("gsm8k-1", {"b" + kReason})});
+}
+
+// benchmark.py's _run_server: rows 0 … N+C−1 wrapping around (dataset[i % len]), turns[0] only,
+// the first max(C, 1) sent as warmup and the rest measured (an outside tester's case: --limit N
+// gave the warmup rows instead).
+TEST(PromptsBuild, ServerBackendTakesTheRowsTheServerBenchmarkMeasures) {
+  const std::string rows =
+      "{\"prompt\": [\"a1\", \"a2\"]}\n{\"prompt\": [\"b1\", \"b2\"]}\n{\"prompt\": [\"c1\"]}\n";
+  // As the benchmark computes it, by hand: N 4, C 2 over 3 rows → rows 0 1 2 0 1 2, less 2.
+  expect_lines(build("mt-bench", rows, " --server-backend 4,2"),
+               {line_of("mt-bench-2", {"c1"}), line_of("mt-bench-0-again-1", {"a1"}),
+                line_of("mt-bench-1-again-1", {"b1"}), line_of("mt-bench-2-again-1", {"c1"})});
+  // Concurrency 0 still warms up with one request (bs = max(C, 1)).
+  expect_lines(build("mt-bench", rows, " --server-backend 1,0"), {line_of("mt-bench-1", {"b1"})});
+  const auto both = build("mt-bench", rows, " --server-backend 1,0 --limit 2");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--limit excludes --server-backend"));
+  const auto none = build("mt-bench", rows, " --server-backend 0,4");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("--server-backend: N (--num-prompts) must be at least 1"));
 }
 
 TEST(PromptsBuild, TheHelpPageShowsAnExample) {

@@ -1,5 +1,6 @@
 #include "draftgate/prompts/benchmark_datasets.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "draftgate/error.h"
@@ -110,6 +111,22 @@ std::vector<BenchmarkPrompt> limit_as_max_samples(std::vector<BenchmarkPrompt> p
   PythonRandom(seed).shuffle(prompts);
   prompts.resize(static_cast<std::size_t>(max_samples));
   return prompts;
+}
+
+std::vector<BenchmarkPrompt> as_server_benchmark(const std::vector<BenchmarkPrompt>& prompts,
+                                                 std::int64_t num_prompts,
+                                                 std::int64_t concurrency) {
+  const auto rows = static_cast<std::int64_t>(prompts.size());
+  const std::int64_t warmup = std::max<std::int64_t>(concurrency, 1);
+  std::vector<BenchmarkPrompt> out;
+  for (std::int64_t j = 0; j < num_prompts; ++j) {
+    const std::int64_t at = warmup + j;
+    BenchmarkPrompt p = prompts[static_cast<std::size_t>(at % rows)];
+    p.turns.resize(1);  // item["turns"][0]
+    if (at >= rows) p.id += "-again-" + std::to_string(at / rows);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 nlohmann::ordered_json prompt_line(const BenchmarkPrompt& prompt) {

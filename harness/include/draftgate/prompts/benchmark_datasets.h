@@ -46,6 +46,13 @@ std::vector<BenchmarkPrompt> build_benchmark_prompts(const BenchmarkDataset& dat
 std::vector<BenchmarkPrompt> limit_as_max_samples(std::vector<BenchmarkPrompt> prompts,
                                                   std::int64_t max_samples, std::uint64_t seed);
 
+// benchmark.py's _run_server (its vLLM and SGLang backends, --num-prompts N --concurrency C): it
+// takes rows 0 … N+C−1 (wrapping around a shorter export), each row's first turn only, sends the
+// first max(C, 1) as warmup and measures the rest: those N, a wrapped row's id suffixed "-again-K".
+std::vector<BenchmarkPrompt> as_server_benchmark(const std::vector<BenchmarkPrompt>& prompts,
+                                                 std::int64_t num_prompts,
+                                                 std::int64_t concurrency);
+
 // The prompt-set line: {"id": ..., "messages": [{"role": "user", "content": turn}, ...]}.
 nlohmann::ordered_json prompt_line(const BenchmarkPrompt& prompt);
 
