@@ -258,6 +258,8 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
         "p.jsonl:1: \"input_ids\" must be a non-empty array");
   check("{\"id\": \"a\", \"input_ids\": [1, -4]}\n", "input_ids holds -4");
   check("{\"input_ids\": [1]}\n", "missing \"id\"");
+  check("{\"id\": 1.5, \"input_ids\": [1]}\n", "p.jsonl:1: \"id\" is 1.5, not a string");
+  check("{\"id\": null, \"input_ids\": [1]}\n", "p.jsonl:1: \"id\" is null, not a string");
   check("[1, 2]\n", "must be a JSON object");
   check("{\"id\": \"a\", \"input_ids\": [1]\n", "invalid JSON");
   check("\n\n", "prompt set is empty");

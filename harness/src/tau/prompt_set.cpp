@@ -122,8 +122,10 @@ Line parse_line(const std::string& text, const std::string& where) {
   Line line;
   line.where = where;
   Prompt& p = line.prompt;
-  if (!j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer()))
-    throw Error(where, "missing \"id\" (a string)");
+  if (!j.contains("id")) throw Error(where, "missing \"id\" (a string)");
+  if (!(j["id"].is_string() || j["id"].is_number_integer()))
+    throw Error(where, "\"id\" is " + io::json_excerpt(j["id"]) +
+                           ", not a string (or an integer, read as its digits)");
   p.id = j["id"].is_string() ? j["id"].get<std::string>()
                              : std::to_string(j["id"].get<std::int64_t>());
   if (p.id.empty()) throw Error(where, "empty \"id\"");
