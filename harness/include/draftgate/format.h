@@ -1,6 +1,8 @@
 #pragma once
 // Text forms of id lists, shapes and measured numbers shared by messages, metadata and reports.
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -17,20 +19,23 @@ inline std::string format_ids(const std::vector<std::int64_t>& ids) {
   return s;
 }
 
-// format_ids read back: nullopt unless `text` is integers joined by commas ("1x" and "" are not).
+// format_ids read back: nullopt unless `text` is integers joined by commas, spaces around each
+// allowed ("1x", "", "1,,2", a trailing comma and an id beyond int64 are not).
 inline std::optional<std::vector<std::int64_t>> parse_ids(const std::string& text) {
   std::vector<std::int64_t> ids;
-  std::istringstream in(text);
-  for (std::string id; std::getline(in, id, ',');) {
-    try {
-      std::size_t used = 0;
-      ids.push_back(std::stoll(id, &used));
-      if (used != id.size()) return std::nullopt;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    std::size_t a = from, b = comma;  // the element, spaces around it dropped
+    while (a < b && text[a] == ' ') ++a;
+    while (b > a && text[b - 1] == ' ') --b;
+    std::int64_t id = 0;
+    const auto [end, error] = std::from_chars(text.data() + a, text.data() + b, id);
+    if (a == b || error != std::errc() || end != text.data() + b) return std::nullopt;
+    ids.push_back(id);
+    if (comma == text.size()) return ids;
+    from = comma + 1;
   }
-  return ids;
 }
 
 // "a, b, c".

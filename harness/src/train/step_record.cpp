@@ -41,10 +41,18 @@ class Reader {
       throw Error(name_, "__metadata__ \"" + key + "\" = \"" + text + "\" is not a finite number");
     return v;
   }
+  // Written as an integer ("8", not "8.0" or " 8"), within int64.
   std::int64_t meta_int(const std::string& key) const {
-    const double v = meta_number(key);
-    if (v != std::floor(v)) throw Error(name_, "__metadata__ \"" + key + "\" must be an integer");
-    return static_cast<std::int64_t>(v);
+    const std::string text = meta(key);
+    std::int64_t v = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (error == std::errc::result_out_of_range)
+      throw Error(name_, "__metadata__ \"" + key + "\" = \"" + text.substr(0, 40) +
+                             "\" does not fit a 64-bit integer");
+    if (text.empty() || error != std::errc() || end != text.data() + text.size())
+      throw Error(name_, "__metadata__ \"" + key + "\" = \"" + text.substr(0, 40) +
+                             "\" must be an integer");
+    return v;
   }
 
   // Stored dtype names ("F32", "BF16", ...) of every tensor in the file.
@@ -306,6 +314,8 @@ StepRecord read_metadata(const Reader& r) {
   rec.target_layer_ids = *taps;
   if (rec.target_layer_ids.empty()) throw Error(f, "target_layer_ids is empty");
   if (r.optional_meta("step")) rec.step = r.meta_int("step");
+  if (rec.step && *rec.step < 0)
+    throw Error(f, "step " + std::to_string(*rec.step) + " is negative");
   rec.teacher_dtype = precision_meta(r, "teacher_dtype");
   rec.drafter_dtype = precision_meta(r, "drafter_dtype");
   rec.hidden_dtype = precision_meta(r, "hidden_dtype");
