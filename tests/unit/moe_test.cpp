@@ -277,6 +277,23 @@ TEST(MoeSupport, AnExpertPastNumExpertsAndAStrayFp8ScaleAreRefused) {
               ::testing::Contains(::testing::HasSubstr("an FP8 scale without its weight")));
 }
 
+// A bias the engine's modules lack — a projection's, the router's (DeepSeek-style
+// e_score_correction_bias: another routing rule), lm_head's — is refused, not dropped (an outside
+// tester's cases: each probed "supported" and ran as the model without it).
+TEST(MoeSupport, ABiasTheEngineNeverReadsIsRefused) {
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<std::int64_t>>>{
+           {"model.layers.0.self_attn.q_proj.bias", {64}},
+           {"model.layers.1.mlp.experts.0.down_proj.bias", {64}},
+           {"model.layers.0.mlp.gate.e_score_correction_bias", {moe_spec().num_experts}},
+           {"lm_head.bias", {moe_spec().vocab}}}) {
+    const auto verdict = verdict_with("bias", name, at::zeros(shape));
+    EXPECT_FALSE(verdict.supported) << name;
+    EXPECT_THAT(
+        verdict.reasons,
+        ::testing::Contains(::testing::HasSubstr("a bias the engine never reads (" + name + ")")));
+  }
+}
+
 RandomTargetSpec shared_expert_spec(TargetLayout layout) {
   RandomTargetSpec s = moe_spec();
   s.family = Family::kQwen3_5Moe;

@@ -72,6 +72,24 @@ std::optional<std::string> unread_quantization_tensor(const io::Checkpoint& chec
   return std::nullopt;
 }
 
+// A bias on a decoder layer's projection or norm, on the router (DeepSeek-style
+// e_score_correction_bias changes the routing rule) or on lm_head: the engine's modules have none,
+// so loading would drop it and compute another model (transformers and vLLM drop unexpected keys
+// too, which is why such a checkpoint loads elsewhere without a word).
+std::optional<std::string> unread_bias(const io::Checkpoint& checkpoint,
+                                       const DecoderStack& stack) {
+  const std::string layers = stack.prefix + ".";
+  const std::string head = ends_with(stack.lm_head, ".weight")
+                               ? stack.lm_head.substr(0, stack.lm_head.size() - 7) + ".bias"
+                               : "";
+  for (const std::string& n : checkpoint.names())
+    if ((n.rfind(layers, 0) == 0 && (ends_with(n, ".bias") || ends_with(n, "_correction_bias"))) ||
+        (!head.empty() && n == head))
+      return "a bias the engine never reads (" + n +
+             "): its projections, norms and routers have none, so it would compute another model";
+  return std::nullopt;
+}
+
 // Per-expert tensors of an expert past num_experts: the router has num_experts rows, so it would
 // never be routed to.
 std::optional<std::string> unread_expert(const io::Checkpoint& checkpoint,
@@ -161,6 +179,7 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
   }
   if (const auto problem = unread_quantization_tensor(checkpoint)) add(*problem);
   if (const auto problem = unread_expert(checkpoint, config)) add(*problem);
+  if (const auto problem = unread_bias(checkpoint, stack)) add(*problem);
   if (const auto problem = untied_lm_head_missing(config, stack))
     add(*problem + ": loaders would initialise it randomly");
 
