@@ -361,7 +361,8 @@ class LossTypeCheck : public Check {
                   .item<double>() <= kWeightTolerance;
       if ((close(across) && !close(ce)) || weights_cross)
         crossing =
-            "the logged loss " + format_number(rec.logged_loss, 6) + " is the " +
+            (close(across) ? "the logged loss " + format_number(rec.logged_loss, 6) + " is the "
+                           : std::string("the recorded weights are the ")) +
             configured.describe() + ", with " + std::to_string(past->elements) +
             " block element(s) supervised past the end of their anchor's sequence (first: " +
             past->first + "), on the next packed document's tokens (" + format_number(across, 6) +

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_edit.h"
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
 #include "draftgate/io/checkpoint.h"
 #include "draftgate/layout/decoder_stack.h"
@@ -230,18 +231,19 @@ TEST(MoeConfig, SparseLayersFollowMlpOnlyLayersAndDecoderSparseStep) {
 
 // probe's engine verdict on an MoE target written with one tensor more.
 layout::EngineSupport verdict_with(const std::string& name, const std::string& extra,
-                                   const at::Tensor& value) {
-  const fs::path dir = write_target(name, moe_spec());
+                                   const at::Tensor& value,
+                                   const RandomTargetSpec& spec = moe_spec()) {
+  const fs::path dir = write_target(name, spec);
   io::NamedTensors tensors;
   {
     const io::Checkpoint ckpt = io::Checkpoint::open(dir);
-    EXPECT_TRUE(layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt)).supported);
+    EXPECT_TRUE(model::target_engine_support(ckpt, layout::resolve_decoder_stack(ckpt)).supported);
     for (const auto& n : ckpt.names()) tensors.emplace_back(n, io::load_tensor(ckpt, n).clone());
   }
   tensors.emplace_back(extra, value);
   io::write_tensors(dir / "model.safetensors", tensors);
   const io::Checkpoint ckpt = io::Checkpoint::open(dir);
-  return layout::engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
+  return model::target_engine_support(ckpt, layout::resolve_decoder_stack(ckpt));
 }
 
 // The engine runs routed experts only: a shared expert (Qwen2-MoE, Qwen3.5-MoE) beside them is
@@ -292,6 +294,37 @@ TEST(MoeSupport, ABiasTheEngineNeverReadsIsRefused) {
         verdict.reasons,
         ::testing::Contains(::testing::HasSubstr("a bias the engine never reads (" + name + ")")));
   }
+}
+
+// Expert tensors the loader never asks for: an index written otherwise ("07" beside "7"), and a
+// router with experts in a layer decoder_sparse_step makes dense (an outside tester's cases).
+TEST(MoeSupport, ExpertTensorsTheLoaderNeverAsksForAreRefused) {
+  EXPECT_THAT(
+      verdict_with("expert_07", "model.layers.1.mlp.experts.07.up_proj.weight", at::zeros({32, 64}))
+          .reasons,
+      ::testing::Contains(::testing::HasSubstr("an expert tensor the engine never reads "
+                                               "(model.layers.1.mlp.experts.07.up_proj.weight)")));
+  RandomTargetSpec stepped = moe_spec();
+  stepped.decoder_sparse_step = 2;  // with mlp_only_layers [1]: layer 3 sparse, the rest dense
+  EXPECT_THAT(verdict_with("experts_in_dense", "model.layers.0.mlp.experts.0.up_proj.weight",
+                           at::zeros({32, 64}), stepped)
+                  .reasons,
+              ::testing::Contains(::testing::HasSubstr(
+                  "layer 0's MLP is dense by decoder_sparse_step / mlp_only_layers, but the "
+                  "checkpoint holds model.layers.0.mlp.experts.0.up_proj.weight")));
+  EXPECT_THAT(verdict_with("dense_in_sparse", "model.layers.3.mlp.gate_proj.weight",
+                           at::zeros({32, 64}), stepped)
+                  .reasons,
+              ::testing::Contains(::testing::HasSubstr("layer 3's MLP is sparse")));
+  // Beside fine-grained FP8 weights, a static activation scale (another scheme's tensor) is unread.
+  RandomTargetSpec fp8 = moe_spec();
+  fp8.fp8 = model::random_target_fp8_scheme(fp8, 16, 16);
+  EXPECT_THAT(
+      verdict_with("input_scale", "model.layers.0.self_attn.q_proj.input_scale", at::ones({1}), fp8)
+          .reasons,
+      ::testing::Contains(::testing::HasSubstr(
+          "a tensor of another quantisation (FP8 with static activation scales: "
+          "model.layers.0.self_attn.q_proj.input_scale)")));
 }
 
 RandomTargetSpec shared_expert_spec(TargetLayout layout) {

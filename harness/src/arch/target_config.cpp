@@ -202,16 +202,62 @@ TargetConfig TargetConfig::from(const io::ModelConfig& config, const layout::Dec
   return c;
 }
 
+namespace {
+
+// An MoE layer's MLP tensors of the other kind than its config makes it (experts and a router in a
+// layer decoder_sparse_step / mlp_only_layers make dense, a dense MLP in a sparse one): the loader
+// reads the kind the config says, so those would be left unread.
+std::optional<std::string> mlp_of_the_other_kind(const io::Checkpoint& checkpoint,
+                                                 const layout::DecoderStack& stack,
+                                                 const TargetConfig& c) {
+  if (c.traits.mlp != MlpKind::kMoe) return std::nullopt;
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string mlp = stack.layer_path(l) + ".mlp.";
+    for (const std::string& n : checkpoint.names()) {
+      if (n.rfind(mlp, 0) != 0) continue;
+      const std::string part = n.substr(mlp.size());
+      const bool sparse_tensor = part.rfind("experts.", 0) == 0 || part.rfind("gate.", 0) == 0;
+      const bool dense_tensor = part.rfind("gate_proj.", 0) == 0 ||
+                                part.rfind("up_proj.", 0) == 0 || part.rfind("down_proj.", 0) == 0;
+      if (c.is_sparse(l) ? dense_tensor : sparse_tensor)
+        return "layer " + std::to_string(l) + "'s MLP is " + (c.is_sparse(l) ? "sparse" : "dense") +
+               " by decoder_sparse_step / mlp_only_layers, but the checkpoint holds " + n +
+               ", a tensor of a " + (c.is_sparse(l) ? "dense" : "sparse") +
+               " MLP the engine would not read: does config.json belong to this checkpoint?";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 layout::EngineSupport target_engine_support(const io::Checkpoint& checkpoint,
                                             const layout::DecoderStack& stack) {
   layout::EngineSupport engine = layout::engine_support(checkpoint, stack);
-  if (engine.supported) try {
-      TargetConfig::from(checkpoint.config(), stack);
-    } catch (const Error& e) {
+  if (!engine.supported) return engine;
+  try {
+    const TargetConfig c = TargetConfig::from(checkpoint.config(), stack);
+    if (const auto problem = mlp_of_the_other_kind(checkpoint, stack, c)) {
       engine.supported = false;
-      engine.reasons.push_back(e.what());
+      engine.reasons.push_back(*problem);
     }
+  } catch (const Error& e) {
+    engine.supported = false;
+    engine.reasons.push_back(e.what());
+  }
   return engine;
+}
+
+void require_target_engine_support(const io::Checkpoint& checkpoint,
+                                   const layout::DecoderStack& stack) {
+  const layout::EngineSupport s = target_engine_support(checkpoint, stack);
+  if (s.supported) return;
+  throw Error(checkpoint.dir().string(),
+              "the engine does not run this checkpoint: " + s.reasons.front() +
+                  (s.reasons.size() > 1
+                       ? " (and " + std::to_string(s.reasons.size() - 1) + " more: see probe)"
+                       : ""),
+              "`draftgate probe` lists what the engine runs of this checkpoint");
 }
 
 }  // namespace draftgate::model

@@ -30,6 +30,8 @@ const char* quantised_suffix_scheme(const std::string& name) {
       {".weight_scale", "compressed-tensors"},
       {".weight_zero_point", "compressed-tensors"},
       {".weight_scale_inv", "FP8"},
+      {".input_scale", "FP8 with static activation scales"},
+      {"_blocks", "MXFP4"},
       {".SCB", "bitsandbytes"},
       {".weight.absmax", "bitsandbytes"},
       {".weight.quant_state.bitsandbytes__nf4", "bitsandbytes"},
@@ -101,9 +103,13 @@ std::optional<std::string> unread_expert(const io::Checkpoint& checkpoint,
     const std::size_t at = n.find(kExperts);
     if (at == std::string::npos) continue;
     const std::size_t start = at + kExperts.size(), end = n.find('.', start);
-    const std::string id = n.substr(start, end == std::string::npos ? end : end - start);
-    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
-      continue;  // a fused experts tensor (mlp.experts.gate_up_proj)
+    if (end == std::string::npos) continue;  // a fused experts tensor (mlp.experts.gate_up_proj)
+    const std::string id = n.substr(start, end - start);
+    // The loader asks for experts.0 … experts.E−1: "07", "-1" or "x" is another tensor, unread.
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos ||
+        (id.size() > 1 && id[0] == '0'))
+      return "an expert tensor the engine never reads (" + n +
+             "): experts are numbered 0 … num_experts − 1, without leading zeros";
     if (id.size() > 9 || std::stoll(id) >= *experts)
       return "expert " + id + " (" + n + ") beyond num_experts " + std::to_string(*experts) +
              ", which the router never picks: does config.json belong to this checkpoint?";
@@ -147,6 +153,17 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
               add(e.problem());
               break;
             }
+        // The block scheme reads weight_scale_inv only: another scheme's tensors beside it (a
+        // per-channel weight_scale, a static input_scale) would be left unread.
+        const auto other = std::find_if(checkpoint.names().begin(), checkpoint.names().end(),
+                                        [](const std::string& n) {
+                                          const char* scheme = quantised_suffix_scheme(n);
+                                          return scheme != nullptr && std::string(scheme) != "FP8";
+                                        });
+        if (other != checkpoint.names().end())
+          add(std::string("a tensor of another quantisation (") + quantised_suffix_scheme(*other) +
+              ": " + *other +
+              ") beside the fine-grained FP8 weights, whose scheme reads weight_scale_inv only");
       }
     } else {
       add("quantised weights (quantization_config.quant_method " + *method +
@@ -224,17 +241,6 @@ EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStac
     }
   }
   return s;
-}
-
-void require_engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack) {
-  const EngineSupport s = engine_support(checkpoint, stack);
-  if (s.supported) return;
-  throw Error(checkpoint.dir().string(),
-              "the engine does not run this checkpoint: " + s.reasons.front() +
-                  (s.reasons.size() > 1
-                       ? " (and " + std::to_string(s.reasons.size() - 1) + " more: see probe)"
-                       : ""),
-              "`draftgate probe` lists what the engine runs of this checkpoint");
 }
 
 }  // namespace draftgate::layout

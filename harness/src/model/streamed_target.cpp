@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
-#include "draftgate/layout/engine_support.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
 #include "draftgate/model/sequence_target.h"
@@ -43,7 +43,7 @@ StreamedTarget::StreamedTarget(const io::Checkpoint& checkpoint, const TargetOpt
   check_tie_flag(checkpoint_, stack_);
   inv_freq_ = rope_inv_freq(c.rotary_dim, c.rope_theta).to(device_);
   // Before any layer is read (the in-memory target checks after its loaders' own refusals).
-  layout::require_engine_support(checkpoint, stack_);
+  require_target_engine_support(checkpoint, stack_);
 }
 
 std::vector<std::string> StreamedTarget::layer_tensors(std::int64_t index) const {

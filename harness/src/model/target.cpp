@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "draftgate/arch/target_config.h"
 #include "draftgate/error.h"
-#include "draftgate/layout/engine_support.h"
 #include "draftgate/model/attention.h"
 #include "draftgate/model/memory_budget.h"
 #include "draftgate/model/ops.h"
@@ -107,7 +107,7 @@ TargetModel::TargetModel(const io::Checkpoint& ckpt, const TargetOptions& option
     layers_.push_back(TargetLayer::load(c, w, stack_.layer_path(i) + ".", i));
   // After the loaders' own refusals, which name the tensor: what they let pass but probe reports
   // unsupported (tensors the engine would leave out) is refused too.
-  layout::require_engine_support(ckpt, stack_);
+  require_target_engine_support(ckpt, stack_);
   // Every step reads the mapped weights again: mapped 2 MB at a time, not 4 KB (safetensors.h).
   if (device_.is_cpu() && !autograd_) ckpt.settle_in_huge_pages();
 }

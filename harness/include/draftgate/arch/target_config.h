@@ -68,6 +68,12 @@ struct TargetConfig {
 // and where that finds nothing, what TargetConfig::from (forward, eval) refuses of the config.
 layout::EngineSupport target_engine_support(const io::Checkpoint& checkpoint,
                                             const layout::DecoderStack& stack);
+// Throws draftgate::Error naming the checkpoint and the first thing target_engine_support says the
+// engine cannot run: what `probe` reports as unsupported is refused when the target is loaded,
+// never run as the nearest thing the engine computes (a qwen3_moe shared expert left out, a dense
+// family's experts ignored).
+void require_target_engine_support(const io::Checkpoint& checkpoint,
+                                   const layout::DecoderStack& stack);
 
 // Qwen3MoeDecoderLayer's rule (models/qwen3_moe/modeling_qwen3_moe.py @16b6c53c): layer `layer`
 // routes to experts when it is not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0

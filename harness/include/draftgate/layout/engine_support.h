@@ -21,10 +21,4 @@ struct EngineSupport {
 
 EngineSupport engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack);
 
-// Throws draftgate::Error naming the checkpoint and the first thing engine_support says the engine
-// cannot run: what `probe` reports as unsupported is refused when the target is loaded, never run
-// as the nearest thing the engine computes (a qwen3_moe shared expert left out, a dense family's
-// experts ignored).
-void require_engine_support(const io::Checkpoint& checkpoint, const DecoderStack& stack);
-
 }  // namespace draftgate::layout
