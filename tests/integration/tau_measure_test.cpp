@@ -258,40 +258,27 @@ TEST(TauMeasure, MeasuresAVllmModelByItsSecondServedNameAndRetriesMetrics) {
   }
 }
 
-// An older vLLM answers /metrics with a redirect to /metrics/ on the same server: followed, and τ
-// is the served one (a redirect to another server is refused: the hostile catalogue).
-TEST(TauMeasure, FollowsARedirectOnTheSameServer) {
+// Quirks of a server that still serve the right answers, and τ is the served one: an older vLLM
+// answering /metrics with a redirect to /metrics/ on the same server (a redirect to another server
+// is refused: the hostile catalogue), a server (or a proxy before it) that compresses its answers,
+// asked or not.
+TEST(TauMeasure, MeasuresTheServedTauThroughAServersQuirks) {
   if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
-  const fs::path dir = testing::fresh_dir("tau_measure_redirect");
-  const fs::path prompts = prompt_set(dir);
-  const testing::EngineStandIn server(
-      dir / "server", "--engine vllm --vintage metrics --fault metrics-redirect --served-log " +
-                          (dir / "served.jsonl").string());
-  ASSERT_GT(server.port(), 0);
-  const fs::path out = dir / "measured.json";
-  const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
-                               prompts.string() + " --out " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
-  EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12);
-}
-
-// A server (or a proxy before it) that compresses its answers, asked or not: read decoded, and τ is
-// the served one.
-TEST(TauMeasure, ReadsCompressedAnswers) {
-  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
-  const fs::path dir = testing::fresh_dir("tau_measure_gzip");
-  const fs::path prompts = prompt_set(dir);
-  const testing::EngineStandIn server(dir / "server",
-                                      "--engine vllm --vintage metrics --fault gzip --served-log " +
-                                          (dir / "served.jsonl").string());
-  ASSERT_GT(server.port(), 0);
-  const fs::path out = dir / "measured.json";
-  const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
-                               prompts.string() + " --out " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
-  EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12);
+  for (const std::string fault : {"metrics-redirect", "gzip"}) {
+    const fs::path dir = testing::fresh_dir("tau_measure_" + fault);
+    const fs::path prompts = prompt_set(dir);
+    const testing::EngineStandIn server(dir / "server", "--engine vllm --vintage metrics --fault " +
+                                                            fault + " --served-log " +
+                                                            (dir / "served.jsonl").string());
+    ASSERT_GT(server.port(), 0) << fault;
+    const fs::path out = dir / "measured.json";
+    const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
+                                 prompts.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << fault << r.out << r.err;
+    const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
+    EXPECT_NEAR(json::parse(std::ifstream(out))["tau_pooled"].get<double>(), e.pooled, 1e-12)
+        << fault;
+  }
 }
 
 // Text and messages prompts are rendered by draftgate (the --tokenizer checkpoint's tokenizer.json
