@@ -1855,6 +1855,14 @@ INSTANTIATE_TEST_SUITE_P(
             [](json c) { return with_raw(c, "/num_hidden_layers", "12345678901234567890123"); },
             "integer 12345678901234567890123 does not fit a 64-bit signed integer (under key "
             "\"num_hidden_layers\")"),
+        // The key named is the number's own member, not a closed sibling object's last key.
+        config_text_case(
+            "integer_above_uint64_in_a_list",
+            [](json c) {
+              return with_raw(c, "/num_hidden_layers", "[{\"k\": 1}, 12345678901234567890123]");
+            },
+            "integer 12345678901234567890123 does not fit a 64-bit signed integer (under key "
+            "\"num_hidden_layers\")"),
         golden_text_case(
             "golden_max_new_above_int64",
             [](json g) { return with_raw(g, "/decoding/max_new_tokens", "9223372036854775808"); },
@@ -3492,6 +3500,18 @@ INSTANTIATE_TEST_SUITE_P(
                     "{\"question\": \"q\"}\n{\"question\": \"r\"}\n{\"question\": 3}\n",
                     "export.jsonl:3: \"question\" must be a string, not 3",
                     " --limit 1 --shuffle-seed 0"),
+        export_case("export_server_backend_no_prompts", "mt-bench", "{\"prompt\": [\"a\"]}\n",
+                    "--server-backend: N (--num-prompts) must be at least 1",
+                    " --server-backend 0,4"),
+        export_case("export_server_backend_negative", "mt-bench", "{\"prompt\": [\"a\"]}\n",
+                    "--server-backend: Value -1 is not in 0…2147483647", " --server-backend 4,-1"),
+        export_case("export_server_backend_one_number", "mt-bench", "{\"prompt\": [\"a\"]}\n",
+                    "--server-backend: At least 2 required but received 1", " --server-backend 4"),
+        // It wraps around the export, so every row is read.
+        export_case("export_server_backend_reads_every_row", "gsm8k",
+                    "{\"question\": \"q\"}\n{\"question\": \"r\"}\n{\"question\": 3}\n",
+                    "export.jsonl:3: \"question\" must be a string, not 3",
+                    " --server-backend 1,0"),
         Hostile{"export_out_is_the_input",
                 [](const fs::path& dir) {
                   write(dir / "export.jsonl", std::string("{\"question\": \"q\"}\n"));

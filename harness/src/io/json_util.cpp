@@ -43,16 +43,18 @@ class StrictSax {
   bool start_object(std::size_t n) {
     enter();
     keys_.emplace_back();
+    member_.emplace_back();
     return dom_.start_object(n);
   }
   bool key(json::string_t& k) {
     if (!keys_.back().insert(k).second)
       throw Error(file_, "duplicate JSON key " + json_excerpt(json(k)));
-    last_key_ = k;
+    member_.back() = k;
     return dom_.key(k);
   }
   bool end_object() {
     keys_.pop_back();
+    member_.pop_back();
     --depth_;
     return dom_.end_object();
   }
@@ -89,11 +91,12 @@ class StrictSax {
 
  private:
   [[noreturn]] void too_large(const std::string& digits) const {
-    throw Error(file_,
-                "integer " + digits.substr(0, 40) + (digits.size() > 40 ? "…" : "") +
-                    " does not fit a 64-bit signed integer" +
-                    (last_key_.empty() ? "" : " (under key " + json_excerpt(json(last_key_)) + ")"),
-                "draftgate reads JSON integers as int64; write a larger number as a string");
+    throw Error(
+        file_,
+        "integer " + digits.substr(0, 40) + (digits.size() > 40 ? "…" : "") +
+            " does not fit a 64-bit signed integer" +
+            (member_.empty() ? "" : " (under key " + json_excerpt(json(member_.back())) + ")"),
+        "draftgate reads JSON integers as int64; write a larger number as a string");
   }
   void enter() {
     if (++depth_ > kMaxJsonDepth)
@@ -103,7 +106,7 @@ class StrictSax {
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   const std::string& file_;
   std::vector<std::unordered_set<std::string>> keys_;
-  std::string last_key_;  // where a number is, for its message
+  std::vector<std::string> member_;  // each open object's current key: where a number is
   int depth_ = 0;
 };
 
