@@ -211,20 +211,21 @@ std::optional<std::string> mlp_of_the_other_kind(const io::Checkpoint& checkpoin
                                                  const layout::DecoderStack& stack,
                                                  const TargetConfig& c) {
   if (c.traits.mlp != MlpKind::kMoe) return std::nullopt;
-  for (std::int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string mlp = stack.layer_path(l) + ".mlp.";
-    for (const std::string& n : checkpoint.names()) {
-      if (n.rfind(mlp, 0) != 0) continue;
-      const std::string part = n.substr(mlp.size());
-      const bool sparse_tensor = part.rfind("experts.", 0) == 0 || part.rfind("gate.", 0) == 0;
-      const bool dense_tensor = part.rfind("gate_proj.", 0) == 0 ||
-                                part.rfind("up_proj.", 0) == 0 || part.rfind("down_proj.", 0) == 0;
-      if (c.is_sparse(l) ? dense_tensor : sparse_tensor)
-        return "layer " + std::to_string(l) + "'s MLP is " + (c.is_sparse(l) ? "sparse" : "dense") +
-               " by decoder_sparse_step / mlp_only_layers, but the checkpoint holds " + n +
-               ", a tensor of a " + (c.is_sparse(l) ? "dense" : "sparse") +
-               " MLP the engine would not read: does config.json belong to this checkpoint?";
-    }
+  for (const std::string& n : checkpoint.names()) {  // one pass: a 397B index has 100k names
+    layout::StackName at;
+    if (!layout::split_stack_name(n, &at) || at.prefix != stack.prefix ||
+        at.index >= c.num_layers || at.suffix.rfind("mlp.", 0) != 0)
+      continue;
+    const std::int64_t l = at.index;
+    const std::string part = at.suffix.substr(4);
+    const bool sparse_tensor = part.rfind("experts.", 0) == 0 || part.rfind("gate.", 0) == 0;
+    const bool dense_tensor = part.rfind("gate_proj.", 0) == 0 || part.rfind("up_proj.", 0) == 0 ||
+                              part.rfind("down_proj.", 0) == 0;
+    if (c.is_sparse(l) ? dense_tensor : sparse_tensor)
+      return "layer " + std::to_string(l) + "'s MLP is " + (c.is_sparse(l) ? "sparse" : "dense") +
+             " by decoder_sparse_step / mlp_only_layers, but the checkpoint holds " + n +
+             ", a tensor of a " + (c.is_sparse(l) ? "dense" : "sparse") +
+             " MLP the engine would not read: does config.json belong to this checkpoint?";
   }
   return std::nullopt;
 }
