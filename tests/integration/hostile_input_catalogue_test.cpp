@@ -1590,6 +1590,9 @@ INSTANTIATE_TEST_SUITE_P(
                          "\"gamma\" = \"None\" is not a finite number"),
         record_meta_case("record_gamma_zero", {{"gamma", "0"}}, "loss_type",
                          "gamma must be positive, or \"none\" for uniform weights"),
+        record_meta_case("record_key_misspelt", {{"loss_normalisation", "rows"}}, "loss_type",
+                         "__metadata__ key \"loss_normalisation\" is not a step-record key: did "
+                         "you mean \"loss_normalization\"?"),
         record_case(
             "record_input_ids_past_the_logits_vocabulary",
             [](train::StepRecord& r) { r.input_ids[3] = 100000; }, "loss_type",

@@ -131,6 +131,22 @@ TEST(StepRecord, ATeacherSubsetAndAnAnchorSubsetRoundTrip) {
   EXPECT_EQ(read_step_record(whole).teacher_positions.back(), 15);
 }
 
+// A trainer's own metadata (safetensors' "format", a run's settings) is not a typo of the format's.
+TEST(StepRecord, KeepsATrainersOwnMetadataKeys) {
+  const fs::path dir = testing::fresh_dir("own_metadata");
+  write_step_record(dir / "good.safetensors", testing::training_step(LossType::kHardCrossEntropy));
+  const auto file = io::SafetensorsFile::open(dir / "good.safetensors");
+  io::NamedTensors tensors;
+  for (const auto& info : file->header().tensors)
+    tensors.emplace_back(info.name, io::tensor_view(file, info).clone());
+  auto meta = file->header().metadata;
+  for (const char* key : {"format", "steps", "batch_size", "lr", "seed", "run_id", "losses",
+                          "target_layers", "epoch", "logged_losses"})
+    meta[key] = "1";
+  io::write_tensors(dir / "own.safetensors", tensors, meta);
+  EXPECT_EQ(read_step_record(dir / "own.safetensors").block_size, 8);
+}
+
 struct BadRecord {
   std::string label;
   std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)> edit;
@@ -207,6 +223,17 @@ INSTANTIATE_TEST_SUITE_P(
                   "\"block_size\" = \"99999999999999999999\" does not fit a 64-bit integer"},
         BadRecord{"negative_step", [](auto&, auto& meta) { meta["step"] = "-3"; },
                   "step -3 is negative"},
+        // A misspelt key would leave the key it meant at its default.
+        BadRecord{"british_normalisation",
+                  [](auto&, auto& meta) { meta["loss_normalisation"] = "rows"; },
+                  "__metadata__ key \"loss_normalisation\" is not a step-record key: did you "
+                  "mean \"loss_normalization\"?"},
+        BadRecord{"key_in_other_case",
+                  [](auto&, auto& meta) { meta["Labels-Source"] = "data"; },
+                  "key \"Labels-Source\" is not a step-record key: did you mean \"labels_source\"?"},
+        BadRecord{"key_one_letter_off",
+                  [](auto&, auto& meta) { meta["teacher_type"] = "f32"; },
+                  "did you mean \"teacher_dtype\"?"},
         BadRecord{"no_fc_input", [](auto& tensors, auto&) { drop(tensors, "fc_input"); },
                   "missing tensor \"fc_input\""},
         BadRecord{"unknown_tensor",

@@ -1,11 +1,13 @@
 #include "draftgate/train/step_record.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <numeric>
 #include <sstream>
 
+#include "draftgate/edit_distance.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/io/safetensors.h"
@@ -27,6 +29,7 @@ class Reader {
     if (!v) throw Error(name_, "missing __metadata__ \"" + key + "\"");
     return *v;
   }
+  const std::map<std::string, std::string>& metadata() const { return file_->header().metadata; }
   std::optional<std::string> optional_meta(const std::string& key) const {
     const auto& m = file_->header().metadata;
     auto it = m.find(key);
@@ -285,9 +288,61 @@ BlockTargets recorded_block_targets(const StepRecord& rec) {
 
 namespace {
 
+// Every __metadata__ key the format reads (docs/step-records.md). Other keys are a trainer's own
+// (safetensors' "format", a run id) and stay allowed; one a typo away from these is refused, as its
+// misspelling would silently leave the key at its default ("loss_normalisation").
+constexpr const char* kMetadataKeys[] = {"schema",
+                                         "block_size",
+                                         "gamma",
+                                         "mask_token_id",
+                                         "target_layer_ids",
+                                         "loss",
+                                         "logged_loss",
+                                         "step",
+                                         "anchors_in_step",
+                                         "teacher_dtype",
+                                         "drafter_dtype",
+                                         "hidden_dtype",
+                                         "fc_input_noise",
+                                         "labels_source",
+                                         "weighting",
+                                         "dpace_alpha",
+                                         "loss_normalization",
+                                         "target_config_sha256",
+                                         "target_weights_fingerprint",
+                                         "drafter_config_sha256",
+                                         "drafter_weights_fingerprint"};
+
+// The format's key that `key` is most likely a typo of (folded case and '-', or a letter or two away;
+// a key that extends one, "steps", is a key of its own), or "".
+std::string misspelt_key_of(const std::string& key) {
+  std::string folded = key;
+  for (char& c : folded) c = c == '-' ? '_' : static_cast<char>(std::tolower(c));
+  const std::size_t allowed = folded.size() >= 8 ? 2 : folded.size() >= 5 ? 1 : 0;
+  for (const char* known : kMetadataKeys)
+    if (folded == known || (folded.rfind(known, 0) != 0 && edit_distance(folded, known) <= allowed))
+      return known;
+  return "";
+}
+
+void refuse_misspelt_metadata(const Reader& r) {
+  for (const auto& [key, value] : r.metadata()) {
+    if (std::find(std::begin(kMetadataKeys), std::end(kMetadataKeys), key) !=
+        std::end(kMetadataKeys))
+      continue;
+    const std::string near = misspelt_key_of(key);
+    if (!near.empty())
+      throw Error(r.name(),
+                  "__metadata__ key \"" + key.substr(0, 64) +
+                      "\" is not a step-record key: did you mean \"" + near + "\"?",
+                  "rename it; as written it is ignored and \"" + near + "\" keeps its default");
+  }
+}
+
 // The metadata every sequence of a record shares: everything but the tensors.
 StepRecord read_metadata(const Reader& r) {
   const std::string& f = r.name();
+  refuse_misspelt_metadata(r);
   if (r.meta("schema") != kStepRecordSchema)
     throw Error(f, "schema \"" + r.meta("schema") + "\" is not " + kStepRecordSchema);
   StepRecord rec;
