@@ -7,6 +7,9 @@ namespace {
 
 // Failing sequences named in the message before "and K more".
 constexpr std::size_t kNamedFailures = 3;
+// Sequences not judged named in the message before "and K more" (all in measured): packed rows
+// whose padding restarts position_ids make each pad token a one-token document.
+constexpr std::size_t kNamedUnjudged = 5;
 
 }  // namespace
 
@@ -42,7 +45,11 @@ CheckResult judge_each_sequence(const train::StepBatch& batch,
   }
   if (!batch.unjudged.empty()) {
     std::string names;
-    for (const auto& n : batch.unjudged) names += (names.empty() ? "" : ", ") + n;
+    for (std::size_t k = 0; k < batch.unjudged.size() && k < kNamedUnjudged; ++k)
+      names += (k ? ", " : "") + batch.unjudged[k];
+    if (batch.unjudged.size() > kNamedUnjudged)
+      names += " and " + std::to_string(batch.unjudged.size() - kNamedUnjudged) +
+               " more (measured.sequences_not_judged lists them)";
     merged.message += "; not judged: " + names;
   }
   merged.measured["sequences"] = nlohmann::json::array();

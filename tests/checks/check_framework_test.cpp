@@ -6,6 +6,7 @@
 
 #include "check_runs.h"
 #include "checks/check.h"
+#include "checks/record_sequences.h"
 #include "checks/report.h"
 
 namespace draftgate::checks {
@@ -24,6 +25,30 @@ TEST(CheckFramework, UnknownParametersAndBadInputAreErrors) {
   EXPECT_THAT(unknown.message, HasSubstr("unknown parameter \"bogus\""));
   a.target = "/nonexistent";
   EXPECT_EQ(run("layer_path", a).status, Status::kError);
+}
+
+// Padding that restarts position_ids makes each pad token a one-token document: the message names
+// a few of the sequences not judged and counts the rest; measured lists every one.
+TEST(CheckFramework, ABatchVerdictNamesAFewSequencesNotJudgedAndCountsTheRest) {
+  train::StepBatch batch;
+  batch.path = "step.safetensors";
+  batch.batched = true;
+  batch.rows = 1;
+  batch.sequences.resize(1);
+  batch.names = {"row 0, document 0"};
+  for (int d = 1; d <= 8; ++d)
+    batch.unjudged.push_back("row 0, document " + std::to_string(d) + " (no kept anchor)");
+  const CheckResult r = judge_each_sequence(batch, [](const train::StepRecord&) {
+    CheckResult one;
+    one.message = "agrees";
+    return one;
+  });
+  EXPECT_EQ(r.message,
+            "1 of 1 sequences of 1 batch row pass (row 0, document 0: agrees); not judged: row 0, "
+            "document 1 (no kept anchor), row 0, document 2 (no kept anchor), row 0, document 3 "
+            "(no kept anchor), row 0, document 4 (no kept anchor), row 0, document 5 (no kept "
+            "anchor) and 3 more (measured.sequences_not_judged lists them)");
+  EXPECT_EQ(r.measured["sequences_not_judged"].size(), 8u);
 }
 
 TEST(Reports, ExitCodesJsonAndJunit) {
