@@ -255,32 +255,36 @@ class TrainInferConsistency : public Check {
     r.measured["top1_near_ties"] = top1.near_ties;
     r.measured["worst"] = {{"anchor", rec.anchors[which[worst / (b - 1)]]},
                            {"block_position", worst % (b - 1) + 1}};
-    if (rel > budget || top1.agreement < min_top1)
-      problems.push_back(
+    if (rel > budget || top1.agreement < min_top1) {
+      const std::string found =
           "the recorded training-mode logits differ from the inference path's by " +
           format_number(rel) + " of their RMS (budget " + format_number(budget) +
           " for drafter logits " + precision.describe() + "), top-1 agreement " +
           format_number(top1.agreement) + " outside near-ties (budget " + format_number(min_top1) +
           "), worst at anchor " + std::to_string(rec.anchors[which[worst / (b - 1)]]) +
-          " block position " + std::to_string(worst % (b - 1) + 1) +
-          "; check the training mask (context strictly before the anchor, bidirectional block, "
-          "no cross-block visibility), the block positions a…a+B−1, its rows 1…B−1 filled "
-          "with mask_token_id " +
-          std::to_string(config_mask) + " (not the pad or eos token), " +
-          (drafter->is_dflash2()
-               ? "each block's DFlash2 convolutions over its own B rows only (zeros before row 0), "
-               : "") +
-          "that --drafter is the checkpoint the record was made with, and that fc_input is the "
-          "features the drafter was fed: " +
-          (rec.fc_input_noise
-               ? "the record declares fc_input_noise " + rec.fc_input_noise->describe() +
-                     ", so fc_input must be recorded after that noise"
-               : std::string("a trainer that adds noise to them before fc (speculators' "
-                             "--noise-std, 0.05 by default) computed these logits from other "
-                             "features: record them as fed, with fc_input_noise declared")));
-    if (rel > budget || top1.agreement < min_top1)
+          " block position " + std::to_string(worst % (b - 1) + 1) + "; ";
+      // A cause named replaces the checklist of the usual ones.
       if (auto layers = sliding_layers_masked_otherwise(*drafter, rec, which, got, rms, budget, r))
-        problems.push_back(*layers);
+        problems.push_back(found + *layers);
+      else
+        problems.push_back(
+            found +
+            "check the training mask (context strictly before the anchor, bidirectional block, "
+            "no cross-block visibility), the block positions a…a+B−1, its rows 1…B−1 filled "
+            "with mask_token_id " +
+            std::to_string(config_mask) + " (not the pad or eos token), " +
+            (drafter->is_dflash2() ? "each block's DFlash2 convolutions over its own B rows only "
+                                     "(zeros before row 0), "
+                                   : "") +
+            "that --drafter is the checkpoint the record was made with, and that fc_input is the "
+            "features the drafter was fed: " +
+            (rec.fc_input_noise
+                 ? "the record declares fc_input_noise " + rec.fc_input_noise->describe() +
+                       ", so fc_input must be recorded after that noise"
+                 : std::string("a trainer that adds noise to them before fc (speculators' "
+                               "--noise-std, 0.05 by default) computed these logits from other "
+                               "features: record them as fed, with fc_input_noise declared")));
+    }
     return conclude_judged(std::move(r), problems,
                            "training and inference agree (" + format_number(rel) +
                                " of RMS, budget " + format_number(budget) + ", " +
