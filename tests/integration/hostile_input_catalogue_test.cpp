@@ -2912,6 +2912,25 @@ Hostile vllm_case(std::string label, std::function<void(json&)> edit, std::strin
 
 json& spec(json& doc) { return doc["metrics"]["speculative_decoding"]; }
 
+// SGLang responses with these meta_info.ids imported against prompts p1 and p2.
+Hostile sglang_ids_case(std::string label, std::vector<std::string> ids, std::string message) {
+  return {label,
+          [=](const fs::path& dir) {
+            write(dir / "prompts.jsonl", std::string("{\"id\": \"p1\", \"input_ids\": [1, 2]}\n"
+                                                     "{\"id\": \"p2\", \"input_ids\": [3]}\n"));
+            std::string lines;
+            for (const auto& id : ids) {
+              testing::SglangResponse r{id, 40, 16, 3, {4, 4, 4, 4}};
+              r.vintage = "0.5.12";
+              lines += testing::sglang_response(r);
+            }
+            write(dir / "responses.jsonl", lines);
+            return tau_import("--sglang-requests", dir / "responses.jsonl") + " --prompts " +
+                   (dir / "prompts.jsonl").string();
+          },
+          message};
+}
+
 Hostile restart_case(std::string label, double created_after, std::optional<double> start_before,
                      std::optional<double> start_after, std::string message) {
   return {label,
@@ -3035,6 +3054,23 @@ INSTANTIATE_TEST_SUITE_P(
                      "1764600000 here but 1764500000"),
         restart_case("vllm_restart_process_start", 1.7645e9, 1.7645e9, 1.76459e9,
                      "process_start_time_seconds is 1764590000 here but 1764500000"),
+        // Found by an outside tester (2026-12-07): each tied to the prompts by order, exit 0.
+        sglang_ids_case("sglang_ids_of_another_prompt_set", {"q1", "q2"},
+                        "response 1 names request \"q1\", and no response names a prompt of "),
+        sglang_ids_case("sglang_ids_partly_the_prompts", {"p1", "zz-2"},
+                        "response 2 names request \"zz-2\", which is not a prompt of "),
+        // Found by an outside tester (2026-12-07): read as zeros, τ since the server started.
+        Hostile{"vllm_before_of_another_model",
+                [](const fs::path& dir) {
+                  write(dir / "before.txt",
+                        testing::vllm_scrape({{"other/model", 0, 57, 171, 34, {20, 10, 4}}}));
+                  write(dir / "after.txt",
+                        testing::vllm_scrape({{"m", 0, 122, 366, 93, {50, 28, 15}}}));
+                  return tau_import("--vllm-metrics", dir / "after.txt") + " --before " +
+                         (dir / "before.txt").string();
+                },
+                "before.txt: has no vllm:spec_decode_num_drafts_total series for "
+                "model_name=\"m\", which "},
         file_case(
             "measured_tau_formulas_not_an_object", "measured.json",
             json{{"schema", "draftgate.measured_tau/1"},

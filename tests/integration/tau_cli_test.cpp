@@ -228,6 +228,22 @@ TEST(TauCli, EveryEngineVersionImportsAndGatesOnTheGoldensDefinition) {
 
 // Two saved scrapes of a server restarted in between: exit 2 naming the scrape and what changed,
 // where today's main wrote τ 1.9077 for a run of τ 1.7623 with exit 0.
+// Responses whose ids SGLang made itself (the client sent no rid: uuid4().hex) are tied to the
+// prompts by order; ids the client chose are tied by id (catalogue: ids of another prompt set).
+TEST(TauCli, SglangResponsesAreTiedByTheirIdsOrByOrder) {
+  const Workspace w = workspace("tau_cli_sglang_ids");
+  std::string lines;
+  for (const auto& q : std::vector<testing::SglangResponse>{
+           {"9f86d081884c7d659a2feaa0c55ad015", 40, 16, 3, {4, 4, 4, 4}},
+           {"a3bf4f1b2b0b822cd15d6c15b0f00a08", 30, 10, 3, {2, 2, 2, 4}}})
+    lines += testing::sglang_response(q);
+  const fs::path responses = write_file(w.dir / "uuids.jsonl", lines);
+  auto r = run_draftgate("tau import --sglang-requests " + responses.string() + " --prompts " +
+                         w.prompts.string() + " --out " + (w.dir / "uuids.json").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("τ macro 2.75"));
+}
+
 TEST(TauCli, RestartBetweenTwoSavedScrapesIsExitTwo) {
   const fs::path dir = testing::fresh_dir("tau_cli_restart");
   const fs::path before = write_file(

@@ -235,7 +235,8 @@ TEST(TauMeasure, SendsTheApiKeyFromTheEnvironment) {
 
 // vLLM serving a model under several names (`--served-model-name primary Qwen/Qwen3-8B`) labels its
 // counters and answers with the first; asked for by the second, the model is measured all the same
-// (it was "speculative decoding is off"). A /metrics scrape answered 503 once is retried.
+// (it was "speculative decoding is off"). A /metrics scrape answered 503 once is retried. The file
+// names the model as its counters and answers do, so the saved files import to the same model.
 TEST(TauMeasure, MeasuresAVllmModelByItsSecondServedNameAndRetriesMetrics) {
   if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
   for (const std::string vintage : {"metrics", "per-request"}) {
@@ -246,15 +247,48 @@ TEST(TauMeasure, MeasuresAVllmModelByItsSecondServedNameAndRetriesMetrics) {
                             " --served-first primary --fault metrics-503 --served-log " +
                             (dir / "served.jsonl").string());
     ASSERT_GT(server.port(), 0);
-    const fs::path out = dir / "measured.json";
-    const auto r =
-        run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
-                      prompts.string() + " --out " + out.string() + " --model-name " + kModel);
+    const fs::path out = dir / "measured.json", saved = dir / "saved";
+    fs::create_directories(saved);
+    const auto r = run_draftgate("tau measure --engine vllm --url " + server.url() + " --prompts " +
+                                 prompts.string() + " --out " + out.string() + " --model-name " +
+                                 kModel + " --save-dir " + saved.string());
     ASSERT_EQ(r.exit_code, 0) << vintage << r.out << r.err;
     const Expected e = expected_from(dir / "served.jsonl", "vllm", 3);
     const json m = json::parse(std::ifstream(out));
     EXPECT_NEAR(m["tau_pooled"].get<double>(), e.pooled, 1e-12) << vintage;
     EXPECT_EQ(m["drafts"], e.steps) << vintage;
+    EXPECT_EQ(m["model_name"], "primary") << vintage;
+    const fs::path imported = dir / "imported.json";
+    const auto i = run_draftgate(
+        "tau import " +
+        (vintage == "metrics" ? "--vllm-metrics " + (saved / "metrics-after.txt").string() +
+                                    " --before " + (saved / "metrics-before.txt").string()
+                              : "--vllm-responses " + (saved / "responses.jsonl").string()) +
+        " --prompts " + prompts.string() + " --out " + imported.string());
+    ASSERT_EQ(i.exit_code, 0) << vintage << i.err;
+    const json back = json::parse(std::ifstream(imported));
+    EXPECT_EQ(back["model_name"], "primary") << vintage;
+    EXPECT_EQ(back["tau_pooled"], m["tau_pooled"]) << vintage;
+  }
+}
+
+// SGLang serving a model under a served_model_name of its own: measured by either name, the file
+// names the model loaded (model_path), so two servers of one model measure comparably.
+TEST(TauMeasure, NamesAnSglangModelByItsPathWhateverItsServedName) {
+  if (testing::stand_in_python().empty()) GTEST_SKIP() << "python3 not found";
+  const fs::path dir = testing::fresh_dir("tau_measure_sglang_alias");
+  const fs::path prompts = prompt_set(dir);
+  const testing::EngineStandIn server(dir / "server",
+                                      "--engine sglang --vintage 0.5.12 --served-first my-alias");
+  ASSERT_GT(server.port(), 0);
+  for (const std::string& name : {std::string(kModel), std::string("my-alias")}) {
+    const fs::path out = dir / "measured.json";
+    fs::remove(out);
+    const auto r =
+        run_draftgate("tau measure --engine sglang --url " + server.url() + " --prompts " +
+                      prompts.string() + " --out " + out.string() + " --model-name " + name);
+    ASSERT_EQ(r.exit_code, 0) << name << r.err;
+    EXPECT_EQ(json::parse(std::ifstream(out))["model_name"], kModel) << name;
   }
 }
 

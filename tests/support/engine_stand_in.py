@@ -240,7 +240,7 @@ class StandIn(http.server.BaseHTTPRequestHandler):
         k = self.opts.k
         spec = self.opts.fault != "spec-off"
         self.send_json({
-            "model_path": self.model(), "served_model_name": self.model(),
+            "model_path": self.model(), "served_model_name": self.labelled(),
             "speculative_algorithm": "DFLASH" if spec else None,
             "speculative_num_steps": k if spec else None,
             "speculative_eagle_topk": 1 if spec else None,
@@ -372,7 +372,8 @@ def main():
     p.add_argument("--fault", choices=FAULTS, default="none")
     p.add_argument("--model", default="Qwen/Qwen3-8B")
     p.add_argument("--served-first", default="",
-                   help="vllm: a first served name, which labels the counters and answers")
+                   help="vllm: a first served name, which labels the counters and answers; "
+                        "sglang: the served_model_name")
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--api-key", default="", help="want this bearer token, as --api-key does")
     p.add_argument("--lifetime", type=float, default=60.0)

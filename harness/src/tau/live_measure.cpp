@@ -158,7 +158,9 @@ LiveRun measure_sglang(const LiveMeasure& in, const EngineHttp& http) {
   responses_in.num_speculative_tokens_from = k_from;
   LiveRun run;
   run.measured = import_sglang_requests(responses_in);
-  run.measured.model_name = served;
+  // The model loaded, whichever of its names was asked for: two servers of one model under other
+  // served names measure comparably.
+  run.measured.model_name = path ? path : served;
   run.measured.inputs = {{"server", http.base()},
                          {"requests", generate},
                          {"server_info", info_url},
@@ -296,7 +298,9 @@ LiveRun measure_vllm(const LiveMeasure& in, const EngineHttp& http) {
                       std::to_string(tokens) + " tokens (each draft step commits one at least)",
                   "another client used the server during the run: measure on a server of its own");
   }
-  run.measured.model_name = model;  // as asked for (its counters and answers carry `labelled`)
+  // The name its counters and answers carry, whichever alias was asked for: what `tau import`
+  // of the saved answers and scrapes records too.
+  run.measured.model_name = labelled;
   run.measured.inputs["server"] = http.base();
   run.measured.inputs["requests"] = completions;
   run.measured.inputs["models"] = models_url;

@@ -18,6 +18,7 @@
 
 #include "draftgate/tau/sglang_requests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -50,6 +51,12 @@ struct Request {
 struct NamesRead {
   std::set<std::string> correct, proposed, histogram;
 };
+
+// A request id SGLang gave itself when the client sent none: uuid.uuid4().hex, 32 lowercase hex
+// digits (GenerateReqInput.normalize in python/sglang/srt/managers/io_struct.py).
+bool sglang_made_id(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
 
 std::int64_t count_of(const json& v, const std::string& what, const std::string& where,
                       const std::string& file) {
@@ -210,15 +217,40 @@ MeasuredTau import_sglang_requests(const SglangImport& in) {
     const auto& ids = *in.prompt_ids;
     const std::set<std::string> id_set(ids.begin(), ids.end());
     std::set<std::string> seen;
-    bool by_id = true;
-    for (const Request& q : requests) by_id = by_id && q.id && id_set.count(*q.id);
+    // One response naming a prompt of the set says the client sent the prompt ids as rids (as
+    // `tau measure` does): then every response is tied by its id. Else ids SGLang made itself
+    // (uuid4().hex, or none) leave the order; ids a client chose that name no prompt of the set
+    // are responses to another prompt set.
+    bool by_id = false;
+    for (const Request& q : requests) by_id = by_id || (q.id && id_set.count(*q.id));
     if (by_id) {
-      for (const Request& q : requests)
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        const Request& q = requests[i];
+        if (!q.id || !id_set.count(*q.id))
+          throw Error(
+              file,
+              "response " + std::to_string(i + 1) +
+                  (q.id ? " names request \"" + q.id->substr(0, 64) + "\"" : " names no request") +
+                  ", which is not a prompt of " + in.prompts_file +
+                  ", while other responses name its prompts",
+              "give the responses to this prompt set, one a prompt");
         if (!seen.insert(*q.id).second)
           throw Error(file, "two responses for prompt \"" + *q.id + "\"");
+      }
       for (const auto& id : ids)
         if (!seen.count(id))
           throw Error(file, "no response for prompt \"" + id + "\" of " + in.prompts_file);
+    } else if (const auto chosen =
+                   std::find_if(requests.begin(), requests.end(),
+                                [](const Request& q) { return q.id && !sglang_made_id(*q.id); });
+               chosen != requests.end()) {
+      throw Error(file,
+                  "response " + std::to_string(chosen - requests.begin() + 1) +
+                      " names request \"" + chosen->id->substr(0, 64) +
+                      "\", and no response names a prompt of " + in.prompts_file +
+                      ": responses to another prompt set",
+                  "give the prompt set the responses answer (their meta_info.id are its prompt "
+                  "ids)");
     } else if (requests.size() != ids.size()) {
       throw Error(file,
                   std::to_string(requests.size()) + " responses but " + in.prompts_file +

@@ -77,6 +77,16 @@ Delta difference(const Scrape& after, const Scrape* before, const std::string& f
   Delta d;
   std::map<std::string, double> b;
   if (before) b = series(*before, family, model);
+  // vLLM creates its counters, at 0, when it starts: a scrape with none of this model's is not
+  // one of this server before the run (taken as zeros, it would count since the server started).
+  if (before && b.empty() && !a.empty())
+    throw Error(before->source,
+                "has no " + family + "_total series" +
+                    (model ? " for model_name=\"" + *model + "\"" : "") + ", which " +
+                    after.source +
+                    " has: not a scrape of the same server before the run (vLLM creates the "
+                    "counters, at 0, when it starts)",
+                "give as --before the /metrics of the same server, scraped just before the run");
   for (const auto& [key, was] : b)
     if (!a.count(key))
       throw Error(after.source,
