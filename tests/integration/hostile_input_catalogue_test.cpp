@@ -2931,6 +2931,35 @@ Hostile sglang_ids_case(std::string label, std::vector<std::string> ids, std::st
           message};
 }
 
+// A vLLM measured-τ file (τ pooled 2 from its counts) changed by `edit`, recorded as a golden.
+Hostile measured_file_case(std::string label, std::function<void(json&)> edit,
+                           std::string message) {
+  json m{{"schema", "draftgate.measured_tau/1"},
+         {"engine", {{"name", "vllm"}, {"version", nullptr}}},
+         {"tau_definition", "pooled"},
+         {"tau_pooled", 2.0},
+         {"tau_macro", nullptr},
+         {"per_position_acceptance", json::array()},
+         {"drafts", 10},
+         {"draft_tokens", 30},
+         {"accepted_tokens", 10},
+         {"requests", nullptr},
+         {"num_speculative_tokens", 3},
+         {"block_size", 4},
+         {"model_name", nullptr},
+         {"prompt_set", nullptr},
+         {"sources", json::object()},
+         {"inputs", json::object()}};
+  edit(m);
+  return file_case(
+      std::move(label), "measured.json", m.dump(),
+      [](const fs::path& f) {
+        return "golden record --measured " + f.string() + " --out " +
+               (f.parent_path() / "golden.json").string();
+      },
+      std::move(message));
+}
+
 Hostile restart_case(std::string label, double created_after, std::optional<double> start_before,
                      std::optional<double> start_after, std::string message) {
   return {label,
@@ -3071,31 +3100,22 @@ INSTANTIATE_TEST_SUITE_P(
                 },
                 "before.txt: has no vllm:spec_decode_num_drafts_total series for "
                 "model_name=\"m\", which "},
-        file_case(
-            "measured_tau_formulas_not_an_object", "measured.json",
-            json{{"schema", "draftgate.measured_tau/1"},
-                 {"engine", {{"name", "vllm"}, {"version", nullptr}}},
-                 {"tau_definition", "pooled"},
-                 {"tau_formulas", "1 + accepted / drafts"},
-                 {"tau_pooled", 2.0},
-                 {"tau_macro", nullptr},
-                 {"per_position_acceptance", json::array()},
-                 {"drafts", 10},
-                 {"draft_tokens", 30},
-                 {"accepted_tokens", 10},
-                 {"requests", nullptr},
-                 {"num_speculative_tokens", 3},
-                 {"block_size", 4},
-                 {"model_name", nullptr},
-                 {"prompt_set", nullptr},
-                 {"sources", json::object()},
-                 {"inputs", json::object()}}
-                .dump(),
-            [](const fs::path& f) {
-              return "golden record --measured " + f.string() + " --out " +
-                     (f.parent_path() / "golden.json").string();
+        measured_file_case(
+            "measured_tau_formulas_not_an_object",
+            [](json& m) { m["tau_formulas"] = "1 + accepted / drafts"; },
+            "measured.json: tau_formulas must be an object"),
+        // Found by an outside tester (2026-12-07): an edited τ gated as measured, exit 0.
+        measured_file_case(
+            "measured_tau_pooled_not_its_counts", [](json& m) { m["tau_pooled"] = 3.9; },
+            "measured.json: tau_pooled 3.9 is not 1 + "
+            "accepted_tokens 10 / drafts 10 = 2"),
+        measured_file_case(
+            "measured_tau_vllm_past_the_block",
+            [](json& m) {
+              m["tau_pooled"] = 4.5;
+              m["accepted_tokens"] = 35;
             },
-            "measured.json: tau_formulas must be an object")),
+            "measured.json: tau_pooled 4.5 is outside 1…4 (the block size)")),
     [](const auto& p) { return p.param.label; });
 
 // A small random qwen3 target with block-FP8 decoder linears (24 x 40 blocks over 64 / 128 wide

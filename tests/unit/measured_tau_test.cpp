@@ -328,18 +328,31 @@ TEST(SglangRequests, TauMacroPooledAndDepthsByHand) {
   EXPECT_EQ(*m.requests, 3);
   EXPECT_EQ(m.num_speculative_tokens, 3);
 
-  // Tied to a prompt set by meta_info.id (any order), or by order when the ids are SGLang's own.
+  // Tied to a prompt set by meta_info.id (any order), or by order when the ids are SGLang's own
+  // (uuid4().hex: the client sent no rid); ids a client chose that name none of the prompts are
+  // answers to another prompt set.
   in.prompt_ids = std::vector<std::string>{"p3", "p1", "p2"};
   EXPECT_DOUBLE_EQ(*tau::import_sglang_requests(in).tau_macro, 7.3 / 3);
   in.prompt_ids = std::vector<std::string>{"a", "b", "c"};
-  EXPECT_DOUBLE_EQ(*tau::import_sglang_requests(in).tau_macro, 7.3 / 3);
-  in.prompt_ids = std::vector<std::string>{"a", "b"};
   in.prompts_file = "prompts.jsonl";
   EXPECT_THAT(error_of([&] { tau::import_sglang_requests(in); }),
+              HasSubstr("response 1 names request \"p1\", and no response names a prompt of "
+                        "prompts.jsonl: responses to another prompt set"));
+  auto own_ids = three_requests();
+  for (std::size_t i = 0; i < own_ids.size(); ++i)
+    own_ids[i].id = std::string(31, 'e') + std::to_string(i);
+  tau::SglangImport by_order = in;
+  by_order.requests = jsonl(dir / "own_ids.jsonl", own_ids);
+  EXPECT_DOUBLE_EQ(*tau::import_sglang_requests(by_order).tau_macro, 7.3 / 3);
+  by_order.prompt_ids = std::vector<std::string>{"a", "b"};
+  EXPECT_THAT(error_of([&] { tau::import_sglang_requests(by_order); }),
               HasSubstr("3 responses but prompts.jsonl holds 2 prompts"));
   in.prompt_ids = std::vector<std::string>{"p1", "p2", "p3", "p4"};
   EXPECT_THAT(error_of([&] { tau::import_sglang_requests(in); }),
               HasSubstr("no response for prompt \"p4\" of prompts.jsonl"));
+  in.prompt_ids = std::vector<std::string>{"p1", "p2"};
+  EXPECT_THAT(error_of([&] { tau::import_sglang_requests(in); }),
+              HasSubstr("response 3 names request \"p3\", which is not a prompt of prompts.jsonl"));
 }
 
 TEST(SglangRequests, MalformedResponsesAreNamed) {

@@ -1,5 +1,6 @@
 #include "draftgate/tau/measured_tau.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -150,13 +151,17 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
                           " is outside 1…4096");
   if (count(doc, "block_size", file) != m.block_size())
     throw Error(file, "block_size is not num_speculative_tokens + 1");
-  // SGLang's completion_tokens also counts the token sampled at prefill, so its τ may exceed the
-  // block size by up to one token per request.
-  const double ceiling = static_cast<double>(m.block_size() + 1);
+  // A verify step commits at most the block (k drafts and the target's token); SGLang's
+  // completion_tokens also counts the token sampled at prefill, so its τ may exceed the block size
+  // by up to one token per request.
+  const bool sglang = m.engine == "sglang";
+  const std::int64_t ceiling = m.block_size() + (sglang ? 1 : 0);
   auto check_tau = [&](double t, const char* key) {
-    if (!(t >= 1.0) || !(t <= ceiling))
+    if (!(t >= 1.0) || !(t <= static_cast<double>(ceiling)))
       throw Error(file, std::string(key) + " " + format_number(t, 6) + " is outside 1…" +
-                            std::to_string(m.block_size() + 1) + " (the block size + 1)");
+                            std::to_string(ceiling) +
+                            (sglang ? " (the block size + 1: SGLang counts the prefill token)"
+                                    : " (the block size)"));
   };
   m.tau_pooled = number(doc, "tau_pooled", file);
   check_tau(m.tau_pooled, "tau_pooled");
@@ -190,6 +195,17 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
   m.draft_tokens = count(doc, "draft_tokens", file);
   m.accepted_tokens = count(doc, "accepted_tokens", file);
   m.requests = optional_count(doc, "requests", file);
+  // vLLM's τ pooled is its counts' 1 + accepted / drafts (tau_formulas): an edited τ is not.
+  if (!sglang) {
+    const double from_counts = 1.0 + static_cast<double>(m.accepted_tokens) /
+                                         static_cast<double>(std::max<std::int64_t>(m.drafts, 1));
+    if (m.drafts < 1 || std::abs(m.tau_pooled - from_counts) > 1e-9 * from_counts)
+      throw Error(file,
+                  "tau_pooled " + format_number(m.tau_pooled, 12) + " is not 1 + accepted_tokens " +
+                      std::to_string(m.accepted_tokens) + " / drafts " + std::to_string(m.drafts) +
+                      " = " + format_number(from_counts, 12),
+                  "was the file edited? write it again with draftgate tau import");
+  }
   m.model_name = optional_text(doc, "model_name", file);
   const json& prompt_set = need(doc, "prompt_set", file);
   if (!prompt_set.is_null()) {
@@ -223,8 +239,8 @@ std::optional<std::string> unlike(const MeasuredTau& measured, const MeasuredTau
   if (measured.engine != golden.engine)
     return "measured by " + measured.engine + g + "by " + golden.engine +
            " (the engines count τ differently)";
-  // A model the server knows under several names is the same model only by the name asked for:
-  // measure both with the same --model-name.
+  // The name the engine's own outputs carry (vLLM: its first served name; SGLang: model_path),
+  // whichever alias was asked for (live_measure.cpp).
   if (measured.model_name && golden.model_name && *measured.model_name != *golden.model_name)
     return "measured on the model \"" + *measured.model_name + "\"" + g + "on \"" +
            *golden.model_name + "\" (τ belongs to a target and its drafter)";
