@@ -92,6 +92,11 @@ int import(const TauImportOptions& opt) {
                                {opt.vllm_responses, "--vllm-responses"},
                                {opt.prompts, "--prompts"}});
   io::check_outputs({{opt.out, "--out"}}, inputs);
+  require_slots({{opt.vllm_metrics, io::ArtifactKind::kEngineOutput, "--vllm-metrics"},
+                 {opt.before, io::ArtifactKind::kEngineOutput, "--before"},
+                 {opt.sglang_requests, io::ArtifactKind::kEngineOutput, "--sglang-requests"},
+                 {opt.vllm_responses, io::ArtifactKind::kEngineOutput, "--vllm-responses"},
+                 {opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
 
   std::optional<decode::PromptSet> set;
   if (!opt.prompts.empty()) set = read_prompts(opt.prompts, opt.prompt_options);

@@ -77,6 +77,7 @@ int measure(const TauMeasureOptions& opt) {
                      {saved.before, "--save-dir"},
                      {saved.after, "--save-dir"}},
                     inputs);
+  require_slots({{opt.prompts, io::ArtifactKind::kPromptSet, "--prompts"}});
   // Text and messages prompts are rendered here (the --tokenizer checkpoint's tokenizer.json and
   // template) and sent as token ids, so the server decodes exactly what the identity names.
   const decode::PromptSet set = read_prompts(opt.prompts, opt.prompt_options);

@@ -3488,6 +3488,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "the answer's Content-Encoding could not be decoded"),
         live_case("sglang_draft_tokens_a_string", kSglang + "draft-tokens-a-string",
                   "/get_server_info: speculative_num_draft_tokens is \"4\", not a count"),
+        Hostile{"https_to_a_plain_http_server",
+                [](const fs::path& dir) {
+                  std::string command = live_case("", kVllm + "none", "").args(dir);
+                  command.replace(command.find("--url http://"), 13, "--url https://");
+                  return command;
+                },
+                "the TLS handshake failed (hint: is the server plain http? then give an http:// "
+                "URL)"},
         live_case("vllm_restart_without_total",
                   "--engine vllm --vintage metrics-bare --fault restart",
                   "the server restarted between the scrapes: process_start_time_seconds")),

@@ -431,6 +431,16 @@ TEST(ArtifactSlots, AnArtifactInAnotherSlotIsNamedWithTheSlotItGoesIn) {
            {"eval --target " + kQwen3Target.string() + " --drafter " + kQwen3Drafter.string() +
                 " --prompts " + kQwen3Record.string(),
             kQwen3Record.string(), "it is a training step record", "give it as --step-record"},
+           // tau import's inputs are a serving engine's output (found by an outside tester: read
+           // as one, "not a JSON /generate response").
+           {"tau import --sglang-requests " + golden + " --out " +
+                (testing::fresh_dir("slots_tau") / "m.json").string(),
+            golden, "it is a golden (draftgate.golden/1), not a serving engine's output",
+            "give it as --golden"},
+           {"tau import --vllm-responses " +
+                (root / "tests/fuzz/seeds/measured_tau/vllm.json").string() + " --out " +
+                (testing::fresh_dir("slots_tau_measured") / "m.json").string(),
+            "vllm.json", "it is a measured-τ file", "give it as --measured"},
            // forward's --model and make-drafter's --target take a target, as eval's --target does.
            {"forward --model " + kQwen3Drafter.string() + " --tokens 1,2 --out " +
                 (testing::fresh_dir("slots_forward") / "f.safetensors").string(),

@@ -132,6 +132,8 @@ const char* kind_name(ArtifactKind kind) {
       return "a prompt set";
     case ArtifactKind::kReport:
       return "a report";
+    case ArtifactKind::kEngineOutput:
+      return "a serving engine's output";
     case ArtifactKind::kUnknown:
       break;
   }
@@ -172,6 +174,7 @@ std::string slot_flag(ArtifactKind kind) {
     case ArtifactKind::kPromptSet:
       return "--prompts";
     case ArtifactKind::kReport:
+    case ArtifactKind::kEngineOutput:
     case ArtifactKind::kUnknown:
       break;
   }

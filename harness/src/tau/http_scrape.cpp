@@ -120,6 +120,16 @@ HttpResponse http_exchange(const HttpRequest& request, const HttpLimits& limits)
                 std::string("the answer's Content-Encoding could not be decoded: ") +
                     (*error ? error : curl_easy_strerror(rc)),
                 "is a proxy between here and the engine rewriting its answers?");
+  // TLS failures in words of our own: the TLS library's text names its internals.
+  if (rc == CURLE_SSL_CONNECT_ERROR)
+    throw Error(url, "the TLS handshake failed",
+                "is the server plain http? then give an http:// URL");
+  if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+    throw Error(url,
+                "the server's TLS certificate was not accepted (not signed by an authority this "
+                "machine trusts, or not for this host name)",
+                "give the server a certificate the system trusts (draftgate does not skip the "
+                "check)");
   if (rc != CURLE_OK)
     throw Error(
         url, std::string("cannot reach the server: ") + (*error ? error : curl_easy_strerror(rc)),

@@ -21,7 +21,9 @@ enum class ArtifactKind {
   kSuite,
   kMeasuredTau,
   kPromptSet,
-  kReport
+  kReport,
+  kEngineOutput  // a serving engine's answers or /metrics (`tau import`): expected, never
+                 // recognised
 };
 
 struct Recognized {
