@@ -26,12 +26,14 @@ namespace {
 // `vocab`: the full vocabulary.
 void require_loadable_shapes(const io::Checkpoint& drafter, const model::DrafterConfig& d,
                              std::int64_t vocab) {
+  const std::string dir = drafter.dir().string();
   for (const auto& names : d.required_tensors())
-    if (std::none_of(names.begin(), names.end(),
-                     [&](const std::string& n) { return drafter.contains(n); }))
-      throw Error(drafter.dir().string(), "missing tensor \"" + names.front() + "\"",
+    if (model::stored_name(drafter.names(), names, dir).empty())
+      throw Error(dir, "missing tensor \"" + names.front() + "\"",
                   "the drafter's config declares it (its layers and kind); was the checkpoint "
                   "saved whole?");
+  model::require_draft_vocab_tensors(drafter.names(), d.draft_vocab_size.value_or(vocab), vocab,
+                                     dir);
   if (d.dflash2 && d.dflash2->selector_top_k > vocab)
     throw Error(drafter.config().file(),
                 "dflash_config.selector_top_k " + std::to_string(d.dflash2->selector_top_k) +

@@ -12,6 +12,7 @@
 #include "draftgate/arch/speculators_config.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
+#include "draftgate/io/artifact_kind.h"
 #include "draftgate/io/json_util.h"
 
 namespace draftgate::cli {
@@ -64,16 +65,8 @@ std::string ids_text(const json& ids) {
 }  // namespace
 
 bool is_drafter_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_regular_file(dir / "config.json", ec)) return false;
-  const json root = io::read_json_file(dir / "config.json");
-  if (!root.is_object()) return false;
-  if (root.contains("dflash_config") || root.contains("speculators_model_type")) return true;
-  auto arch = root.find("architectures");
-  if (arch == root.end() || !arch->is_array()) return false;
-  for (const auto& a : *arch)
-    if (a.is_string() && a.get<std::string>().find("DFlash") != std::string::npos) return true;
-  return false;
+  io::refuse_other_drafter(dir);
+  return io::recognize_artifact(dir).kind == io::ArtifactKind::kDrafter;
 }
 
 int run_probe_drafter(const fs::path& dir, bool as_json) {

@@ -3627,9 +3627,93 @@ const std::string kUserLine =
     "{\"id\": \"c\", \"messages\": [{\"role\": \"user\", \"content\": \"h\"}]}\n";
 
 // Found by an outside tester (2026-12-07): each passed `check`, exit 0, and was refused by `eval`.
+// A speculators drafter of a reduced vocabulary without `tensor`, through the structural checks.
+Hostile reduced_vocab_structural_case(std::string label, std::string tensor, std::string message) {
+  return {label,
+          [tensor](const fs::path& dir) {
+            const fs::path d = dir / "speculators-drafter";
+            testing::write_speculators_drafter(kTrained / "qwen3-drafter-reference",
+                                               kTrained / "qwen3-target", d, kKeptIds);
+            without_tensor(tensor)(d);
+            return "check --only layer_path,drafter_config,fc_excludes_target_layer --target " +
+                   (kTrained / "qwen3-target").string() + " --drafter " + d.string();
+          },
+          message};
+}
+
+// The reference drafter's weights under another head's config (`edit` of a Llama config without
+// the DFlash keys), given to `verb` ("eval", "probe", "check-target").
+Hostile other_head_case(std::string label, std::function<void(json&)> edit, std::string verb,
+                        std::string message) {
+  return {label,
+          [edit, verb](const fs::path& dir) {
+            const fs::path d = copy_of(dir, "qwen3-drafter-reference");
+            config_edit([edit](json& c) {
+              for (const char* key : {"dflash_config", "block_size", "mask_token_id",
+                                      "target_layer_ids", "num_target_layers"})
+                c.erase(key);
+              c["architectures"] = {"LlamaForCausalLM"};
+              c["model_type"] = "llama";
+              edit(c);
+            })(d);
+            if (verb == "probe") return "probe " + d.string();
+            if (verb == "check-target") return "check --only layer_path --target " + d.string();
+            return "eval --target " + target() + " --drafter " + d.string() + " --prompts " +
+                   prompts() + " --max-new 2";
+          },
+          message};
+}
+
+// Found by an outside tester (2026-12-07): an EAGLE head's Llama config made it "a target
+// checkpoint" (eval: "give it as --target"; probe: a runnable target).
+INSTANTIATE_TEST_SUITE_P(
+    OtherDrafterHeads, HostileInput,
+    ::testing::Values(
+        other_head_case(
+            "eagle3_head_as_drafter",
+            [](json& c) {
+              c["architectures"] = {"LlamaForCausalLMEagle3"};
+              c["draft_vocab_size"] = 32;
+            },
+            "eval",
+            "given as --drafter but it is a drafter of another kind than DFlash (config.json "
+            "architectures LlamaForCausalLMEagle3), which draftgate does not run"),
+        other_head_case(
+            "eagle_config_head_probed",
+            [](json& c) {
+              c["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids", {1, 2}}};
+            },
+            "probe", "a drafter of another kind than DFlash (config.json has eagle_config)"),
+        other_head_case(
+            "eagle1_head_by_its_fc_as_target", [](json&) {}, "check-target",
+            "given as --target but it is a drafter of another kind than DFlash (its "
+            "tensors hold fc.weight, which a drafter head holds and no target)")),
+    [](const auto& p) { return p.param.label; });
+
 INSTANTIATE_TEST_SUITE_P(
     DrafterLoadability, HostileInput,
     ::testing::Values(
+        // Found by an outside tester (2026-12-07): each passed the structural checks and was
+        // refused by `eval`.
+        reduced_vocab_structural_case("reduced_vocabulary_without_d2t_structural", "d2t",
+                                      "draft_vocab_size 44 is below the target's 64 but the "
+                                      "checkpoint has no \"d2t\" tensor"),
+        reduced_vocab_structural_case("reduced_vocabulary_without_lm_head_structural",
+                                      "lm_head.weight",
+                                      "draft_vocab_size 44 is below the target's 64 but the "
+                                      "checkpoint has no lm_head.weight"),
+        structural_drafter_case(
+            "dflash2_codebook_under_both_names",
+            [](const fs::path& d) {
+              testing::edit_tensors(d, [](io::NamedTensors& tensors) {
+                for (std::size_t i = 0, n = tensors.size(); i < n; ++i)
+                  if (tensors[i].first == "candidate_selector.successor_codebook")
+                    tensors.emplace_back(tensors[i].first + ".weight", tensors[i].second.clone());
+              });
+            },
+            "both \"candidate_selector.successor_codebook\" and "
+            "\"candidate_selector.successor_codebook.weight\" are present",
+            "qwen3-drafter-dflash2"),
         structural_drafter_case("drafter_without_its_final_norm", without_tensor("norm.weight"),
                                 "missing tensor \"norm.weight\""),
         structural_drafter_case("drafter_without_a_q_norm",

@@ -531,4 +531,37 @@ std::vector<std::vector<std::string>> DrafterConfig::required_tensors() const {
   return out;
 }
 
+void require_draft_vocab_tensors(const std::vector<std::string>& tensor_names,
+                                 std::int64_t draft_vocab, std::int64_t target_vocab,
+                                 const std::string& dir) {
+  if (draft_vocab == target_vocab) return;
+  auto holds = [&](const char* name) {
+    return std::find(tensor_names.begin(), tensor_names.end(), name) != tensor_names.end();
+  };
+  if (!holds("lm_head.weight"))
+    throw Error(dir,
+                "draft_vocab_size " + std::to_string(draft_vocab) + " is below the target's " +
+                    std::to_string(target_vocab) + " but the checkpoint has no lm_head.weight",
+                "a reduced vocabulary is scored by the drafter's own lm_head [draft_vocab_size, "
+                "hidden_size]; the target's head has another row count");
+  if (!holds("d2t"))
+    throw Error(dir,
+                "draft_vocab_size " + std::to_string(draft_vocab) + " is below the target's " +
+                    std::to_string(target_vocab) + " but the checkpoint has no \"d2t\" tensor",
+                "a reduced vocabulary needs its draft-to-target map (speculators saves d2t)");
+}
+
+std::string stored_name(const std::vector<std::string>& tensor_names,
+                        const std::vector<std::string>& names, const std::string& dir) {
+  std::string found;
+  for (const auto& n : names) {
+    if (std::find(tensor_names.begin(), tensor_names.end(), n) == tensor_names.end()) continue;
+    if (!found.empty())
+      throw Error(dir, "both \"" + found + "\" and \"" + n + "\" are present",
+                  "keep one name for the tensor");
+    found = n;
+  }
+  return found;
+}
+
 }  // namespace draftgate::model

@@ -1,6 +1,7 @@
 #include "draftgate/io/artifact_kind.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,66 @@ nlohmann::json parse_or_null(const std::string& text) {
   }
 }
 
+// A safetensors file's header (its tensors and __metadata__), or null.
+nlohmann::json safetensors_header(const fs::path& file, std::uintmax_t size) {
+  const std::string prefix = head(file, 8);
+  if (prefix.size() < 8) return nullptr;
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(prefix[i]);
+  if (length < 2 || length > size - 8 || length > (100u << 20)) return nullptr;
+  const nlohmann::json header =
+      parse_or_null(head(file, static_cast<std::streamsize>(8 + length)).substr(8));
+  return header.is_object() ? header : nlohmann::json();
+}
+
+// A safetensors file's __metadata__, or null.
+nlohmann::json safetensors_metadata(const fs::path& file, std::uintmax_t size) {
+  const nlohmann::json header = safetensors_header(file, size);
+  if (!header.is_object()) return nullptr;
+  return header.value("__metadata__", nlohmann::json::object());
+}
+
+// Whether a checkpoint holds a tensor named `name` (by the index's weight_map, else the one
+// model.safetensors's header); false where neither can be read.
+bool holds_tensor(const fs::path& dir, const std::string& name, bool as_prefix) {
+  std::error_code ec;
+  nlohmann::json names;
+  if (fs::is_regular_file(dir / "model.safetensors.index.json", ec)) {
+    const nlohmann::json index =
+        parse_or_null(head(dir / "model.safetensors.index.json", 64 << 20));
+    if (index.is_object()) names = index.value("weight_map", nlohmann::json());
+  } else if (const auto size = fs::file_size(dir / "model.safetensors", ec); !ec) {
+    names = safetensors_header(dir / "model.safetensors", size);
+  }
+  if (!names.is_object()) return false;
+  if (!as_prefix) return names.contains(name);
+  const auto& sorted = names.get_ref<const nlohmann::json::object_t&>();
+  const auto it = sorted.lower_bound(name);
+  return it != sorted.end() && it->first.rfind(name, 0) == 0;
+}
+
+// A speculative head of another kind than DFlash (EAGLE-1/2/3 and the like): a cue in its config,
+// else tensors only such a head holds (a target's are model.*, lm_head.* and its towers'). Its
+// config is a Llama / Qwen model's, so it was taken for a target. "" when none is seen.
+std::string other_drafter_head(const fs::path& dir, const nlohmann::json& config) {
+  if (auto it = config.find("architectures"); it != config.end() && it->is_array())
+    for (const auto& a : *it)
+      if (a.is_string()) {
+        std::string lower = a.get<std::string>();
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (lower.find("eagle") != std::string::npos || lower.find("medusa") != std::string::npos)
+          return "config.json architectures " + a.get<std::string>();
+      }
+  for (const char* key : {"eagle_config", "medusa_num_heads"})
+    if (config.contains(key)) return std::string("config.json has ") + key;
+  if (holds_tensor(dir, "midlayer.", true)) return "its tensors hold midlayer.*, an EAGLE-3 layer";
+  for (const char* name : {"fc.weight", "d2t", "t2d"})
+    if (holds_tensor(dir, name, false))
+      return std::string("its tensors hold ") + name + ", which a drafter head holds and no target";
+  return "";
+}
+
 Recognized checkpoint(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(dir / "config.json", ec)) return {};
@@ -44,25 +105,22 @@ Recognized checkpoint(const fs::path& dir) {
       if (a.is_string() && a.get<std::string>().find("DFlash") != std::string::npos)
         return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json architectures " +
                                             a.get<std::string>() + ")"};
-  if (c.contains("dflash_config"))
-    return {ArtifactKind::kDrafter, "a DFlash drafter checkpoint (config.json has dflash_config)"};
+  for (const char* key : {"dflash_config", "target_layer_ids"})  // the latter z-lab's top level
+    if (c.contains(key))
+      return {ArtifactKind::kDrafter,
+              std::string("a DFlash drafter checkpoint (config.json has ") + key + ")"};
+  if (auto it = c.find("speculators_model_type"); it != c.end() && it->is_string())
+    return {ArtifactKind::kDrafter,
+            "a speculators drafter checkpoint (config.json "
+            "speculators_model_type " +
+                it->get<std::string>() + ")"};
+  if (const std::string cue = other_drafter_head(dir, c); !cue.empty())
+    return {ArtifactKind::kOtherDrafter,
+            "a drafter of another kind than DFlash (" + cue + "), which draftgate does not run"};
   if (auto it = c.find("model_type"); it != c.end() && it->is_string())
     return {ArtifactKind::kTarget,
             "a target checkpoint (config.json model_type " + it->get<std::string>() + ")"};
   return {};
-}
-
-// A safetensors file's __metadata__, or null.
-nlohmann::json safetensors_metadata(const fs::path& file, std::uintmax_t size) {
-  const std::string prefix = head(file, 8);
-  if (prefix.size() < 8) return nullptr;
-  std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(prefix[i]);
-  if (length < 2 || length > size - 8 || length > (100u << 20)) return nullptr;
-  const nlohmann::json header =
-      parse_or_null(head(file, static_cast<std::streamsize>(8 + length)).substr(8));
-  if (!header.is_object()) return nullptr;
-  return header.value("__metadata__", nlohmann::json::object());
 }
 
 Recognized file(const fs::path& path) {
@@ -134,10 +192,18 @@ const char* kind_name(ArtifactKind kind) {
       return "a report";
     case ArtifactKind::kEngineOutput:
       return "a serving engine's output";
+    case ArtifactKind::kOtherDrafter:
+      return "a drafter of another kind";
     case ArtifactKind::kUnknown:
       break;
   }
   return "an artifact";
+}
+
+Error other_drafter(const fs::path& path, const Recognized& r, const std::string& given) {
+  return Error(path.string(), given + r.what,
+               "draftgate gates DFlash and DFlash2 drafters (z-lab, speculators and SpecForge "
+               "formats); an EAGLE or Medusa head is not one, nor a target");
 }
 
 }  // namespace
@@ -153,6 +219,11 @@ Recognized recognize_artifact(const fs::path& path) {
     // unreadable in some other way: the artifact's own reader names the problem
   }
   return {};
+}
+
+void refuse_other_drafter(const fs::path& path) {
+  const Recognized r = recognize_artifact(path);
+  if (r.kind == ArtifactKind::kOtherDrafter) throw other_drafter(path, r, "");
 }
 
 std::string slot_flag(ArtifactKind kind) {
@@ -175,6 +246,7 @@ std::string slot_flag(ArtifactKind kind) {
       return "--prompts";
     case ArtifactKind::kReport:
     case ArtifactKind::kEngineOutput:
+    case ArtifactKind::kOtherDrafter:
     case ArtifactKind::kUnknown:
       break;
   }
@@ -184,6 +256,8 @@ std::string slot_flag(ArtifactKind kind) {
 void require_slot(const fs::path& path, ArtifactKind expected, const std::string& flag) {
   const Recognized r = recognize_artifact(path);
   if (r.kind == ArtifactKind::kUnknown || r.kind == expected) return;
+  if (r.kind == ArtifactKind::kOtherDrafter)
+    throw other_drafter(path, r, "given as " + flag + " but it is ");
   if (r.kind == ArtifactKind::kReport)
     throw Error(path.string(),
                 "given as " + flag + " but it is " + r.what + ", not " + kind_name(expected),

@@ -180,14 +180,8 @@ void DFlashDrafter::load_embedding_and_head(const io::Checkpoint& ckpt, const Ta
   const WeightLoader frozen(ckpt, target.dtype(), target.device());
   if (holds("embed_tokens.weight")) embed_ = frozen.get("embed_tokens.weight", {vocab, d.hidden});
   const std::int64_t draft_vocab = d.draft_vocab_size.value_or(vocab);
-  if (holds("lm_head.weight"))
-    lm_head_ = frozen.get("lm_head.weight", {draft_vocab, d.hidden});
-  else if (draft_vocab != vocab)
-    throw Error(ckpt.dir().string(),
-                "draft_vocab_size " + std::to_string(draft_vocab) +
-                    " is below the target's vocabulary but the checkpoint has no lm_head.weight",
-                "a reduced vocabulary is scored by the drafter's own lm_head [draft_vocab_size, "
-                "hidden_size]; the target's head has another row count");
+  require_draft_vocab_tensors(ckpt.names(), draft_vocab, vocab, ckpt.dir().string());
+  if (holds("lm_head.weight")) lm_head_ = frozen.get("lm_head.weight", {draft_vocab, d.hidden});
   draft_targets_ = draft_to_target_ids(ckpt, draft_vocab, vocab);
   if (draft_targets_.defined()) draft_targets_ = draft_targets_.to(target.device());
 }

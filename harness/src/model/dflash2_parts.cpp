@@ -49,16 +49,9 @@ namespace {
 // The codebook under its stored name (bare, as the reference checkpoints hold it) or with
 // `.weight`; both present is ambiguous.
 std::string codebook_name(const io::Checkpoint& ckpt, const std::string& bare) {
-  const auto& names = ckpt.names();
-  auto has = [&](const std::string& n) {
-    return std::find(names.begin(), names.end(), n) != names.end();
-  };
-  const bool has_bare = has(bare), has_weight = has(bare + ".weight");
-  if (has_bare && has_weight)
-    throw Error(ckpt.dir().string(),
-                "both \"" + bare + "\" and \"" + bare + ".weight\" are present",
-                "keep one name for the codebook");
-  return has_weight ? bare + ".weight" : bare;
+  const std::string stored =
+      stored_name(ckpt.names(), {bare, bare + ".weight"}, ckpt.dir().string());
+  return stored.empty() ? bare : stored;
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "draftgate/arch/drafter.h"
 #include "draftgate/error.h"
 #include "draftgate/format.h"
 #include "draftgate/model/tensor_view.h"
@@ -70,11 +71,7 @@ at::Tensor draft_to_target_ids(const io::Checkpoint& c, std::int64_t draft_vocab
                   "give the reduced draft_vocab_size the drafter was trained with");
     return {};
   }
-  if (!has(c, "d2t"))
-    throw Error(where,
-                "draft_vocab_size " + std::to_string(draft_vocab) + " is below the target's " +
-                    std::to_string(target_vocab) + " but the checkpoint has no \"d2t\" tensor",
-                "a reduced vocabulary needs its draft-to-target map (speculators saves d2t)");
+  require_draft_vocab_tensors(c.names(), draft_vocab, target_vocab, where);
   const at::Tensor targets = at::arange(draft_vocab, at::kLong) + read_d2t(c, draft_vocab);
   const auto* t = targets.data_ptr<std::int64_t>();
   std::vector<std::int64_t> owner(static_cast<std::size_t>(target_vocab), -1);

@@ -144,4 +144,17 @@ struct DrafterConfig {
   std::vector<std::vector<std::string>> required_tensors() const;
 };
 
+// A reduced vocabulary (`draft_vocab` below `target_vocab`) is scored by the drafter's own lm_head
+// and mapped to target ids by d2t: both must be in `tensor_names`. Throws draftgate::Error naming
+// `dir` (what loading refuses, said from the headers by the structural checks too).
+void require_draft_vocab_tensors(const std::vector<std::string>& tensor_names,
+                                 std::int64_t draft_vocab, std::int64_t target_vocab,
+                                 const std::string& dir);
+
+// Which of `names` (one tensor's alternative names: a DFlash2 codebook bare or with ".weight")
+// `tensor_names` holds, or "" when none; both is ambiguous and throws draftgate::Error naming
+// `dir`.
+std::string stored_name(const std::vector<std::string>& tensor_names,
+                        const std::vector<std::string>& names, const std::string& dir);
+
 }  // namespace draftgate::model

@@ -22,8 +22,10 @@ enum class ArtifactKind {
   kMeasuredTau,
   kPromptSet,
   kReport,
-  kEngineOutput  // a serving engine's answers or /metrics (`tau import`): expected, never
-                 // recognised
+  // A serving engine's answers or /metrics (`tau import`): expected, never recognised.
+  kEngineOutput,
+  // A speculative head draftgate does not run (EAGLE, Medusa): refused in any slot.
+  kOtherDrafter
 };
 
 struct Recognized {
@@ -40,8 +42,12 @@ std::string slot_flag(ArtifactKind kind);
 
 // Throws draftgate::Error naming `path` when its content is another kind of artifact than
 // `expected`: "is a DFlash drafter checkpoint (…), not a target checkpoint (--target)" with the
-// hint "give it as --drafter". Silent for the expected kind and for anything unrecognised.
+// hint "give it as --drafter". Silent for the expected kind and for anything unrecognised; a
+// drafter of another kind (kOtherDrafter) is refused in every slot.
 void require_slot(const std::filesystem::path& path, ArtifactKind expected,
                   const std::string& flag);
+
+// Throws draftgate::Error naming `path` when it is a drafter of another kind (kOtherDrafter).
+void refuse_other_drafter(const std::filesystem::path& path);
 
 }  // namespace draftgate::io
