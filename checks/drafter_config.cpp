@@ -72,14 +72,14 @@ std::map<std::int64_t, std::string> special_ids(const io::ModelConfig& drafter,
   return ids;
 }
 
-// torch_dtype / dtype of the config (root or text config) when it names fp16.
-std::optional<std::string> float16_key(const io::ModelConfig& c) {
+// torch_dtype / dtype of the config (root or text config) as `key = "value"`, the first given.
+std::optional<std::string> declared_dtype(const io::ModelConfig& c, bool float16_only) {
   for (const json* scope : {&c.root(), &c.text()})
     for (const char* key : {"torch_dtype", "dtype"}) {
       auto it = scope->find(key);
-      if (it != scope->end() && it->is_string() &&
-          (*it == "float16" || *it == "fp16" || *it == "half"))
-        return std::string(key) + " = \"" + it->get<std::string>() + "\"";
+      if (it == scope->end() || !it->is_string()) continue;
+      if (float16_only && *it != "float16" && *it != "fp16" && *it != "half") continue;
+      return std::string(key) + " = \"" + it->get<std::string>() + "\"";
     }
   return std::nullopt;
 }
@@ -287,7 +287,7 @@ class DrafterConfigCheck : public Check {
     check_rope(d, t, p, r, problems);
     state_causality(d, p, r, problems);
 
-    if (const auto fp16 = float16_key(d); fp16 && !allowed("allow_float16"))
+    if (const auto fp16 = declared_dtype(d, true); fp16 && !allowed("allow_float16"))
       problems.push_back(*fp16 +
                          ": fp16 overflows in DFlash drafters (NaN, zero acceptance); store and "
                          "run the drafter in bfloat16 (allow_float16 relaxes this)");
@@ -303,8 +303,11 @@ class DrafterConfigCheck : public Check {
       model::DrafterConfig::from(file_config);
 
     if (!not_checked.empty()) r.evidence["not_checked"] = not_checked;
-    std::string pass = "mask_token_id, taps, layer count, RoPE and dtype are explicit";
+    std::string pass = "mask_token_id, taps, layer count and RoPE are explicit";
     pass += t ? " and agree with the target" : " (no target to compare with)";
+    // The dtype engines compute in: the config's, else the target's (stored dtypes aside).
+    const auto dtype = declared_dtype(d, false);
+    pass += dtype ? "; " + *dtype : "; no torch_dtype / dtype: engines run it in the target's";
     pass += "; " + r.evidence["causality"].get<std::string>();
     if (const auto note = recorded_target_note(a)) {
       r.evidence["note"] = *note;

@@ -65,6 +65,10 @@ std::string ids_text(const json& ids) {
 }  // namespace
 
 bool is_drafter_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "config.json", ec)) return false;
+  // Refuses what is no config file by name (a link into /proc, which a sniff would block on).
+  io::read_json_file(dir / "config.json");
   io::refuse_other_drafter(dir);
   return io::recognize_artifact(dir).kind == io::ArtifactKind::kDrafter;
 }

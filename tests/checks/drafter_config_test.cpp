@@ -291,8 +291,18 @@ TEST(DrafterConfigCheck, RulesThatPassWhenTheConfigIsRight) {
             json::parse(R"([{"type": "sliding_attention", "causal": true},
                             {"type": "full_attention", "causal": false}])"));
   EXPECT_THAT(sliding.message, HasSubstr("1 of 2 layers causal"));
-  // A bf16 drafter passes; the rule is about fp16 only.
-  EXPECT_EQ(verdict("bf16", [](json& j) { j["dtype"] = "bfloat16"; }).status, Status::kPass);
+  // A bf16 drafter passes; the rule is about fp16 only. The verdict says which dtype engines run
+  // it in (it said "dtype explicit" of a config without one).
+  const CheckResult bf16 = verdict("bf16", [](json& j) { j["dtype"] = "bfloat16"; });
+  EXPECT_EQ(bf16.status, Status::kPass);
+  EXPECT_THAT(bf16.message, HasSubstr("; dtype = \"bfloat16\""));
+  const CheckResult undeclared = verdict("no_dtype", [](json& j) {
+    j.erase("torch_dtype");
+    j.erase("dtype");
+  });
+  EXPECT_EQ(undeclared.status, Status::kPass);
+  EXPECT_THAT(undeclared.message,
+              HasSubstr("no torch_dtype / dtype: engines run it in the target's"));
 }
 
 }  // namespace

@@ -2392,6 +2392,18 @@ INSTANTIATE_TEST_SUITE_P(
         speculators_key_case(
             "speculators_architecture", [](json& c) { c["architectures"] = {"DFlashDraftModel"}; },
             "refused architectures = [\"DFlashDraftModel\"]: names another speculators model"),
+        // Found by an outside tester (2026-12-07): each ran, though vLLM refuses to load it.
+        speculators_key_case(
+            "speculators_config_missing", [](json& c) { c.erase("speculators_config"); },
+            "speculators_config is missing or not an object, which vLLM requires"),
+        speculators_key_case(
+            "speculators_proposal_methods_empty",
+            [](json& c) { c["speculators_config"]["proposal_methods"] = json::array(); },
+            "speculators_config.proposal_methods is missing or empty, which vLLM requires"),
+        speculators_key_case(
+            "speculators_verifier_missing",
+            [](json& c) { c["speculators_config"].erase("verifier"); },
+            "speculators_config.verifier has no name_or_path, which vLLM requires"),
         speculators_key_case(
             "speculators_layer_config_not_object",
             [](json& c) { c["transformer_layer_config"] = "qwen3"; },

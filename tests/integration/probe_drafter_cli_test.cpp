@@ -113,6 +113,12 @@ TEST(ProbeDrafterCli, SpecForgeDominoAndDSparkConfigsAreRefusedForTheirHeads) {
   }
 }
 
+// What speculators writes for a drafter of block 8 (and vLLM requires before loading one).
+const json kSpeculatorsConfig = {
+    {"algorithm", "dflash"},
+    {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 7}}}},
+    {"verifier", {{"name_or_path", "Qwen/Qwen3-8B"}}}};
+
 TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
   // The shape speculators' DFlashSpeculatorConfig writes (src/speculators/models/dflash/config.py).
   const json spec = {{"speculators_model_type", "dflash"},
@@ -121,6 +127,7 @@ TEST(ProbeDrafterCli, SpeculatorsTapsInBothConventions) {
                      {"mask_token_id", 63},
                      {"draft_vocab_size", 32},
                      {"aux_hidden_state_layer_ids", {1, 3}},
+                     {"speculators_config", kSpeculatorsConfig},
                      {"transformer_layer_config",
                       {{"model_type", "qwen3"},
                        {"vocab_size", 64},
@@ -177,6 +184,7 @@ TEST(ProbeDrafterCli, AConfigTheEvaluatorsRefuseIsNotRead) {
   const json speculators = {{"speculators_model_type", "dflash"},
                             {"architectures", {"DFlashSpeculator"}},
                             {"aux_hidden_state_layer_ids", {1, 3}},
+                            {"speculators_config", kSpeculatorsConfig},
                             {"transformer_layer_config", "qwen3"}};
   const fs::path dir = config_only("tlc_string", speculators);
   const auto text = run_draftgate("probe " + dir.string());

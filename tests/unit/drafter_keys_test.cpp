@@ -162,7 +162,8 @@ json speculators_reference() {
           {"sample_from_anchor", false},
           {"speculators_config",
            {{"algorithm", "dflash"},
-            {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 7}}}}}}};
+            {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", 7}}}},
+            {"verifier", {{"name_or_path", "Qwen/Qwen3-8B"}}}}}};
 }
 
 // Formerly refused as a whole ("the speculators format"), a speculators config is read: every

@@ -247,6 +247,7 @@ bool non_causal_sliding_matches_engines(const json& v, const json& root) {
 // (extract_vllm_speculative_config); the converter writes block_size − 1 (converter.py :128-134).
 bool speculative_tokens_match_block(const json& v, const json& root) {
   if (!v.is_object()) return false;
+  // A structure vLLM refuses is refused by the reader (speculators_as_zlab), naming the field.
   auto methods = v.find("proposal_methods");
   if (methods == v.end() || !methods->is_array() || methods->empty()) return true;
   const json& first = (*methods)[0];

@@ -21,6 +21,33 @@ std::int64_t required_int(const io::ModelConfig& c, const char* key) {
   return it->get<std::int64_t>();
 }
 
+// What vLLM requires before it loads a speculators checkpoint (SpeculatorsConfig.
+// validate_speculators_config: "Invalid speculators config structure" otherwise): the drafted
+// tokens per step and the verifier's name.
+void require_vllm_structure(const io::ModelConfig& c) {
+  const json& root = c.root();
+  const auto sc = root.find("speculators_config");
+  auto refuse = [&](const std::string& what) {
+    throw Error(c.file(),
+                what +
+                    ", which vLLM requires (validate_speculators_config: \"Invalid "
+                    "speculators config structure\")",
+                "write the config with speculators' converter, which records the tokens drafted "
+                "per step (block_size - 1) and the verifier");
+  };
+  if (sc == root.end() || !sc->is_object())
+    refuse("speculators_config is missing or not an object");
+  const auto methods = sc->find("proposal_methods");
+  if (methods == sc->end() || !methods->is_array() || methods->empty())
+    refuse("speculators_config.proposal_methods is missing or empty");
+  const json& first = (*methods)[0];
+  if (!first.is_object() || !first.contains("speculative_tokens"))
+    refuse("speculators_config.proposal_methods[0] has no speculative_tokens");
+  const auto verifier = sc->find("verifier");
+  if (verifier == sc->end() || !verifier->is_object() || !verifier->contains("name_or_path"))
+    refuse("speculators_config.verifier has no name_or_path");
+}
+
 }  // namespace
 
 std::vector<std::int64_t> speculators_taps(const io::ModelConfig& c) {
@@ -52,6 +79,7 @@ std::vector<std::int64_t> speculators_taps(const io::ModelConfig& c) {
 }
 
 io::ModelConfig speculators_as_zlab(const io::ModelConfig& c) {
+  require_vllm_structure(c);
   const json& root = c.root();
   auto tlc = root.find("transformer_layer_config");
   if (tlc == root.end() || !tlc->is_object())
