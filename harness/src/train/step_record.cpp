@@ -313,8 +313,8 @@ constexpr const char* kMetadataKeys[] = {"schema",
                                          "drafter_config_sha256",
                                          "drafter_weights_fingerprint"};
 
-// The format's key that `key` is most likely a typo of (folded case and '-', or a letter or two away;
-// a key that extends one, "steps", is a key of its own), or "".
+// The format's key that `key` is most likely a typo of (folded case and '-', or a letter or two
+// away; a key that extends one, "steps", is a key of its own), or "".
 std::string misspelt_key_of(const std::string& key) {
   std::string folded = key;
   for (char& c : folded) c = c == '-' ? '_' : static_cast<char>(std::tolower(c));
