@@ -69,8 +69,7 @@ bool is_drafter_dir(const fs::path& dir) {
   if (!fs::is_regular_file(dir / "config.json", ec)) return false;
   // Refuses what is no config file by name (a link into /proc, which a sniff would block on).
   io::read_json_file(dir / "config.json");
-  io::refuse_other_drafter(dir);
-  return io::recognize_artifact(dir).kind == io::ArtifactKind::kDrafter;
+  return io::recognize_runnable(dir).kind == io::ArtifactKind::kDrafter;
 }
 
 int run_probe_drafter(const fs::path& dir, bool as_json) {

@@ -3122,6 +3122,9 @@ INSTANTIATE_TEST_SUITE_P(
             "measured.json: tau_pooled 3.9 is not 1 + "
             "accepted_tokens 10 / drafts 10 = 2"),
         measured_file_case(
+            "measured_tau_vllm_no_drafts", [](json& m) { m["drafts"] = 0; },
+            "measured.json: drafts is 0: a vLLM τ counts at least one draft step"),
+        measured_file_case(
             "measured_tau_vllm_past_the_block",
             [](json& m) {
               m["tau_pooled"] = 4.5;

@@ -131,32 +131,11 @@ TEST(StepRecord, ATeacherSubsetAndAnAnchorSubsetRoundTrip) {
   EXPECT_EQ(read_step_record(whole).teacher_positions.back(), 15);
 }
 
-// A trainer's own metadata (safetensors' "format", a run's settings) is not a typo of the format's.
-TEST(StepRecord, KeepsATrainersOwnMetadataKeys) {
-  const fs::path dir = testing::fresh_dir("own_metadata");
-  write_step_record(dir / "good.safetensors", testing::training_step(LossType::kHardCrossEntropy));
-  const auto file = io::SafetensorsFile::open(dir / "good.safetensors");
-  io::NamedTensors tensors;
-  for (const auto& info : file->header().tensors)
-    tensors.emplace_back(info.name, io::tensor_view(file, info).clone());
-  auto meta = file->header().metadata;
-  for (const char* key : {"format", "steps", "batch_size", "lr", "seed", "run_id", "losses",
-                          "target_layers", "epoch", "logged_losses"})
-    meta[key] = "1";
-  io::write_tensors(dir / "own.safetensors", tensors, meta);
-  EXPECT_EQ(read_step_record(dir / "own.safetensors").block_size, 8);
-}
+using RecordEdit = std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)>;
 
-struct BadRecord {
-  std::string label;
-  std::function<void(io::NamedTensors&, std::map<std::string, std::string>&)> edit;
-  std::string message;
-};
-void PrintTo(const BadRecord& c, std::ostream* os) { *os << c.label; }
-
-class BadRecordTest : public ::testing::TestWithParam<BadRecord> {};
-
-TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
+// A correct training step's record rewritten to `out` with its tensors and metadata changed by
+// `edit`.
+void write_edited_record(const fs::path& out, const RecordEdit& edit) {
   static const fs::path good = [] {
     const fs::path p = testing::fresh_dir("good_record") / "step.safetensors";
     write_step_record(p, testing::training_step(LossType::kHardCrossEntropy));
@@ -167,9 +146,33 @@ TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
   for (const auto& info : file->header().tensors)
     tensors.emplace_back(info.name, io::tensor_view(file, info).clone());
   auto meta = file->header().metadata;
-  GetParam().edit(tensors, meta);
-  const fs::path bad = good.parent_path() / (GetParam().label + ".safetensors");
-  io::write_tensors(bad, tensors, meta);
+  edit(tensors, meta);
+  io::write_tensors(out, tensors, meta);
+}
+
+// A trainer's own metadata (safetensors' "format", a run's settings) is not a typo of the format's.
+TEST(StepRecord, KeepsATrainersOwnMetadataKeys) {
+  const fs::path own = testing::fresh_dir("own_metadata") / "own.safetensors";
+  write_edited_record(own, [](auto&, auto& meta) {
+    for (const char* key : {"format", "steps", "batch_size", "lr", "seed", "run_id", "losses",
+                            "target_layers", "epoch", "logged_losses"})
+      meta[key] = "1";
+  });
+  EXPECT_EQ(read_step_record(own).block_size, 8);
+}
+
+struct BadRecord {
+  std::string label;
+  RecordEdit edit;
+  std::string message;
+};
+void PrintTo(const BadRecord& c, std::ostream* os) { *os << c.label; }
+
+class BadRecordTest : public ::testing::TestWithParam<BadRecord> {};
+
+TEST_P(BadRecordTest, IsRejectedNamingTheFile) {
+  const fs::path bad = testing::fresh_dir("bad_record_" + GetParam().label) / "step.safetensors";
+  write_edited_record(bad, GetParam().edit);
   const std::string e = error_of([&] { read_step_record(bad); });
   EXPECT_THAT(e, HasSubstr(bad.string() + ": "));
   EXPECT_THAT(e, HasSubstr(GetParam().message));

@@ -54,23 +54,19 @@ nlohmann::json safetensors_metadata(const fs::path& file, std::uintmax_t size) {
   return header.value("__metadata__", nlohmann::json::object());
 }
 
-// Whether a checkpoint holds a tensor named `name` (by the index's weight_map, else the one
-// model.safetensors's header); false where neither can be read.
-bool holds_tensor(const fs::path& dir, const std::string& name, bool as_prefix) {
+// A checkpoint's tensor names as the keys of one object (the index's weight_map, else the one
+// model.safetensors's header), read once; null where neither can be read.
+nlohmann::json tensor_names(const fs::path& dir) {
   std::error_code ec;
-  nlohmann::json names;
-  if (fs::is_regular_file(dir / "model.safetensors.index.json", ec)) {
-    const nlohmann::json index =
-        parse_or_null(head(dir / "model.safetensors.index.json", 64 << 20));
-    if (index.is_object()) names = index.value("weight_map", nlohmann::json());
-  } else if (const auto size = fs::file_size(dir / "model.safetensors", ec); !ec) {
-    names = safetensors_header(dir / "model.safetensors", size);
+  const fs::path index = dir / "model.safetensors.index.json";
+  if (fs::is_regular_file(index, ec)) {
+    const auto size = fs::file_size(index, ec);
+    if (ec || size > (64u << 20)) return nullptr;
+    const nlohmann::json doc = parse_or_null(head(index, static_cast<std::streamsize>(size)));
+    return doc.is_object() ? doc.value("weight_map", nlohmann::json()) : nlohmann::json();
   }
-  if (!names.is_object()) return false;
-  if (!as_prefix) return names.contains(name);
-  const auto& sorted = names.get_ref<const nlohmann::json::object_t&>();
-  const auto it = sorted.lower_bound(name);
-  return it != sorted.end() && it->first.rfind(name, 0) == 0;
+  const auto size = fs::file_size(dir / "model.safetensors", ec);
+  return ec ? nlohmann::json() : safetensors_header(dir / "model.safetensors", size);
 }
 
 // A speculative head of another kind than DFlash (EAGLE-1/2/3 and the like): a cue in its config,
@@ -88,9 +84,14 @@ std::string other_drafter_head(const fs::path& dir, const nlohmann::json& config
       }
   for (const char* key : {"eagle_config", "medusa_num_heads"})
     if (config.contains(key)) return std::string("config.json has ") + key;
-  if (holds_tensor(dir, "midlayer.", true)) return "its tensors hold midlayer.*, an EAGLE-3 layer";
+  const nlohmann::json names = tensor_names(dir);
+  if (!names.is_object()) return "";
+  const auto& sorted = names.get_ref<const nlohmann::json::object_t&>();
+  if (const auto it = sorted.lower_bound("midlayer.");
+      it != sorted.end() && it->first.rfind("midlayer.", 0) == 0)
+    return "its tensors hold midlayer.*, an EAGLE-3 layer";
   for (const char* name : {"fc.weight", "d2t", "t2d"})
-    if (holds_tensor(dir, name, false))
+    if (names.contains(name))
       return std::string("its tensors hold ") + name + ", which a drafter head holds and no target";
   return "";
 }
@@ -221,9 +222,10 @@ Recognized recognize_artifact(const fs::path& path) {
   return {};
 }
 
-void refuse_other_drafter(const fs::path& path) {
+Recognized recognize_runnable(const fs::path& path) {
   const Recognized r = recognize_artifact(path);
   if (r.kind == ArtifactKind::kOtherDrafter) throw other_drafter(path, r, "");
+  return r;
 }
 
 std::string slot_flag(ArtifactKind kind) {

@@ -1,6 +1,5 @@
 #include "draftgate/tau/measured_tau.h"
 
-#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -197,9 +196,12 @@ MeasuredTau measured_tau_from_json(const json& doc, const std::string& file) {
   m.requests = optional_count(doc, "requests", file);
   // vLLM's τ pooled is its counts' 1 + accepted / drafts (tau_formulas): an edited τ is not.
   if (!sglang) {
-    const double from_counts = 1.0 + static_cast<double>(m.accepted_tokens) /
-                                         static_cast<double>(std::max<std::int64_t>(m.drafts, 1));
-    if (m.drafts < 1 || std::abs(m.tau_pooled - from_counts) > 1e-9 * from_counts)
+    if (m.drafts < 1)
+      throw Error(file, "drafts is 0: a vLLM τ counts at least one draft step",
+                  "was the file edited? write it again with draftgate tau import");
+    const double from_counts =
+        1.0 + static_cast<double>(m.accepted_tokens) / static_cast<double>(m.drafts);
+    if (std::abs(m.tau_pooled - from_counts) > 1e-9 * from_counts)
       throw Error(file,
                   "tau_pooled " + format_number(m.tau_pooled, 12) + " is not 1 + accepted_tokens " +
                       std::to_string(m.accepted_tokens) + " / drafts " + std::to_string(m.drafts) +

@@ -47,7 +47,8 @@ std::string slot_flag(ArtifactKind kind);
 void require_slot(const std::filesystem::path& path, ArtifactKind expected,
                   const std::string& flag);
 
-// Throws draftgate::Error naming `path` when it is a drafter of another kind (kOtherDrafter).
-void refuse_other_drafter(const std::filesystem::path& path);
+// recognize_artifact, throwing draftgate::Error naming `path` when it is a drafter of another kind
+// (kOtherDrafter) instead of returning it.
+Recognized recognize_runnable(const std::filesystem::path& path);
 
 }  // namespace draftgate::io

@@ -15,7 +15,8 @@ namespace draftgate::model {
 
 // The target id of every draft id, int64 [draft_vocab] on the CPU; undefined when draft_vocab ==
 // target_vocab (the identity: a d2t or t2d present must then be all zeros / all true). Throws
-// draftgate::Error naming the checkpoint and tensor when d2t is missing, not an integer tensor
+// draftgate::Error naming the checkpoint and tensor when d2t or the drafter's own lm_head is
+// missing (require_draft_vocab_tensors), when d2t is not an integer tensor
 // [draft_vocab], maps an id outside 0..target_vocab-1 or two draft ids to one target id, or when
 // t2d is present but not bool [target_vocab] marking exactly the mapped ids.
 at::Tensor draft_to_target_ids(const io::Checkpoint& checkpoint, std::int64_t draft_vocab,
